@@ -1,0 +1,1 @@
+"""Kubernetes objects decoded into lean typed structs, quantities and pod requests."""

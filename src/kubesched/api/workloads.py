@@ -1,0 +1,106 @@
+"""Workload controllers' objects, as lean msgspec structs.
+
+Only what expanding a workload into the pods its controller would create needs
+is declared: replica counts, the selector, the pod template and, for
+StatefulSets, the names of the volume claim templates. Everything else in the
+manifest is skipped while decoding.
+"""
+
+from __future__ import annotations
+
+import msgspec
+
+from kubesched.api.objects import LabelSelector, ObjectMeta, PodSpec
+
+
+class _Api(msgspec.Struct, rename="camel", omit_defaults=True, kw_only=True):
+    pass
+
+
+class PodTemplateSpec(_Api):
+    metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)
+    spec: PodSpec = msgspec.field(default_factory=PodSpec)
+
+
+class PersistentVolumeClaimTemplate(_Api):
+    """A StatefulSet's volumeClaimTemplates entry: only its name matters here."""
+
+    metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)
+
+
+class StatefulSetOrdinals(_Api):
+    start: int = 0
+
+
+class DeploymentSpec(_Api):
+    replicas: int | None = None
+    selector: LabelSelector | None = None
+    template: PodTemplateSpec = msgspec.field(default_factory=PodTemplateSpec)
+
+
+class ReplicaSetSpec(_Api):
+    replicas: int | None = None
+    selector: LabelSelector | None = None
+    template: PodTemplateSpec = msgspec.field(default_factory=PodTemplateSpec)
+
+
+class StatefulSetSpec(_Api):
+    replicas: int | None = None
+    selector: LabelSelector | None = None
+    template: PodTemplateSpec = msgspec.field(default_factory=PodTemplateSpec)
+    volume_claim_templates: list[PersistentVolumeClaimTemplate] = []
+    ordinals: StatefulSetOrdinals | None = None
+    service_name: str = ""
+
+
+class DaemonSetSpec(_Api):
+    selector: LabelSelector | None = None
+    template: PodTemplateSpec = msgspec.field(default_factory=PodTemplateSpec)
+
+
+class JobSpec(_Api):
+    parallelism: int | None = None
+    completions: int | None = None
+    completion_mode: str | None = None
+    suspend: bool | None = None
+    manual_selector: bool | None = None
+    selector: LabelSelector | None = None
+    template: PodTemplateSpec = msgspec.field(default_factory=PodTemplateSpec)
+
+
+class Deployment(_Api):
+    api_version: str = "apps/v1"
+    kind: str = "Deployment"
+    metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)
+    spec: DeploymentSpec = msgspec.field(default_factory=DeploymentSpec)
+
+
+class ReplicaSet(_Api):
+    api_version: str = "apps/v1"
+    kind: str = "ReplicaSet"
+    metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)
+    spec: ReplicaSetSpec = msgspec.field(default_factory=ReplicaSetSpec)
+
+
+class StatefulSet(_Api):
+    api_version: str = "apps/v1"
+    kind: str = "StatefulSet"
+    metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)
+    spec: StatefulSetSpec = msgspec.field(default_factory=StatefulSetSpec)
+
+
+class DaemonSet(_Api):
+    api_version: str = "apps/v1"
+    kind: str = "DaemonSet"
+    metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)
+    spec: DaemonSetSpec = msgspec.field(default_factory=DaemonSetSpec)
+
+
+class Job(_Api):
+    api_version: str = "batch/v1"
+    kind: str = "Job"
+    metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)
+    spec: JobSpec = msgspec.field(default_factory=JobSpec)
+
+
+Workload = Deployment | ReplicaSet | StatefulSet | DaemonSet | Job

@@ -1,0 +1,1 @@
+"""The scheduler's cache: a columnar node table kept up to date, and assumed pods."""

@@ -1,0 +1,88 @@
+"""The scheduler's cache: the node table plus which pods are assumed and not yet bound.
+
+A pod is assumed on its node as soon as the scheduling cycle picks it, so the
+next cycle already counts its requests; binding confirms it, a failed binding
+forgets it. Assigned pods seen from the cluster are added here too.
+"""
+
+from __future__ import annotations
+
+from kubesched.api.objects import Node
+from kubesched.cache.node_table import NodeTable
+from kubesched.framework.types import PodInfo
+
+
+class Cache:
+    def __init__(self, table: NodeTable | None = None) -> None:
+        self.table = table or NodeTable()
+        self.assumed: dict[str, str] = {}  # pod key -> node name, until bound
+        self.placed: dict[str, tuple[PodInfo, str]] = {}  # every pod counted on a node
+        # Pods that name a node the cache has not seen yet; counted when it arrives.
+        self._orphans: dict[str, dict[str, PodInfo]] = {}
+
+    # --- nodes -----------------------------------------------------------------
+
+    def add_node(self, node: Node) -> None:
+        row = self.table.upsert_node(node)
+        for pod in self._orphans.pop(node.metadata.name, {}).values():
+            self.table.add_pod(pod, row)
+
+    update_node = add_node
+
+    def remove_node(self, name: str) -> None:
+        # Pods stay in `placed`: if the node comes back they are counted again.
+        pods = self.table.remove_node(name)
+        if pods:
+            self._orphans[name] = {p.key: p for p in pods}
+
+    # --- pods ------------------------------------------------------------------
+
+    def _place(self, pod: PodInfo, node_name: str) -> None:
+        self._unplace(pod.key)
+        self.placed[pod.key] = (pod, node_name)
+        row = self.table.row_of(node_name)
+        if row is None:
+            self._orphans.setdefault(node_name, {})[pod.key] = pod
+        else:
+            self.table.add_pod(pod, row)
+
+    def _unplace(self, key: str) -> PodInfo | None:
+        found = self.placed.pop(key, None)
+        if found is None:
+            return None
+        pod, node_name = found
+        row = self.table.row_of(node_name)
+        if row is None:
+            self._orphans.get(node_name, {}).pop(key, None)
+        else:
+            self.table.remove_pod(pod, row)
+        return pod
+
+    def assume_pod(self, pod: PodInfo, node_name: str) -> None:
+        self._place(pod, node_name)
+        self.assumed[pod.key] = node_name
+
+    def forget_pod(self, key: str) -> None:
+        if self.assumed.pop(key, None) is not None:
+            self._unplace(key)
+
+    def finish_binding(self, key: str) -> None:
+        self.assumed.pop(key, None)
+
+    def add_pod(self, pod: PodInfo) -> None:
+        """An assigned pod seen in the cluster (it may confirm an assumed one)."""
+        self.assumed.pop(pod.key, None)
+        self._place(pod, pod.node_name)
+
+    update_pod = add_pod
+
+    def remove_pod(self, key: str) -> None:
+        self.assumed.pop(key, None)
+        self._unplace(key)
+
+    def is_assumed(self, key: str) -> bool:
+        return key in self.assumed
+
+    def node_of(self, key: str) -> str | None:
+        found = self.placed.get(key)
+        return None if found is None else found[1]

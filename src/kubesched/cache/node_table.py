@@ -1,0 +1,348 @@
+"""The columnar node table: the snapshot every scheduling cycle reads.
+
+One row per node. Amounts live in 2-D int64 arrays (row x resource) so that a
+plugin answers "which nodes fit" for every node with one numpy expression.
+Labels are dictionary-encoded columns (one int32 code per row and key), taints
+are grouped into the few distinct taint sets a cluster has, and host ports and
+images are indexed by what pods ask for. The table is changed only between
+scheduling cycles, so a cycle may read it without copying it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+
+import numpy as np
+import numpy.typing as npt
+
+from kubesched.api.objects import Node, Taint
+from kubesched.api.requests import amounts
+from kubesched.framework.types import HostPort, PodInfo
+
+IntArray = npt.NDArray[np.int64]
+BoolArray = npt.NDArray[np.bool_]
+Rows = npt.NDArray[np.intp]
+
+# The first columns are fixed; extended resources get columns as they appear.
+CPU, MEMORY, EPHEMERAL_STORAGE, PODS = 0, 1, 2, 3
+BASE_RESOURCES = ("cpu", "memory", "ephemeral-storage", "pods")
+ZONE_LABELS = ("topology.kubernetes.io/zone", "failure-domain.beta.kubernetes.io/zone")
+REGION_LABELS = ("topology.kubernetes.io/region", "failure-domain.beta.kubernetes.io/region")
+
+TaintKey = tuple[str, str, str]
+
+
+class LabelColumn:
+    """One label key over all rows: value codes (-1 where the node lacks the key)."""
+
+    __slots__ = ("_numeric", "codes", "values", "vocab")
+
+    def __init__(self, capacity: int) -> None:
+        self.codes = np.full(capacity, -1, dtype=np.int32)
+        self.vocab: dict[str, int] = {}
+        self.values: list[str] = []
+        self._numeric: npt.NDArray[np.float64] | None = None
+
+    def code_of(self, value: str) -> int:
+        code = self.vocab.get(value)
+        if code is None:
+            code = len(self.values)
+            self.vocab[value] = code
+            self.values.append(value)
+            self._numeric = None
+        return code
+
+    def codes_for(self, values: Iterable[str]) -> npt.NDArray[np.int32]:
+        return np.array([self.vocab[v] for v in values if v in self.vocab], dtype=np.int32)
+
+    def numeric(self) -> npt.NDArray[np.float64]:
+        """Each vocabulary value as an integer (NaN when it is not one), for Gt/Lt."""
+        if self._numeric is None:
+            out = np.full(len(self.values), np.nan)
+            for i, v in enumerate(self.values):
+                try:
+                    out[i] = int(v)
+                except ValueError:
+                    pass
+            self._numeric = out
+        return self._numeric
+
+    def grow(self, capacity: int) -> None:
+        grown = np.full(capacity, -1, dtype=np.int32)
+        grown[: len(self.codes)] = self.codes
+        self.codes = grown
+
+
+@dataclass(slots=True)
+class NodeRow:
+    """Everything about one node that is not a number in a column."""
+
+    node: Node
+    pods: dict[str, PodInfo] = field(default_factory=dict)
+    host_ports: dict[HostPort, int] = field(default_factory=dict)
+    images: dict[str, int] = field(default_factory=dict)
+
+
+def normalized_image_name(name: str) -> str:
+    """Image names as ImageLocality compares them: a missing tag means :latest."""
+    if name.rfind(":") <= name.rfind("/"):
+        return name + ":latest"
+    return name
+
+
+class NodeTable:
+    """All nodes of the cluster as columns, with the pods placed on them."""
+
+    def __init__(self, capacity: int = 64) -> None:
+        self.capacity = capacity
+        self.resources: list[str] = list(BASE_RESOURCES)
+        self.resource_index: dict[str, int] = {r: i for i, r in enumerate(self.resources)}
+        self.allocatable = np.zeros((capacity, len(self.resources)), dtype=np.int64)
+        self.requested = np.zeros((capacity, len(self.resources)), dtype=np.int64)
+        # cpu and memory requested with the scoring defaults for empty containers
+        self.non_zero_requested = np.zeros((capacity, 2), dtype=np.int64)
+        self.unschedulable = np.zeros(capacity, dtype=np.bool_)
+        self.alive = np.zeros(capacity, dtype=np.bool_)
+        self.taint_set = np.zeros(capacity, dtype=np.int32)
+        self.taint_sets: list[tuple[Taint, ...]] = [()]
+        self._taint_set_ids: dict[tuple[TaintKey, ...], int] = {(): 0}
+        self.labels: dict[str, LabelColumn] = {}
+        self.rows: list[NodeRow | None] = [None] * capacity
+        self.names: list[str] = [""] * capacity
+        self.index: dict[str, int] = {}
+        self._free: list[int] = []
+        self._next_row = 0
+        self._order: Rows | None = None
+        # image name -> {row: size}; how many nodes hold it is len() of the inner map
+        self.images: dict[str, dict[int, int]] = {}
+        # (protocol, port) -> {row: count of pods using it}; ports are rarely asked for
+        self.ports: dict[tuple[str, int], dict[int, int]] = {}
+        self.generation = 0  # bumped on every change, for plugins that cache per snapshot
+
+    # --- shape -----------------------------------------------------------------
+
+    def __len__(self) -> int:
+        return len(self.index)
+
+    def __contains__(self, name: str) -> bool:
+        return name in self.index
+
+    def resource_column(self, name: str) -> int:
+        """The column of a resource, added (zero everywhere) when first seen."""
+        col = self.resource_index.get(name)
+        if col is None:
+            col = len(self.resources)
+            self.resources.append(name)
+            self.resource_index[name] = col
+            pad = np.zeros((self.capacity, 1), dtype=np.int64)
+            self.allocatable = np.hstack([self.allocatable, pad])
+            self.requested = np.hstack([self.requested, pad])
+        return col
+
+    def _grow(self) -> None:
+        old = self.capacity
+        new = old * 2
+        self.capacity = new
+
+        def grown(a: npt.NDArray[np.generic]) -> npt.NDArray[np.generic]:
+            out = np.zeros((new, *a.shape[1:]), dtype=a.dtype)
+            out[:old] = a
+            return out
+
+        self.allocatable = grown(self.allocatable)  # type: ignore[assignment]
+        self.requested = grown(self.requested)  # type: ignore[assignment]
+        self.non_zero_requested = grown(self.non_zero_requested)  # type: ignore[assignment]
+        self.unschedulable = grown(self.unschedulable)  # type: ignore[assignment]
+        self.alive = grown(self.alive)  # type: ignore[assignment]
+        self.taint_set = grown(self.taint_set)  # type: ignore[assignment]
+        for column in self.labels.values():
+            column.grow(new)
+        self.rows.extend([None] * (new - old))
+        self.names.extend([""] * (new - old))
+
+    # --- nodes -----------------------------------------------------------------
+
+    def upsert_node(self, node: Node) -> int:
+        """Add a node or refresh its columns; its pods stay where they are."""
+        name = node.metadata.name
+        row = self.index.get(name)
+        if row is None:
+            if self._free:
+                row = self._free.pop()
+            else:
+                if self._next_row == self.capacity:
+                    self._grow()
+                row = self._next_row
+                self._next_row += 1
+            self.index[name] = row
+            self.names[row] = name
+            self.rows[row] = NodeRow(node)
+            self.alive[row] = True
+            self._order = None
+        else:
+            node_row = self.rows[row]
+            assert node_row is not None
+            old_labels = node_row.node.metadata.labels
+            if any(old_labels.get(k) != node.metadata.labels.get(k) for k in ZONE_LABELS):
+                self._order = None
+            node_row.node = node
+            for key in old_labels:
+                if key not in node.metadata.labels:
+                    self.labels[key].codes[row] = -1
+            self._drop_images(row)
+        self._write_node_columns(row, node)
+        self.generation += 1
+        return row
+
+    def _write_node_columns(self, row: int, node: Node) -> None:
+        alloc = amounts(node.status.allocatable or node.status.capacity)
+        self.allocatable[row, :] = 0
+        for resource, amount in alloc.items():
+            self.allocatable[row, self.resource_column(resource)] = amount
+        self.unschedulable[row] = node.spec.unschedulable
+        for key, value in node.metadata.labels.items():
+            column = self.labels.get(key)
+            if column is None:
+                column = self.labels[key] = LabelColumn(self.capacity)
+            column.codes[row] = column.code_of(value)
+        self.taint_set[row] = self._taint_set_id(node.spec.taints)
+        node_row = self.rows[row]
+        assert node_row is not None
+        for image in node.status.images:
+            for image_name in image.names:
+                normalized = normalized_image_name(image_name)
+                node_row.images[normalized] = image.size_bytes
+                self.images.setdefault(normalized, {})[row] = image.size_bytes
+
+    def _drop_images(self, row: int) -> None:
+        node_row = self.rows[row]
+        assert node_row is not None
+        for image_name in node_row.images:
+            holders = self.images.get(image_name)
+            if holders is not None:
+                holders.pop(row, None)
+                if not holders:
+                    del self.images[image_name]
+        node_row.images.clear()
+
+    def _taint_set_id(self, taints: list[Taint]) -> int:
+        key = tuple(sorted((t.key, t.value, t.effect) for t in taints))
+        found = self._taint_set_ids.get(key)
+        if found is None:
+            found = len(self.taint_sets)
+            self._taint_set_ids[key] = found
+            self.taint_sets.append(tuple(taints))
+        return found
+
+    def remove_node(self, name: str) -> list[PodInfo]:
+        """Drop a node; returns the pods that were on it."""
+        row = self.index.pop(name, None)
+        if row is None:
+            return []
+        node_row = self.rows[row]
+        assert node_row is not None
+        pods = list(node_row.pods.values())
+        for pod in pods:
+            self.remove_pod(pod, row)
+        self._drop_images(row)
+        for column in self.labels.values():
+            column.codes[row] = -1
+        self.allocatable[row, :] = 0
+        self.requested[row, :] = 0
+        self.non_zero_requested[row, :] = 0
+        self.alive[row] = False
+        self.unschedulable[row] = False
+        self.taint_set[row] = 0
+        self.rows[row] = None
+        self.names[row] = ""
+        self._free.append(row)
+        self._order = None
+        self.generation += 1
+        return pods
+
+    # --- pods ------------------------------------------------------------------
+
+    def add_pod(self, pod: PodInfo, row: int) -> None:
+        node_row = self.rows[row]
+        assert node_row is not None
+        if pod.key in node_row.pods:
+            self.remove_pod(node_row.pods[pod.key], row)
+        node_row.pods[pod.key] = pod
+        self._account(pod, row, +1)
+
+    def remove_pod(self, pod: PodInfo, row: int) -> None:
+        node_row = self.rows[row]
+        assert node_row is not None
+        placed = node_row.pods.pop(pod.key, None)
+        if placed is not None:
+            self._account(placed, row, -1)
+
+    def _account(self, pod: PodInfo, row: int, sign: int) -> None:
+        for resource, amount in pod.requests.items():
+            self.requested[row, self.resource_column(resource)] += sign * amount
+        self.requested[row, PODS] += sign
+        self.non_zero_requested[row, 0] += sign * pod.non_zero_cpu
+        self.non_zero_requested[row, 1] += sign * pod.non_zero_memory
+        node_row = self.rows[row]
+        assert node_row is not None
+        for port in pod.host_ports:
+            users = self.ports.setdefault((port.protocol, port.port), {})
+            count = node_row.host_ports.get(port, 0) + sign
+            if count > 0:
+                node_row.host_ports[port] = count
+            else:
+                node_row.host_ports.pop(port, None)
+            total = users.get(row, 0) + sign
+            if total > 0:
+                users[row] = total
+            else:
+                users.pop(row, None)
+        self.generation += 1
+
+    # --- reading ---------------------------------------------------------------
+
+    def node(self, row: int) -> Node:
+        node_row = self.rows[row]
+        assert node_row is not None
+        return node_row.node
+
+    def row_of(self, name: str) -> int | None:
+        return self.index.get(name)
+
+    def pods_on(self, row: int) -> Iterator[PodInfo]:
+        node_row = self.rows[row]
+        assert node_row is not None
+        return iter(node_row.pods.values())
+
+    def label(self, key: str) -> LabelColumn | None:
+        return self.labels.get(key)
+
+    def label_value(self, row: int, key: str) -> str | None:
+        column = self.labels.get(key)
+        if column is None or column.codes[row] < 0:
+            return None
+        return column.values[column.codes[row]]
+
+    def order(self) -> Rows:
+        """Live rows in the order kube-scheduler lists nodes: zones interleaved
+        round-robin (its nodeTree), nodes within a zone in the order they came."""
+        if self._order is None:
+            zones: dict[str, list[int]] = {}
+            for name, row in self.index.items():
+                node = self.node(row)
+                zones.setdefault(_zone_key(node), []).append(row)
+            ordered: list[int] = []
+            lists = list(zones.values())
+            depth = max((len(rows) for rows in lists), default=0)
+            for i in range(depth):
+                ordered.extend(rows[i] for rows in lists if i < len(rows))
+            self._order = np.array(ordered, dtype=np.intp)
+        return self._order
+
+
+def _zone_key(node: Node) -> str:
+    labels = node.metadata.labels
+    region = next((labels[k] for k in REGION_LABELS if k in labels), "")
+    zone = next((labels[k] for k in ZONE_LABELS if k in labels), "")
+    return f"{region}:\x00:{zone}" if region or zone else ""

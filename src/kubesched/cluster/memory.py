@@ -1,0 +1,145 @@
+"""An in-memory cluster: the source of truth for `simulate` and for unit tests.
+
+It behaves like the API server as far as the scheduler can tell: binding sets
+spec.nodeName (and fails if the pod is gone or already bound), and every
+change is delivered to subscribers the way watch events are.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Protocol
+
+import msgspec
+
+from kubesched.api.objects import Node, Pod, PodCondition, PriorityClass
+from kubesched.cluster.client import BindConflict
+
+
+class Watcher(Protocol):
+    def on_node_add(self, node: Node) -> None: ...
+    def on_node_update(self, old: Node | None, new: Node) -> None: ...
+    def on_node_delete(self, node: Node) -> None: ...
+    def on_pod_add(self, pod: Pod) -> None: ...
+    def on_pod_update(self, old: Pod | None, new: Pod) -> None: ...
+    def on_pod_delete(self, pod: Pod) -> None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class RecordedEvent:
+    pod: str
+    type: str
+    reason: str
+    message: str
+
+
+def pod_key(pod: Pod) -> str:
+    return f"{pod.metadata.namespace}/{pod.metadata.name}"
+
+
+@dataclass
+class InMemoryCluster:
+    nodes: dict[str, Node] = field(default_factory=dict)
+    pods: dict[str, Pod] = field(default_factory=dict)
+    priority_classes: dict[str, PriorityClass] = field(default_factory=dict)
+    events: list[RecordedEvent] = field(default_factory=list)
+    watchers: list[Watcher] = field(default_factory=list)
+    evicted: list[str] = field(default_factory=list)
+
+    def watch(self, watcher: Watcher) -> None:
+        """Subscribe, first replaying the current state as adds (nodes first, as a
+        scheduler's informers would have synced them)."""
+        self.watchers.append(watcher)
+        for node in self.nodes.values():
+            watcher.on_node_add(node)
+        for pod in self.pods.values():
+            if pod.spec.node_name:
+                watcher.on_pod_add(pod)
+        for pod in self.pods.values():
+            if not pod.spec.node_name:
+                watcher.on_pod_add(pod)
+
+    # --- writes, as through the API --------------------------------------------
+
+    def add_node(self, node: Node) -> None:
+        old = self.nodes.get(node.metadata.name)
+        self.nodes[node.metadata.name] = node
+        for w in self.watchers:
+            if old is None:
+                w.on_node_add(node)
+            else:
+                w.on_node_update(old, node)
+
+    def delete_node(self, name: str) -> None:
+        node = self.nodes.pop(name, None)
+        if node is not None:
+            for w in self.watchers:
+                w.on_node_delete(node)
+
+    def add_pod(self, pod: Pod) -> None:
+        key = pod_key(pod)
+        old = self.pods.get(key)
+        self.pods[key] = pod
+        for w in self.watchers:
+            if old is None:
+                w.on_pod_add(pod)
+            else:
+                w.on_pod_update(old, pod)
+
+    def remove_pod(self, key: str) -> None:
+        pod = self.pods.pop(key, None)
+        if pod is not None:
+            for w in self.watchers:
+                w.on_pod_delete(pod)
+
+    # --- ClusterClient ---------------------------------------------------------
+
+    async def bind(self, pod: Pod, node_name: str) -> None:
+        key = pod_key(pod)
+        current = self.pods.get(key)
+        if current is None:
+            raise BindConflict(f'pods "{pod.metadata.name}" not found')
+        if current.spec.node_name:
+            raise BindConflict(
+                f'Operation cannot be fulfilled on pods/binding "{pod.metadata.name}": '
+                f"pod {pod.metadata.name} is already assigned to node "
+                f'"{current.spec.node_name}"'
+            )
+        if node_name not in self.nodes:
+            raise RuntimeError(f'nodes "{node_name}" not found')
+        conditions = [c for c in current.status.conditions if c.type != "PodScheduled"]
+        conditions.append(PodCondition(type="PodScheduled", status="True"))
+        bound = msgspec.structs.replace(
+            current,
+            spec=msgspec.structs.replace(current.spec, node_name=node_name),
+            status=msgspec.structs.replace(current.status, conditions=conditions),
+        )
+        self.pods[key] = bound
+        for w in self.watchers:
+            w.on_pod_update(current, bound)
+
+    async def delete_pod(self, pod: Pod, reason: str) -> None:
+        key = pod_key(pod)
+        self.evicted.append(key)
+        self.remove_pod(key)
+
+    def record_event(self, pod: Pod, event_type: str, reason: str, message: str) -> None:
+        self.events.append(RecordedEvent(pod_key(pod), event_type, reason, message))
+
+    def set_unschedulable(self, pod: Pod, reason: str, message: str, nominated_node: str) -> None:
+        key = pod_key(pod)
+        current = self.pods.get(key)
+        if current is None:
+            return
+        conditions = [c for c in current.status.conditions if c.type != "PodScheduled"]
+        conditions.append(
+            PodCondition(type="PodScheduled", status="False", reason=reason, message=message)
+        )
+        # Status writes do not change what the scheduler schedules on; like the
+        # real API they would come back as a pod update, which the queue ignores.
+        self.pods[key] = msgspec.structs.replace(
+            current,
+            status=msgspec.structs.replace(
+                current.status, conditions=conditions, nominated_node_name=nominated_node
+            ),
+        )

@@ -1,0 +1,1 @@
+"""The Scheduling Framework: extension-point interfaces, Status, CycleState and the runner."""

@@ -1,0 +1,41 @@
+"""CycleState: data that plugins share during one scheduling attempt of one pod."""
+
+from __future__ import annotations
+
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+
+
+class CycleState:
+    """A per-attempt scratch space keyed by plugin-chosen strings.
+
+    PreFilter writes what Filter reads, PreScore what Score reads; a new one is
+    made for every attempt so nothing leaks between pods.
+    """
+
+    __slots__ = ("_data", "skip_filter_plugins", "skip_score_plugins")
+
+    def __init__(self) -> None:
+        self._data: dict[str, Any] = {}
+        self.skip_filter_plugins: set[str] = set()
+        self.skip_score_plugins: set[str] = set()
+
+    def write(self, key: str, value: object) -> None:
+        self._data[key] = value
+
+    def read(self, key: str, kind: type[T]) -> T:
+        value = self._data.get(key)
+        if not isinstance(value, kind):
+            raise KeyError(f"{key!r} not found in CycleState")
+        return value
+
+    def get(self, key: str) -> Any:
+        return self._data.get(key)
+
+    def clone(self) -> CycleState:
+        copy = CycleState()
+        copy._data = dict(self._data)
+        copy.skip_filter_plugins = set(self.skip_filter_plugins)
+        copy.skip_score_plugins = set(self.skip_score_plugins)
+        return copy

@@ -1,0 +1,272 @@
+"""The extension points: one base class each, as in kube-scheduler's framework package.
+
+A plugin is a class with a unique `name` that subclasses the base class of
+every extension point it implements. Filter and Score work on all candidate
+nodes at once (columnar); `NodeFilterPlugin` and `NodeScorePlugin` offer the
+simpler one-node-at-a-time form for plugins where speed matters less.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar
+
+import numpy as np
+import numpy.typing as npt
+
+from kubesched.cache.node_table import BoolArray, IntArray, NodeTable, Rows
+from kubesched.framework.cycle_state import CycleState
+from kubesched.framework.status import Code, Status
+from kubesched.framework.types import ClusterEvent, PodInfo, QueuedPodInfo
+
+if TYPE_CHECKING:
+    from kubesched.framework.handle import Handle
+    from kubesched.framework.nodeinfo import NodeInfo
+
+MAX_NODE_SCORE = 100
+MIN_NODE_SCORE = 0
+
+
+class Plugin:
+    """Base of every plugin. `args` are the plugin's pluginConfig args (a mapping)."""
+
+    name: ClassVar[str] = ""
+
+    def __init__(self, args: Mapping[str, Any] | None = None, handle: Handle | None = None):
+        self.args: Mapping[str, Any] = args or {}
+        self._handle = handle
+
+    @property
+    def handle(self) -> Handle:
+        if self._handle is None:
+            raise RuntimeError(f"plugin {self.name} was built without a framework handle")
+        return self._handle
+
+
+# --- verdicts of Filter over many nodes ----------------------------------------------
+
+
+@dataclass(slots=True)
+class NodeVerdicts:
+    """A Filter plugin's answer for each of the rows it was given.
+
+    `codes[i]` is the Code for rows[i] (SUCCESS where the node fits);
+    `reasons` pairs each reason text with a mask (aligned to rows) of the nodes
+    it applies to. A node may carry several reasons (say, Insufficient cpu and
+    Insufficient memory), and each counts in the FailedScheduling message.
+    """
+
+    codes: npt.NDArray[np.int8]
+    reasons: list[tuple[str, BoolArray]] = field(default_factory=list)
+
+    @classmethod
+    def passing(cls, count: int) -> NodeVerdicts:
+        return cls(np.zeros(count, dtype=np.int8))
+
+    @classmethod
+    def failing(
+        cls, count: int, reasons: Sequence[tuple[str, BoolArray]], code: Code = Code.UNSCHEDULABLE
+    ) -> NodeVerdicts:
+        """Nodes named by any reason's mask fail with `code`; the others pass."""
+        codes = np.zeros(count, dtype=np.int8)
+        kept = []
+        for reason, mask in reasons:
+            if mask.any():
+                codes[mask] = code
+                kept.append((reason, mask))
+        return cls(codes, kept)
+
+    def add(self, reason: str, mask: BoolArray, code: Code = Code.UNSCHEDULABLE) -> None:
+        """Fail the masked nodes with `code` (the stronger code wins) and `reason`."""
+        if mask.any():
+            np.maximum(self.codes, np.where(mask, np.int8(code), np.int8(0)), out=self.codes)
+            self.reasons.append((reason, mask))
+
+    def passed(self) -> BoolArray:
+        return self.codes == Code.SUCCESS
+
+
+@dataclass(slots=True)
+class PreFilterResult:
+    """Nodes a PreFilter plugin already knows are the only candidates (None: all)."""
+
+    node_names: set[str] | None = None
+
+    def merge(self, other: PreFilterResult | None) -> PreFilterResult:
+        if other is None or other.node_names is None:
+            return self
+        if self.node_names is None:
+            return PreFilterResult(set(other.node_names))
+        return PreFilterResult(self.node_names & other.node_names)
+
+
+@dataclass(slots=True)
+class PostFilterResult:
+    nominated_node_name: str = ""
+    message: str = ""
+
+
+# --- queueing ------------------------------------------------------------------------
+
+
+class QueueingHint:
+    QUEUE = True
+    SKIP = False
+
+
+QueueingHintFn = Callable[[PodInfo, object, object], bool]
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterEventWithHint:
+    event: ClusterEvent
+    hint: QueueingHintFn | None = None  # None: always worth a retry
+
+
+class EnqueueExtensions:
+    """Plugins that reject pods say which cluster events could change their mind."""
+
+    def events_to_register(self) -> list[ClusterEventWithHint]:
+        raise NotImplementedError
+
+
+class QueueSortPlugin(Plugin):
+    def less(self, a: QueuedPodInfo, b: QueuedPodInfo) -> bool:
+        raise NotImplementedError
+
+
+class PreEnqueuePlugin(Plugin):
+    def pre_enqueue(self, pod: PodInfo) -> Status:
+        raise NotImplementedError
+
+
+# --- scheduling cycle ------------------------------------------------------------------
+
+
+class PreFilterPlugin(Plugin):
+    def pre_filter(
+        self, state: CycleState, pod: PodInfo, nodes: NodeTable
+    ) -> tuple[PreFilterResult | None, Status]:
+        raise NotImplementedError
+
+
+class FilterPlugin(Plugin):
+    def filter(
+        self, state: CycleState, pod: PodInfo, nodes: NodeTable, rows: Rows
+    ) -> NodeVerdicts:
+        raise NotImplementedError
+
+
+class NodeFilterPlugin(FilterPlugin):
+    """Filter one node at a time: implement `filter_node`."""
+
+    def filter_node(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status:
+        raise NotImplementedError
+
+    def filter(
+        self, state: CycleState, pod: PodInfo, nodes: NodeTable, rows: Rows
+    ) -> NodeVerdicts:
+        from kubesched.framework.nodeinfo import NodeInfo
+
+        verdicts = NodeVerdicts.passing(len(rows))
+        by_reason: dict[tuple[str, int], BoolArray] = {}
+        for i, row in enumerate(rows):
+            status = self.filter_node(state, pod, NodeInfo(nodes, int(row)))
+            if status.code == Code.SUCCESS:
+                continue
+            if status.code == Code.ERROR:
+                raise status.error or RuntimeError(status.message())
+            for reason in status.reasons or [f"node(s) didn't satisfy plugin {self.name}"]:
+                mask = by_reason.setdefault((reason, status.code), np.zeros(len(rows), bool))
+                mask[i] = True
+            verdicts.codes[i] = max(int(verdicts.codes[i]), int(status.code))
+        verdicts.reasons.extend((reason, mask) for (reason, _), mask in by_reason.items())
+        return verdicts
+
+
+class PostFilterPlugin(Plugin):
+    def post_filter(
+        self, state: CycleState, pod: PodInfo, diagnosis: Any
+    ) -> tuple[PostFilterResult | None, Status]:
+        raise NotImplementedError
+
+
+class PreScorePlugin(Plugin):
+    def pre_score(self, state: CycleState, pod: PodInfo, nodes: NodeTable, rows: Rows) -> Status:
+        raise NotImplementedError
+
+
+class ScorePlugin(Plugin):
+    """Score every candidate node 0..100 (after NormalizeScore, if any)."""
+
+    def score(self, state: CycleState, pod: PodInfo, nodes: NodeTable, rows: Rows) -> IntArray:
+        raise NotImplementedError
+
+    def normalize_scores(self, state: CycleState, pod: PodInfo, scores: IntArray) -> None:
+        """ScoreExtensions.NormalizeScore: rewrite `scores` in place. Default: keep."""
+
+
+class NodeScorePlugin(ScorePlugin):
+    """Score one node at a time: implement `score_node`."""
+
+    def score_node(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> int:
+        raise NotImplementedError
+
+    def score(self, state: CycleState, pod: PodInfo, nodes: NodeTable, rows: Rows) -> IntArray:
+        from kubesched.framework.nodeinfo import NodeInfo
+
+        return np.fromiter(
+            (self.score_node(state, pod, NodeInfo(nodes, int(row))) for row in rows),
+            dtype=np.int64,
+            count=len(rows),
+        )
+
+
+class ReservePlugin(Plugin):
+    def reserve(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
+        raise NotImplementedError
+
+    def unreserve(self, state: CycleState, pod: PodInfo, node_name: str) -> None:
+        raise NotImplementedError
+
+
+class PermitPlugin(Plugin):
+    def permit(self, state: CycleState, pod: PodInfo, node_name: str) -> tuple[Status, float]:
+        """Allow (success), reject, or Wait with a timeout in seconds."""
+        raise NotImplementedError
+
+
+# --- binding cycle ---------------------------------------------------------------------
+
+
+class PreBindPlugin(Plugin):
+    async def pre_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
+        raise NotImplementedError
+
+
+class BindPlugin(Plugin):
+    async def bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
+        """Bind, or return Skip to let the next Bind plugin do it."""
+        raise NotImplementedError
+
+
+class PostBindPlugin(Plugin):
+    def post_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> None:
+        raise NotImplementedError
+
+
+EXTENSION_POINTS: dict[str, type[Plugin]] = {
+    "queueSort": QueueSortPlugin,
+    "preEnqueue": PreEnqueuePlugin,
+    "preFilter": PreFilterPlugin,
+    "filter": FilterPlugin,
+    "postFilter": PostFilterPlugin,
+    "preScore": PreScorePlugin,
+    "score": ScorePlugin,
+    "reserve": ReservePlugin,
+    "permit": PermitPlugin,
+    "preBind": PreBindPlugin,
+    "bind": BindPlugin,
+    "postBind": PostBindPlugin,
+}

@@ -1,0 +1,46 @@
+"""NodeInfo: one node seen through the columnar table, for per-node plugins."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from kubesched.api.objects import Node
+from kubesched.cache.node_table import NodeTable
+from kubesched.framework.types import PodInfo
+
+
+class NodeInfo:
+    """A light view of one row: the Node, its pods, and its amounts by resource name."""
+
+    __slots__ = ("row", "table")
+
+    def __init__(self, table: NodeTable, row: int) -> None:
+        self.table = table
+        self.row = row
+
+    @property
+    def node(self) -> Node:
+        return self.table.node(self.row)
+
+    @property
+    def name(self) -> str:
+        return self.table.names[self.row]
+
+    @property
+    def labels(self) -> dict[str, str]:
+        return self.node.metadata.labels
+
+    @property
+    def pods(self) -> Iterator[PodInfo]:
+        return self.table.pods_on(self.row)
+
+    def allocatable(self, resource: str) -> int:
+        col = self.table.resource_index.get(resource)
+        return 0 if col is None else int(self.table.allocatable[self.row, col])
+
+    def requested(self, resource: str) -> int:
+        col = self.table.resource_index.get(resource)
+        return 0 if col is None else int(self.table.requested[self.row, col])
+
+    def free(self, resource: str) -> int:
+        return self.allocatable(resource) - self.requested(resource)

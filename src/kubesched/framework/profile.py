@@ -1,0 +1,94 @@
+"""Profiles: which plugins run at which extension point, as KubeSchedulerConfiguration says."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from kubesched.framework.registry import lookup
+
+DEFAULT_SCHEDULER_NAME = "default-scheduler"
+
+
+@dataclass(frozen=True, slots=True)
+class PluginRef:
+    name: str
+    weight: int = 0
+
+
+@dataclass(slots=True)
+class PluginSet:
+    enabled: list[PluginRef] = field(default_factory=list)
+    disabled: list[PluginRef] = field(default_factory=list)
+
+    def disables(self, name: str) -> bool:
+        return any(p.name in (name, "*") for p in self.disabled)
+
+
+# kube-scheduler's default profile (apis/config/v1 getDefaultPlugins), in its order.
+# The volume plugins, PodTopologySpread, InterPodAffinity and DefaultPreemption
+# join this list as they are built.
+DEFAULT_MULTI_POINT: tuple[PluginRef, ...] = (
+    PluginRef("SchedulingGates"),
+    PluginRef("PrioritySort"),
+    PluginRef("NodeUnschedulable"),
+    PluginRef("NodeName"),
+    PluginRef("TaintToleration", 3),
+    PluginRef("NodeAffinity", 2),
+    PluginRef("NodePorts"),
+    PluginRef("NodeResourcesFit", 1),
+    PluginRef("NodeResourcesBalancedAllocation", 1),
+    PluginRef("ImageLocality", 1),
+    PluginRef("DefaultBinder"),
+)
+
+
+@dataclass(slots=True)
+class ProfileConfig:
+    scheduler_name: str = DEFAULT_SCHEDULER_NAME
+    # "multiPoint" and each extension point's name -> its enabled/disabled plugins
+    plugins: dict[str, PluginSet] = field(default_factory=dict)
+    plugin_config: dict[str, Mapping[str, Any]] = field(default_factory=dict)
+    percentage_of_nodes_to_score: int | None = None
+
+    @classmethod
+    def default(cls, scheduler_name: str = DEFAULT_SCHEDULER_NAME) -> ProfileConfig:
+        return cls(scheduler_name, {"multiPoint": PluginSet(list(DEFAULT_MULTI_POINT))})
+
+
+@dataclass(slots=True)
+class ResolvedProfile:
+    """Plugin names per extension point, in run order, and score weights."""
+
+    points: dict[str, list[str]]
+    weights: dict[str, int]
+
+
+def resolve(profile: ProfileConfig, extension_points: Mapping[str, type]) -> ResolvedProfile:
+    """Expand multiPoint into the extension points, as kube-scheduler orders them:
+    first the plugins a point names that multiPoint also has (in the point's order),
+    then the rest of multiPoint, then the other plugins the point names."""
+    multi = profile.plugins.get("multiPoint", PluginSet())
+    points: dict[str, list[str]] = {}
+    weights: dict[str, int] = {}
+    for point, base in extension_points.items():
+        specific = profile.plugins.get(point, PluginSet())
+        specific_names = [p.name for p in specific.enabled]
+        multi_names = []
+        for ref in multi.enabled:
+            if specific.disables(ref.name) or ref.name in specific_names:
+                continue
+            if issubclass(lookup(ref.name), base):
+                multi_names.append(ref.name)
+        multi_set = {r.name for r in multi.enabled}
+        overrides = [n for n in specific_names if n in multi_set]
+        others = [n for n in specific_names if n not in multi_set]
+        names = [*overrides, *multi_names, *others]
+        points[point] = list(dict.fromkeys(names))
+        if point == "score":
+            for ref in multi.enabled:
+                weights[ref.name] = ref.weight or 1
+            for ref in specific.enabled:
+                weights[ref.name] = ref.weight or weights.get(ref.name, 1) or 1
+    return ResolvedProfile(points, weights)

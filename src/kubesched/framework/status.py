@@ -1,0 +1,78 @@
+"""Status: what an extension point says about a pod (framework.Status upstream)."""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+
+
+class Code(enum.IntEnum):
+    SUCCESS = 0
+    ERROR = 1
+    UNSCHEDULABLE = 2
+    UNSCHEDULABLE_AND_UNRESOLVABLE = 3
+    WAIT = 4
+    SKIP = 5
+    PENDING = 6
+
+
+@dataclass(slots=True)
+class Status:
+    code: Code = Code.SUCCESS
+    reasons: list[str] = field(default_factory=list)
+    plugin: str = ""
+    error: BaseException | None = None
+
+    @classmethod
+    def success(cls) -> Status:
+        return cls()
+
+    @classmethod
+    def unschedulable(cls, *reasons: str, plugin: str = "") -> Status:
+        return cls(Code.UNSCHEDULABLE, list(reasons), plugin)
+
+    @classmethod
+    def unresolvable(cls, *reasons: str, plugin: str = "") -> Status:
+        return cls(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, list(reasons), plugin)
+
+    @classmethod
+    def as_error(cls, error: BaseException | str, plugin: str = "") -> Status:
+        exc = error if isinstance(error, BaseException) else RuntimeError(error)
+        return cls(Code.ERROR, [str(exc)], plugin, exc)
+
+    @classmethod
+    def skip(cls) -> Status:
+        return cls(Code.SKIP)
+
+    @classmethod
+    def wait(cls, plugin: str = "") -> Status:
+        return cls(Code.WAIT, [], plugin)
+
+    @classmethod
+    def pending(cls, *reasons: str, plugin: str = "") -> Status:
+        return cls(Code.PENDING, list(reasons), plugin)
+
+    def is_success(self) -> bool:
+        return self.code == Code.SUCCESS
+
+    def is_skip(self) -> bool:
+        return self.code == Code.SKIP
+
+    def is_rejected(self) -> bool:
+        """Unschedulable, unresolvable or pending: the pod cannot go on for now."""
+        return self.code in (
+            Code.UNSCHEDULABLE,
+            Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
+            Code.PENDING,
+        )
+
+    def message(self) -> str:
+        return ", ".join(self.reasons)
+
+    def with_plugin(self, plugin: str) -> Status:
+        if not self.plugin:
+            self.plugin = plugin
+        return self
+
+
+SUCCESS = Status()

@@ -1,0 +1,148 @@
+"""The framework's view of pods and cluster events."""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+
+from kubesched.api.objects import Pod
+from kubesched.api.requests import Amounts, non_zero_requests, pod_requests
+
+
+@dataclass(frozen=True, slots=True)
+class HostPort:
+    ip: str
+    protocol: str
+    port: int
+
+
+class PodInfo:
+    """A pod with what every cycle needs computed once: requests, ports, priority."""
+
+    __slots__ = ("host_ports", "key", "non_zero_cpu", "non_zero_memory", "pod", "requests")
+
+    def __init__(self, pod: Pod) -> None:
+        self.pod = pod
+        self.key = f"{pod.metadata.namespace}/{pod.metadata.name}"
+        self.requests: Amounts = pod_requests(pod)
+        self.non_zero_cpu, self.non_zero_memory = non_zero_requests(pod)
+        # Only sidecars keep their ports while the pod runs (GetHostPorts upstream).
+        sidecars = [c for c in pod.spec.init_containers if c.restart_policy == "Always"]
+        self.host_ports: tuple[HostPort, ...] = tuple(
+            HostPort(p.host_ip or "0.0.0.0", p.protocol or "TCP", p.host_port)
+            for c in (*sidecars, *pod.spec.containers)
+            for p in c.ports
+            if p.host_port > 0
+        )
+
+    @property
+    def priority(self) -> int:
+        return self.pod.spec.priority or 0
+
+    @property
+    def name(self) -> str:
+        return self.pod.metadata.name
+
+    @property
+    def namespace(self) -> str:
+        return self.pod.metadata.namespace
+
+    @property
+    def node_name(self) -> str:
+        return self.pod.spec.node_name
+
+    def __repr__(self) -> str:
+        return f"PodInfo({self.key})"
+
+
+@dataclass(slots=True)
+class QueuedPodInfo:
+    """A pod in the scheduling queue, with its attempt history."""
+
+    pod_info: PodInfo
+    timestamp: float  # when it last entered activeQ (PrioritySort's tie-break)
+    initial_attempt_timestamp: float | None = None
+    attempts: int = 0
+    unschedulable_plugins: set[str] = field(default_factory=set)
+    pending_plugins: set[str] = field(default_factory=set)
+    gated: bool = False
+    gating_plugin: str = ""
+    seq: int = 0  # enqueue order, the last tie-break so that the order is total
+    # The node table's generation at the last attempt: retrying on an unchanged
+    # cluster gives the same answer, which lets the simulator know it is done.
+    tried_at_generation: int = -1
+
+    @property
+    def pod(self) -> Pod:
+        return self.pod_info.pod
+
+
+class Resource(enum.StrEnum):
+    POD = "Pod"
+    ASSIGNED_POD = "AssignedPod"
+    UNSCHEDULED_POD = "UnscheduledPod"
+    NODE = "Node"
+    PERSISTENT_VOLUME = "PersistentVolume"
+    PERSISTENT_VOLUME_CLAIM = "PersistentVolumeClaim"
+    STORAGE_CLASS = "StorageClass"
+    CSI_NODE = "CSINode"
+    WILDCARD = "*"
+
+
+class ActionType(enum.IntFlag):
+    ADD = 1
+    DELETE = 2
+    UPDATE_NODE_ALLOCATABLE = 4
+    UPDATE_NODE_LABEL = 8
+    UPDATE_NODE_TAINT = 16
+    UPDATE_NODE_CONDITION = 32
+    UPDATE_NODE_ANNOTATION = 64
+    UPDATE_POD_LABEL = 128
+    UPDATE_POD_SCALE_DOWN = 256
+    UPDATE_POD_TOLERATION = 512
+    UPDATE_POD_SCHEDULING_GATES_ELIMINATED = 1024
+    UPDATE_POD_GENERATED_RESOURCE_CLAIM = 2048
+    UPDATE = (
+        UPDATE_NODE_ALLOCATABLE
+        | UPDATE_NODE_LABEL
+        | UPDATE_NODE_TAINT
+        | UPDATE_NODE_CONDITION
+        | UPDATE_NODE_ANNOTATION
+        | UPDATE_POD_LABEL
+        | UPDATE_POD_SCALE_DOWN
+        | UPDATE_POD_TOLERATION
+        | UPDATE_POD_SCHEDULING_GATES_ELIMINATED
+        | UPDATE_POD_GENERATED_RESOURCE_CLAIM
+    )
+    ALL = ADD | DELETE | UPDATE
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterEvent:
+    """Something that changed in the cluster and may make pending pods schedulable."""
+
+    resource: Resource
+    action: ActionType
+    label: str = ""
+
+    def matches(self, registered: ClusterEvent) -> bool:
+        """Whether this event is one that `registered` (a plugin's interest) covers."""
+        if registered.resource == Resource.WILDCARD:
+            return bool(registered.action & self.action)
+        same_resource = registered.resource == self.resource or (
+            registered.resource == Resource.POD
+            and self.resource in (Resource.ASSIGNED_POD, Resource.UNSCHEDULED_POD)
+        )
+        return same_resource and bool(registered.action & self.action)
+
+
+# Well-known events the queue itself raises.
+EVENT_NODE_ADD = ClusterEvent(Resource.NODE, ActionType.ADD, "NodeAdd")
+EVENT_ASSIGNED_POD_ADD = ClusterEvent(Resource.ASSIGNED_POD, ActionType.ADD, "AssignedPodAdd")
+EVENT_ASSIGNED_POD_DELETE = ClusterEvent(
+    Resource.ASSIGNED_POD, ActionType.DELETE, "AssignedPodDelete"
+)
+EVENT_UNSCHEDULABLE_TIMEOUT = ClusterEvent(
+    Resource.WILDCARD, ActionType.ALL, "UnschedulableTimeout"
+)
+EVENT_FORCE_ACTIVATE = ClusterEvent(Resource.WILDCARD, ActionType.ALL, "ForceActivate")

@@ -1,0 +1,67 @@
+"""Pods held at Permit: each waits for every Wait-ing plugin to allow it, or a rejection."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+
+from kubesched.framework.clock import Clock
+from kubesched.framework.status import Status
+
+
+class WaitingPod:
+    def __init__(self, key: str, node_name: str, plugin_timeouts: dict[str, float], clock: Clock):
+        self.key = key
+        self.node_name = node_name
+        self.pending = set(plugin_timeouts)
+        self._result: asyncio.Future[Status] = asyncio.get_event_loop().create_future()
+        self._cancel_timers: list[Callable[[], None]] = [
+            clock.call_at(
+                clock.now() + timeout,
+                lambda plugin=plugin: self.reject(plugin, "rejected due to timeout after waiting "
+                                                  f"{timeout:g}s at plugin {plugin}"),
+            )
+            for plugin, timeout in plugin_timeouts.items()
+        ]
+
+    def allow(self, plugin: str) -> None:
+        self.pending.discard(plugin)
+        if not self.pending:
+            self._finish(Status())
+
+    def reject(self, plugin: str, message: str) -> None:
+        self._finish(Status.unschedulable(message, plugin=plugin))
+
+    def _finish(self, status: Status) -> None:
+        for cancel in self._cancel_timers:
+            cancel()
+        if not self._result.done():
+            self._result.set_result(status)
+
+    async def wait(self) -> Status:
+        return await self._result
+
+
+class WaitingPods:
+    """The pods waiting at Permit, by key; plugins allow or reject them by key."""
+
+    def __init__(self, clock: Clock) -> None:
+        self.clock = clock
+        self._pods: dict[str, WaitingPod] = {}
+
+    def add(self, key: str, node_name: str, plugin_timeouts: dict[str, float]) -> WaitingPod:
+        waiting = WaitingPod(key, node_name, plugin_timeouts, self.clock)
+        self._pods[key] = waiting
+        return waiting
+
+    def get(self, key: str) -> WaitingPod | None:
+        return self._pods.get(key)
+
+    def remove(self, key: str) -> None:
+        self._pods.pop(key, None)
+
+    def __iter__(self):  # type: ignore[no-untyped-def]
+        return iter(list(self._pods.values()))
+
+    def __len__(self) -> int:
+        return len(self._pods)

@@ -1,0 +1,1 @@
+"""The built-in plugins, one package each, named as in kube-scheduler."""

@@ -1,0 +1,3 @@
+from kubesched.plugins.defaultbinder.plugin import DefaultBinder
+
+__all__ = ["DefaultBinder"]

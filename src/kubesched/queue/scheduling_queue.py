@@ -1,0 +1,313 @@
+"""PriorityQueue as kube-scheduler has it.
+
+- activeQ: pods ready to be tried, ordered by the profile's QueueSort plugin;
+- backoffQ: pods that failed and wait out their backoff (1 s doubling to 10 s);
+- unschedulable pool: pods that no cluster event has yet given a reason to retry.
+  A cluster event moves a pod out when one of the plugins that rejected it
+  registered for that event; a pod stuck for 5 minutes is moved regardless.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+from kubesched.api.objects import Pod
+from kubesched.framework.clock import Clock
+from kubesched.framework.interfaces import ClusterEventWithHint
+from kubesched.framework.status import Status
+from kubesched.framework.types import (
+    EVENT_FORCE_ACTIVATE,
+    EVENT_UNSCHEDULABLE_TIMEOUT,
+    ClusterEvent,
+    PodInfo,
+    QueuedPodInfo,
+)
+from kubesched.queue.heap import KeyedHeap
+
+DEFAULT_INITIAL_BACKOFF = 1.0
+DEFAULT_MAX_BACKOFF = 10.0
+DEFAULT_MAX_IN_UNSCHEDULABLE = 300.0
+BACKOFF_FLUSH_PERIOD = 1.0
+UNSCHEDULABLE_FLUSH_PERIOD = 30.0
+
+
+@dataclass(slots=True)
+class QueueProfile:
+    """What the queue needs of a profile: its sort order, PreEnqueue and event interests."""
+
+    less: Callable[[QueuedPodInfo, QueuedPodInfo], bool]
+    pre_enqueue: Callable[[PodInfo], Status]
+    events: dict[str, list[ClusterEventWithHint]]
+
+
+def _key(qpi: QueuedPodInfo) -> str:
+    return qpi.pod_info.key
+
+
+class SchedulingQueue:
+    def __init__(
+        self,
+        profiles: dict[str, QueueProfile],
+        clock: Clock,
+        *,
+        initial_backoff: float = DEFAULT_INITIAL_BACKOFF,
+        max_backoff: float = DEFAULT_MAX_BACKOFF,
+        max_in_unschedulable: float = DEFAULT_MAX_IN_UNSCHEDULABLE,
+    ) -> None:
+        self.profiles = profiles
+        self.clock = clock
+        self.initial_backoff = initial_backoff
+        self.max_backoff = max_backoff
+        self.max_in_unschedulable = max_in_unschedulable
+        first = next(iter(profiles.values()))
+        # kube-scheduler requires every profile to share one QueueSort; so do we.
+        self.active: KeyedHeap[QueuedPodInfo] = KeyedHeap(_key, first.less)
+        self.backoff: KeyedHeap[QueuedPodInfo] = KeyedHeap(
+            _key, lambda a, b: self.backoff_expiry(a) < self.backoff_expiry(b)
+        )
+        self.unschedulable: dict[str, QueuedPodInfo] = {}
+        self.in_flight: dict[str, QueuedPodInfo] = {}
+        self.scheduling_cycle = 0
+        self.move_request_cycle = -1
+        self._seq = itertools.count()
+        self._ready = asyncio.Event()
+        self._closed = False
+        self.incoming: dict[tuple[str, str], int] = {}  # (queue, event) -> count, for metrics
+
+    # --- adding ----------------------------------------------------------------
+
+    def _profile(self, pod: Pod) -> QueueProfile | None:
+        return self.profiles.get(pod.spec.scheduler_name)
+
+    def _new(self, pod_info: PodInfo) -> QueuedPodInfo:
+        return QueuedPodInfo(pod_info, self.clock.now(), seq=next(self._seq))
+
+    def add(self, pod_info: PodInfo) -> None:
+        """A new pending pod: into activeQ, or held back if a PreEnqueue plugin says so."""
+        qpi = self._new(pod_info)
+        self._admit(qpi, "PodAdd")
+
+    def _admit(self, qpi: QueuedPodInfo, event: str) -> bool:
+        profile = self._profile(qpi.pod)
+        status = profile.pre_enqueue(qpi.pod_info) if profile else Status()
+        if not status.is_success():
+            qpi.gated = True
+            qpi.gating_plugin = status.plugin
+            qpi.unschedulable_plugins = {status.plugin} if status.plugin else set()
+            self.unschedulable[qpi.pod_info.key] = qpi
+            self._count("unschedulable", event)
+            return False
+        qpi.gated = False
+        qpi.gating_plugin = ""
+        self.unschedulable.pop(qpi.pod_info.key, None)
+        self.backoff.delete(qpi.pod_info.key)
+        self.active.push(qpi)
+        self._count("active", event)
+        self._ready.set()
+        return True
+
+    def _count(self, queue: str, event: str) -> None:
+        self.incoming[(queue, event)] = self.incoming.get((queue, event), 0) + 1
+
+    def update(self, pod_info: PodInfo) -> None:
+        """A pending pod changed: refresh it where it is; a gated pod is re-checked."""
+        key = pod_info.key
+        for heap in (self.active, self.backoff):
+            qpi = heap.get(key)
+            if qpi is not None:
+                qpi.pod_info = pod_info
+                heap.push(qpi)
+                return
+        if key in self.in_flight:
+            self.in_flight[key].pod_info = pod_info
+            return
+        qpi = self.unschedulable.get(key)
+        if qpi is None:
+            self.add(pod_info)
+            return
+        qpi.pod_info = pod_info
+        if qpi.gated:
+            self._admit(qpi, "PodUpdate")
+        else:
+            # An update to the pod itself may make it schedulable (upstream: isPodUpdated).
+            self._requeue(qpi, "PodUpdate")
+
+    def delete(self, key: str) -> None:
+        self.active.delete(key)
+        self.backoff.delete(key)
+        self.unschedulable.pop(key, None)
+        self.in_flight.pop(key, None)
+
+    def __contains__(self, key: str) -> bool:
+        return (
+            key in self.active
+            or key in self.backoff
+            or key in self.unschedulable
+            or key in self.in_flight
+        )
+
+    # --- popping ---------------------------------------------------------------
+
+    def pop_nowait(self) -> QueuedPodInfo | None:
+        if not self.active:
+            self._ready.clear()
+            return None
+        qpi = self.active.pop()
+        qpi.attempts += 1
+        if qpi.initial_attempt_timestamp is None:
+            qpi.initial_attempt_timestamp = self.clock.now()
+        self.scheduling_cycle += 1
+        self.in_flight[qpi.pod_info.key] = qpi
+        return qpi
+
+    async def pop(self) -> QueuedPodInfo | None:
+        """Wait for a pod; None once the queue is closed."""
+        while not self._closed:
+            qpi = self.pop_nowait()
+            if qpi is not None:
+                return qpi
+            await self._ready.wait()
+        return None
+
+    def close(self) -> None:
+        self._closed = True
+        self._ready.set()
+
+    def done(self, key: str) -> None:
+        """The pod's attempt is over (bound, or handed back through requeue)."""
+        self.in_flight.pop(key, None)
+
+    # --- failures --------------------------------------------------------------
+
+    def backoff_duration(self, qpi: QueuedPodInfo) -> float:
+        duration = self.initial_backoff
+        for _ in range(1, qpi.attempts):
+            if duration > self.max_backoff - duration:
+                return self.max_backoff
+            duration += duration
+        return duration
+
+    def backoff_expiry(self, qpi: QueuedPodInfo) -> float:
+        return qpi.timestamp + self.backoff_duration(qpi)
+
+    def requeue_failed(self, qpi: QueuedPodInfo, pod_scheduling_cycle: int) -> None:
+        """AddUnschedulableIfNotPresent: a pod whose attempt failed goes back.
+
+        Pods rejected by plugins wait in the unschedulable pool for an event;
+        pods that failed with an error, or saw a helpful event while they were
+        being tried, wait out their backoff instead.
+        """
+        key = qpi.pod_info.key
+        self.in_flight.pop(key, None)
+        if key in self.active or key in self.backoff:
+            return
+        qpi.timestamp = self.clock.now()
+        if not qpi.unschedulable_plugins and not qpi.pending_plugins:
+            self.backoff.push(qpi)
+            self._count("backoff", "ScheduleAttemptFailure")
+        elif self.move_request_cycle >= pod_scheduling_cycle:
+            self.backoff.push(qpi)
+            self._count("backoff", "ScheduleAttemptFailure")
+        else:
+            self.unschedulable[key] = qpi
+            self._count("unschedulable", "ScheduleAttemptFailure")
+
+    # --- moving on events ------------------------------------------------------
+
+    def _worth_requeuing(
+        self, qpi: QueuedPodInfo, event: ClusterEvent, old: object, new: object
+    ) -> bool:
+        if event in (EVENT_UNSCHEDULABLE_TIMEOUT, EVENT_FORCE_ACTIVATE):
+            return True
+        rejectors = qpi.unschedulable_plugins | qpi.pending_plugins
+        if not rejectors:
+            return True
+        profile = self._profile(qpi.pod)
+        if profile is None:
+            return False
+        for plugin in rejectors:
+            for registered in profile.events.get(plugin, ()):
+                if event.matches(registered.event) and (
+                    registered.hint is None or registered.hint(qpi.pod_info, old, new)
+                ):
+                    return True
+        return False
+
+    def _requeue(self, qpi: QueuedPodInfo, event: str) -> None:
+        key = qpi.pod_info.key
+        self.unschedulable.pop(key, None)
+        if qpi.gated:
+            self._admit(qpi, event)
+        elif self.clock.now() < self.backoff_expiry(qpi):
+            self.backoff.push(qpi)
+            self._count("backoff", event)
+        else:
+            self.active.push(qpi)
+            self._count("active", event)
+            self._ready.set()
+
+    def on_event(self, event: ClusterEvent, old: object = None, new: object = None) -> int:
+        """MoveAllToActiveOrBackoffQueue for one cluster event; returns how many moved."""
+        self.move_request_cycle = self.scheduling_cycle
+        moved = 0
+        for qpi in list(self.unschedulable.values()):
+            if self._worth_requeuing(qpi, event, old, new):
+                self._requeue(qpi, event.label or str(event.resource))
+                moved += 1
+        return moved
+
+    def activate(self, keys: Iterable[str]) -> None:
+        for key in keys:
+            qpi = self.unschedulable.get(key) or self.backoff.get(key)
+            if qpi is not None:
+                self.unschedulable.pop(key, None)
+                self.backoff.delete(key)
+                self._admit(qpi, "ForceActivate")
+
+    def flush_backoff_completed(self) -> int:
+        now = self.clock.now()
+        moved = 0
+        while self.backoff:
+            head = self.backoff.peek()
+            assert head is not None
+            if self.backoff_expiry(head) > now:
+                break
+            self.backoff.pop()
+            self.active.push(head)
+            self._count("active", "BackoffComplete")
+            moved += 1
+        if moved:
+            self._ready.set()
+        return moved
+
+    def flush_unschedulable_left_over(self) -> int:
+        now = self.clock.now()
+        stale = [
+            qpi
+            for qpi in self.unschedulable.values()
+            if not qpi.gated and now - qpi.timestamp > self.max_in_unschedulable
+        ]
+        for qpi in stale:
+            self._requeue(qpi, EVENT_UNSCHEDULABLE_TIMEOUT.label)
+        return len(stale)
+
+    def next_backoff_expiry(self) -> float | None:
+        head = self.backoff.peek()
+        return None if head is None else self.backoff_expiry(head)
+
+    # --- reading ---------------------------------------------------------------
+
+    def pending_counts(self) -> dict[str, int]:
+        gated = sum(1 for q in self.unschedulable.values() if q.gated)
+        return {
+            "active": len(self.active),
+            "backoff": len(self.backoff),
+            "unschedulable": len(self.unschedulable) - gated,
+            "gated": gated,
+        }
+
+    def pending_pods(self) -> list[QueuedPodInfo]:
+        return [*self.active, *self.backoff, *self.unschedulable.values()]

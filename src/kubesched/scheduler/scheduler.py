@@ -1,0 +1,437 @@
+"""Scheduler: takes pods off the queue and runs them through the framework.
+
+The scheduling cycle is synchronous Python: it reads the node table, which only
+changes between cycles, so it needs no snapshot copy. The binding cycle is an
+asyncio task, so the next pod is scheduled while the previous one is bound.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from kubesched.api.objects import Node, Pod
+from kubesched.cache.cache import Cache
+from kubesched.cache.node_table import Rows
+from kubesched.cluster.client import BindConflict, ClusterClient
+from kubesched.framework.clock import Clock, SimClock
+from kubesched.framework.cycle_state import CycleState
+from kubesched.framework.handle import Handle
+from kubesched.framework.profile import ProfileConfig
+from kubesched.framework.runtime import Diagnosis, Framework, PluginError
+from kubesched.framework.status import Code, Status
+from kubesched.framework.types import (
+    EVENT_ASSIGNED_POD_ADD,
+    EVENT_ASSIGNED_POD_DELETE,
+    EVENT_NODE_ADD,
+    ActionType,
+    ClusterEvent,
+    PodInfo,
+    QueuedPodInfo,
+    Resource,
+)
+from kubesched.framework.waiting import WaitingPods
+from kubesched.queue.scheduling_queue import QueueProfile, SchedulingQueue
+from kubesched.scheduler.fit_error import NO_NODES_AT_ALL, fit_error_message
+from kubesched.scheduler.node_events import node_update_events
+
+log = logging.getLogger("kubesched.scheduler")
+
+MIN_FEASIBLE_NODES_TO_FIND = 100
+MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND = 5
+
+
+@dataclass(slots=True)
+class Outcome:
+    """The latest word on a pod, for reports and tests."""
+
+    key: str
+    node: str | None = None
+    reason: str = ""  # Scheduled | Unschedulable | SchedulerError | Pending
+    message: str = ""
+    attempts: int = 0
+    diagnosis: Diagnosis | None = None
+
+
+class FitError(Exception):
+    def __init__(self, pod: PodInfo, num_all_nodes: int, diagnosis: Diagnosis) -> None:
+        self.pod = pod
+        self.num_all_nodes = num_all_nodes
+        self.diagnosis = diagnosis
+        super().__init__(fit_error_message(num_all_nodes, diagnosis))
+
+
+class NoNodesError(Exception):
+    def __init__(self) -> None:
+        super().__init__(NO_NODES_AT_ALL)
+
+
+@dataclass(slots=True)
+class ScheduleResult:
+    node_name: str
+    row: int
+    evaluated: int
+    feasible: int
+    scores: dict[str, int] = field(default_factory=dict)
+
+
+# Observer hooks for metrics: (result, profile, seconds) per attempt.
+AttemptObserver = Callable[[str, str, float], None]
+
+
+class Scheduler:
+    def __init__(
+        self,
+        profiles: Sequence[ProfileConfig],
+        cluster: ClusterClient,
+        *,
+        clock: Clock | None = None,
+        seed: int | None = None,
+        percentage_of_nodes_to_score: int = 0,
+        pod_initial_backoff: float = 1.0,
+        pod_max_backoff: float = 10.0,
+        observe_attempt: AttemptObserver | None = None,
+    ) -> None:
+        self.clock = clock or SimClock()
+        self.cluster = cluster
+        self.cache = Cache()
+        self.table = self.cache.table
+        self.waiting_pods = WaitingPods(self.clock)
+        self.handle = Handle(
+            self.table, self.clock, cluster, self.waiting_pods, activate=self._activate
+        )
+        self.frameworks: dict[str, Framework] = {}
+        for profile in profiles:
+            if profile.scheduler_name in self.frameworks:
+                raise ValueError(f"duplicate profile for scheduler name {profile.scheduler_name!r}")
+            self.frameworks[profile.scheduler_name] = Framework(profile, self.handle)
+        self.queue = SchedulingQueue(
+            {
+                name: QueueProfile(fw.less, fw.run_pre_enqueue, fw.events_to_register())
+                for name, fw in self.frameworks.items()
+            },
+            self.clock,
+            initial_backoff=pod_initial_backoff,
+            max_backoff=pod_max_backoff,
+        )
+        self.rng = np.random.default_rng(seed)
+        self.percentage_of_nodes_to_score = percentage_of_nodes_to_score
+        self.next_start_node_index = 0
+        self.binding_tasks: set[asyncio.Task[None]] = set()
+        self.outcomes: dict[str, Outcome] = {}
+        self.observe_attempt = observe_attempt
+
+    # --- which pods are ours -------------------------------------------------------
+
+    def responsible_for(self, pod: Pod) -> bool:
+        return pod.spec.scheduler_name in self.frameworks
+
+    def _activate(self, keys: list[str]) -> None:
+        self.queue.activate(keys)
+
+    # --- cluster event handlers (what informers call) ------------------------------
+
+    def on_node_add(self, node: Node) -> None:
+        self.cache.add_node(node)
+        self.queue.on_event(EVENT_NODE_ADD, None, node)
+
+    def on_node_update(self, old: Node | None, new: Node) -> None:
+        self.cache.update_node(new)
+        if old is None:
+            self.queue.on_event(EVENT_NODE_ADD, None, new)
+            return
+        for event in node_update_events(old, new):
+            self.queue.on_event(event, old, new)
+
+    def on_node_delete(self, node: Node) -> None:
+        self.cache.remove_node(node.metadata.name)
+        self.queue.on_event(
+            ClusterEvent(Resource.NODE, ActionType.DELETE, "NodeDelete"), node, None
+        )
+
+    def on_pod_add(self, pod: Pod) -> None:
+        if pod.spec.node_name:
+            self.cache.add_pod(PodInfo(pod))
+            self.queue.delete(pod.metadata.namespace + "/" + pod.metadata.name)
+            self.queue.on_event(EVENT_ASSIGNED_POD_ADD, None, pod)
+        elif self.responsible_for(pod) and pod.metadata.deletion_timestamp is None:
+            info = PodInfo(pod)
+            self.outcomes.setdefault(info.key, Outcome(info.key, reason="Pending"))
+            self.queue.add(info)
+
+    def on_pod_update(self, old: Pod | None, new: Pod) -> None:
+        key = f"{new.metadata.namespace}/{new.metadata.name}"
+        if new.spec.node_name:
+            was_assigned = old is not None and bool(old.spec.node_name)
+            if key in self.queue and not self.cache.is_assumed(key):
+                self.queue.delete(key)
+            self.cache.add_pod(PodInfo(new))
+            if not was_assigned:
+                self.queue.on_event(EVENT_ASSIGNED_POD_ADD, old, new)
+            else:
+                self.queue.on_event(
+                    ClusterEvent(Resource.ASSIGNED_POD, ActionType.UPDATE_POD_LABEL, "PodUpdate"),
+                    old,
+                    new,
+                )
+        elif self.responsible_for(new):
+            if new.metadata.deletion_timestamp is not None:
+                self.queue.delete(key)
+            else:
+                self.queue.update(PodInfo(new))
+
+    def on_pod_delete(self, pod: Pod) -> None:
+        key = f"{pod.metadata.namespace}/{pod.metadata.name}"
+        self.queue.delete(key)
+        waiting = self.waiting_pods.get(key)
+        if waiting is not None:
+            waiting.reject("", "pod deleted while waiting at Permit")
+        if self.cache.node_of(key) is not None:
+            self.cache.remove_pod(key)
+            self.queue.on_event(EVENT_ASSIGNED_POD_DELETE, pod, None)
+
+    # --- the scheduling cycle ------------------------------------------------------
+
+    def num_feasible_nodes_to_find(self, fw: Framework, num_all_nodes: int) -> int:
+        if num_all_nodes < MIN_FEASIBLE_NODES_TO_FIND:
+            return num_all_nodes
+        percentage = fw.percentage_of_nodes_to_score
+        if percentage is None:
+            percentage = self.percentage_of_nodes_to_score
+        if percentage == 0:
+            percentage = max(50 - num_all_nodes // 125, MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND)
+        num = num_all_nodes * percentage // 100
+        return max(num, MIN_FEASIBLE_NODES_TO_FIND)
+
+    def find_nodes_that_fit(
+        self, fw: Framework, state: CycleState, pod: PodInfo
+    ) -> tuple[Rows, Diagnosis, int]:
+        """Feasible rows (at most numFeasibleNodesToFind of them), the diagnosis,
+        and how many nodes were evaluated."""
+        table = self.table
+        order = table.order()
+        num_all = len(order)
+        pre_result, status = fw.run_pre_filter(state, pod, table)
+        if not status.is_success():
+            diagnosis = Diagnosis.empty()
+            diagnosis.pre_filter_message = status.message()
+            diagnosis.absent_status = status
+            diagnosis.absent_count = num_all
+            if status.plugin:
+                if status.code == Code.PENDING:
+                    diagnosis.pending_plugins.add(status.plugin)
+                else:
+                    diagnosis.unschedulable_plugins.add(status.plugin)
+            return np.empty(0, np.intp), diagnosis, 0
+
+        absent: Status | None = None
+        if pre_result.node_names is not None:
+            # Only the nodes PreFilter named, in snapshot order; the rest are "absent".
+            wanted = pre_result.node_names
+            candidates = np.array(
+                [r for r in order if table.names[r] in wanted], dtype=np.intp
+            )
+            absent = Status.unresolvable(
+                f"node(s) didn't satisfy plugin(s) [{' '.join(sorted(fw.narrowing_plugins))}]"
+            )
+            start = 0
+        else:
+            candidates = order
+            start = self.next_start_node_index % num_all if num_all else 0
+        rotated = np.concatenate([candidates[start:], candidates[:start]])
+        num_to_find = self.num_feasible_nodes_to_find(fw, len(rotated))
+        feasible, diagnosis = fw.run_filters(state, pod, table, rotated)
+        processed = len(rotated)
+        if len(feasible) > num_to_find:
+            # Upstream stops once it has found enough: nodes after the last one
+            # it kept count as not evaluated.
+            position = {int(r): i for i, r in enumerate(rotated)}
+            cut = position[int(feasible[num_to_find - 1])]
+            processed = cut + 1
+            feasible = feasible[:num_to_find]
+            keep = np.array([position[int(r)] <= cut for r in diagnosis.rows], dtype=bool)
+            kept_rows = set(diagnosis.rows[keep].tolist())
+            diagnosis.rows = diagnosis.rows[keep]
+            diagnosis.codes = diagnosis.codes[keep]
+            diagnosis.plugins = [p for p, k in zip(diagnosis.plugins, keep, strict=True) if k]
+            diagnosis.reasons = [
+                (reason, rows[np.isin(rows, list(kept_rows))]) for reason, rows in diagnosis.reasons
+            ]
+        if pre_result.node_names is None and num_all:
+            self.next_start_node_index = (self.next_start_node_index + processed) % num_all
+        if absent is not None:
+            diagnosis.absent_status = absent
+            diagnosis.absent_count = num_all - len(candidates)
+        return feasible, diagnosis, processed
+
+    def schedule_pod(self, fw: Framework, state: CycleState, pod: PodInfo) -> ScheduleResult:
+        """Pick a node for the pod, or raise FitError / NoNodesError / PluginError."""
+        num_all = len(self.table)
+        if num_all == 0:
+            raise NoNodesError()
+        feasible, diagnosis, evaluated = self.find_nodes_that_fit(fw, state, pod)
+        if len(feasible) == 0:
+            raise FitError(pod, num_all, diagnosis)
+        if len(feasible) == 1:
+            row = int(feasible[0])
+            return ScheduleResult(self.table.names[row], row, evaluated, 1)
+        fw.run_pre_score(state, pod, self.table, feasible)
+        totals, _ = fw.run_score(state, pod, self.table, feasible)
+        best = np.flatnonzero(totals == totals.max())
+        pick = int(best[self.rng.integers(len(best))]) if len(best) > 1 else int(best[0])
+        row = int(feasible[pick])
+        return ScheduleResult(self.table.names[row], row, evaluated, len(feasible))
+
+    def schedule_one(self, qpi: QueuedPodInfo) -> None:
+        """One scheduling cycle; on success the binding cycle is started as a task."""
+        pod = qpi.pod_info
+        fw = self.frameworks.get(pod.pod.spec.scheduler_name)
+        if fw is None or pod.pod.metadata.deletion_timestamp is not None:
+            self.queue.done(pod.key)
+            return
+        cycle = self.queue.scheduling_cycle
+        started = time.perf_counter()
+        state = CycleState()
+        outcome = self.outcomes.setdefault(pod.key, Outcome(pod.key))
+        outcome.attempts = qpi.attempts
+        qpi.tried_at_generation = self.table.generation
+        try:
+            result = self.schedule_pod(fw, state, pod)
+        except FitError as fit:
+            self._post_filter(fw, state, qpi, fit)
+            self._failure(fw, qpi, cycle, "Unschedulable", str(fit), fit.diagnosis)
+            self._observe("unschedulable", fw, started)
+            return
+        except (NoNodesError, PluginError) as exc:
+            reason = "Unschedulable" if isinstance(exc, NoNodesError) else "SchedulerError"
+            if isinstance(exc, PluginError):
+                log.error("pod %s: %s", pod.key, exc)
+            qpi.unschedulable_plugins = set()
+            self._failure(fw, qpi, cycle, reason, str(exc), None)
+            self._observe("error" if reason == "SchedulerError" else "unschedulable", fw, started)
+            return
+
+        node = result.node_name
+        self.cache.assume_pod(pod, node)
+        status = fw.run_reserve(state, pod, node)
+        if not status.is_success():
+            fw.run_unreserve(state, pod, node)
+            self.cache.forget_pod(pod.key)
+            self._status_failure(fw, qpi, cycle, status)
+            self._observe("error" if status.code == Code.ERROR else "unschedulable", fw, started)
+            return
+        status, waits = fw.run_permit(state, pod, node)
+        if status.code not in (Code.SUCCESS, Code.WAIT):
+            fw.run_unreserve(state, pod, node)
+            self.cache.forget_pod(pod.key)
+            self._status_failure(fw, qpi, cycle, status)
+            self._observe("error" if status.code == Code.ERROR else "unschedulable", fw, started)
+            return
+        if waits:
+            self.waiting_pods.add(pod.key, node, waits)
+        self._observe("scheduled", fw, started)
+        task = asyncio.get_event_loop().create_task(
+            self.binding_cycle(fw, state, qpi, node, cycle)
+        )
+        self.binding_tasks.add(task)
+        task.add_done_callback(self.binding_tasks.discard)
+
+    def _observe(self, result: str, fw: Framework, started: float) -> None:
+        if self.observe_attempt is not None:
+            self.observe_attempt(result, fw.profile_name, time.perf_counter() - started)
+
+    def _post_filter(
+        self, fw: Framework, state: CycleState, qpi: QueuedPodInfo, fit: FitError
+    ) -> None:
+        if not fw.post_filter:
+            return
+        result, status = fw.run_post_filter(state, qpi.pod_info, fit.diagnosis)
+        if status.message():
+            fit.diagnosis.post_filter_message = status.message()
+        if result is not None and result.nominated_node_name:
+            qpi.pod.status.nominated_node_name = result.nominated_node_name
+        fit.args = (fit_error_message(fit.num_all_nodes, fit.diagnosis),)
+
+    # --- the binding cycle ---------------------------------------------------------
+
+    async def binding_cycle(
+        self, fw: Framework, state: CycleState, qpi: QueuedPodInfo, node: str, cycle: int
+    ) -> None:
+        pod = qpi.pod_info
+        waiting = self.waiting_pods.get(pod.key)
+        if waiting is not None:
+            status = await waiting.wait()
+            self.waiting_pods.remove(pod.key)
+            if not status.is_success():
+                self._binding_failed(fw, state, qpi, node, cycle, status)
+                return
+        status = await fw.run_pre_bind(state, pod, node)
+        if status.is_success():
+            status = await fw.run_bind(state, pod, node)
+        if not status.is_success():
+            self._binding_failed(fw, state, qpi, node, cycle, status)
+            return
+        self.cache.finish_binding(pod.key)
+        self.queue.done(pod.key)
+        outcome = self.outcomes.setdefault(pod.key, Outcome(pod.key))
+        outcome.node, outcome.reason, outcome.message, outcome.diagnosis = node, "Scheduled", "", None
+        self.cluster.record_event(
+            pod.pod, "Normal", "Scheduled", f"Successfully assigned {pod.key} to {node}"
+        )
+        fw.run_post_bind(state, pod, node)
+
+    def _binding_failed(
+        self,
+        fw: Framework,
+        state: CycleState,
+        qpi: QueuedPodInfo,
+        node: str,
+        cycle: int,
+        status: Status,
+    ) -> None:
+        fw.run_unreserve(state, qpi.pod_info, node)
+        self.cache.forget_pod(qpi.pod_info.key)
+        if isinstance(status.error, BindConflict):
+            # The pod is gone or bound by someone else: nothing to retry.
+            log.info("pod %s: binding gave up: %s", qpi.pod_info.key, status.message())
+            self.queue.done(qpi.pod_info.key)
+            return
+        self._status_failure(fw, qpi, cycle, status)
+
+    # --- failures ------------------------------------------------------------------
+
+    def _status_failure(self, fw: Framework, qpi: QueuedPodInfo, cycle: int, status: Status) -> None:
+        if status.code == Code.ERROR:
+            qpi.unschedulable_plugins = set()
+            self._failure(fw, qpi, cycle, "SchedulerError", status.message(), None)
+            return
+        qpi.unschedulable_plugins = {status.plugin} if status.plugin else set()
+        self._failure(fw, qpi, cycle, "Unschedulable", status.message(), None)
+
+    def _failure(
+        self,
+        fw: Framework,
+        qpi: QueuedPodInfo,
+        cycle: int,
+        reason: str,
+        message: str,
+        diagnosis: Diagnosis | None,
+    ) -> None:
+        """handleSchedulingFailure: requeue, then tell the user (event and condition)."""
+        if diagnosis is not None:
+            qpi.unschedulable_plugins = set(diagnosis.unschedulable_plugins)
+            qpi.pending_plugins = set(diagnosis.pending_plugins)
+        key = qpi.pod_info.key
+        if key in self.queue.in_flight:
+            self.queue.requeue_failed(qpi, cycle)
+        outcome = self.outcomes.setdefault(key, Outcome(key))
+        outcome.node, outcome.reason, outcome.message = None, reason, message
+        outcome.diagnosis = diagnosis
+        pod = qpi.pod
+        self.cluster.record_event(pod, "Warning", "FailedScheduling", message)
+        self.cluster.set_unschedulable(pod, reason, message, pod.status.nominated_node_name)
