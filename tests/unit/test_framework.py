@@ -32,7 +32,9 @@ class OnlyEven(ifc.FilterPlugin):
 
     name = "test-OnlyEven"
 
-    def filter(self, state: CycleState, pod: PodInfo, nodes: NodeTable, rows: Rows) -> ifc.NodeVerdicts:
+    def filter(
+        self, state: CycleState, pod: PodInfo, nodes: NodeTable, rows: Rows
+    ) -> ifc.NodeVerdicts:
         odd = np.array([int(nodes.names[r][-1]) % 2 == 1 for r in rows], dtype=bool)
         return ifc.NodeVerdicts.failing(len(rows), [("node(s) were odd", odd)])
 
@@ -41,7 +43,9 @@ class OnlyEven(ifc.FilterPlugin):
 class Boom(ifc.FilterPlugin):
     name = "test-Boom"
 
-    def filter(self, state: CycleState, pod: PodInfo, nodes: NodeTable, rows: Rows) -> ifc.NodeVerdicts:
+    def filter(
+        self, state: CycleState, pod: PodInfo, nodes: NodeTable, rows: Rows
+    ) -> ifc.NodeVerdicts:
         if pod.pod.metadata.labels.get("boom"):
             raise ValueError("kaboom")
         return ifc.NodeVerdicts.passing(len(rows))
@@ -75,7 +79,9 @@ class Flat(ifc.ScorePlugin):
 class PickNodes(ifc.PreFilterPlugin):
     name = "test-PickNodes"
 
-    def pre_filter(self, state: CycleState, pod: PodInfo, nodes: NodeTable) -> tuple[ifc.PreFilterResult | None, Status]:
+    def pre_filter(
+        self, state: CycleState, pod: PodInfo, nodes: NodeTable
+    ) -> tuple[ifc.PreFilterResult | None, Status]:
         wanted = pod.pod.metadata.annotations.get("nodes")
         if wanted is None:
             return None, Status.skip()
@@ -186,7 +192,9 @@ def test_prefilter_node_set_limits_candidates_and_names_the_absent_nodes() -> No
 
 
 def test_reserve_failure_unreserves_and_forgets() -> None:
-    result = simulate(NODES[:1], [make_pod("p", labels={"reserve": "fail"})], [profile("test-Recorder")])
+    result = simulate(
+        NODES[:1], [make_pod("p", labels={"reserve": "fail"})], [profile("test-Recorder")]
+    )
     assert result.placements["default/p"] is None
     assert result.reasons["default/p"] == "no room in the reservation book"
     assert CALLS == ["reserve p node-1", "unreserve p node-1"]
@@ -194,16 +202,25 @@ def test_reserve_failure_unreserves_and_forgets() -> None:
 
 
 def test_permit_reject_and_successful_binding_cycle() -> None:
-    result = simulate(NODES[:1], [make_pod("no", labels={"permit": "reject"}), make_pod("yes")], [profile("test-Recorder")])
+    result = simulate(
+        NODES[:1],
+        [make_pod("no", labels={"permit": "reject"}), make_pod("yes")],
+        [profile("test-Recorder")],
+    )
     assert result.reasons["default/no"] == "permit says no"
     assert result.placements["default/yes"] == "node-1"
     assert CALLS[-3:] == ["reserve yes node-1", "prebind yes node-1", "postbind yes node-1"]
 
 
 def test_permit_wait_times_out_in_simulated_time() -> None:
-    result = simulate(NODES[:1], [make_pod("p", labels={"permit": "wait"})], [profile("test-Recorder")])
+    result = simulate(
+        NODES[:1], [make_pod("p", labels={"permit": "wait"})], [profile("test-Recorder")]
+    )
     assert result.placements["default/p"] is None
-    assert result.reasons["default/p"] == "rejected due to timeout after waiting 30s at plugin test-Recorder"
+    assert (
+        result.reasons["default/p"]
+        == "rejected due to timeout after waiting 30s at plugin test-Recorder"
+    )
     assert result.simulated_seconds >= 30
 
 
@@ -274,7 +291,9 @@ def test_plugin_args_reach_the_plugin() -> None:
     class WithArgs(ifc.FilterPlugin):
         name = "test-WithArgs"
 
-        def filter(self, state: CycleState, pod: PodInfo, nodes: NodeTable, rows: Rows) -> ifc.NodeVerdicts:
+        def filter(
+            self, state: CycleState, pod: PodInfo, nodes: NodeTable, rows: Rows
+        ) -> ifc.NodeVerdicts:
             _Args.seen.append(self.args.get("x"))
             return ifc.NodeVerdicts.passing(len(rows))
 

@@ -52,7 +52,9 @@ def test_yaml_numbers_are_quantities() -> None:
     assert parse_quantity(0.1) == Fraction(1, 10)  # not the binary float 0.1000000000000000055…
 
 
-@pytest.mark.parametrize("bad", ["", "abc", "1Ki2", "1KB", "1kk", "1 Gi", "Gi", "--1", "1e", "0x10"])
+@pytest.mark.parametrize(
+    "bad", ["", "abc", "1Ki2", "1KB", "1kk", "1 Gi", "Gi", "--1", "1e", "0x10"]
+)
 def test_malformed_quantities_are_refused(bad: str) -> None:
     with pytest.raises(QuantityError, match="quantities must match"):
         parse_quantity(bad)

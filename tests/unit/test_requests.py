@@ -79,7 +79,14 @@ def test_overhead_is_added_last() -> None:
 
 def test_pod_level_resources_replace_cpu_and_memory() -> None:
     p = pod(
-        containers=[container("a", "1", "1Gi", resources={"requests": {"cpu": "1", "memory": "1Gi", "nvidia.com/gpu": 1}})],
+        containers=[
+            container(
+                "a",
+                "1",
+                "1Gi",
+                resources={"requests": {"cpu": "1", "memory": "1Gi", "nvidia.com/gpu": 1}},
+            )
+        ],
         resources={"requests": {"cpu": "3", "memory": "4Gi"}},
         overhead={"cpu": "100m"},
     )

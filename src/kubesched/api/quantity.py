@@ -39,8 +39,10 @@ class QuantityError(ValueError):
 def _parse_text(text: str) -> Fraction:
     match = _QUANTITY.match(text.strip())
     if match is None:
-        raise QuantityError(f"quantities must match the regular expression "
-                            f"'^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$', got {text!r}")
+        raise QuantityError(
+            f"quantities must match the regular expression "
+            f"'^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$', got {text!r}"
+        )
     number = Fraction(match["number"])
     if match["exp"] is not None:
         return number * Fraction(10) ** int(match["exp"])

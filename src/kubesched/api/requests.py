@@ -53,7 +53,9 @@ def _max(into: Amounts, other: Mapping[str, int]) -> None:
             into[name] = amount
 
 
-def _combine(containers: Iterable[Amounts], init_containers: Iterable[tuple[bool, Amounts]]) -> Amounts:
+def _combine(
+    containers: Iterable[Amounts], init_containers: Iterable[tuple[bool, Amounts]]
+) -> Amounts:
     total: Amounts = {}
     for reqs in containers:
         _add(total, reqs)
@@ -111,10 +113,7 @@ def non_zero_requests(pod: Pod) -> tuple[int, int]:
     memory request counts as 100m / 200Mi, so that empty pods still spread."""
     total = _combine(
         (_with_defaults(container_requests(c)) for c in pod.spec.containers),
-        (
-            (_is_sidecar(c), _with_defaults(container_requests(c)))
-            for c in pod.spec.init_containers
-        ),
+        ((_is_sidecar(c), _with_defaults(container_requests(c))) for c in pod.spec.init_containers),
     )
     level = _pod_level(pod)
     total.update(level)

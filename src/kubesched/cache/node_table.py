@@ -10,6 +10,7 @@ scheduling cycles, so a cycle may read it without copying it.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
@@ -61,10 +62,8 @@ class LabelColumn:
         if self._numeric is None:
             out = np.full(len(self.values), np.nan)
             for i, v in enumerate(self.values):
-                try:
+                with contextlib.suppress(ValueError):
                     out[i] = int(v)
-                except ValueError:
-                    pass
             self._numeric = out
         return self._numeric
 
@@ -199,7 +198,8 @@ class NodeTable:
         alloc = amounts(node.status.allocatable or node.status.capacity)
         self.allocatable[row, :] = 0
         for resource, amount in alloc.items():
-            self.allocatable[row, self.resource_column(resource)] = amount
+            col = self.resource_column(resource)  # may widen the arrays: look it up first
+            self.allocatable[row, col] = amount
         self.unschedulable[row] = node.spec.unschedulable
         for key, value in node.metadata.labels.items():
             column = self.labels.get(key)
@@ -280,7 +280,8 @@ class NodeTable:
 
     def _account(self, pod: PodInfo, row: int, sign: int) -> None:
         for resource, amount in pod.requests.items():
-            self.requested[row, self.resource_column(resource)] += sign * amount
+            col = self.resource_column(resource)  # may widen the arrays: look it up first
+            self.requested[row, col] += sign * amount
         self.requested[row, PODS] += sign
         self.non_zero_requested[row, 0] += sign * pod.non_zero_cpu
         self.non_zero_requested[row, 1] += sign * pod.non_zero_memory
@@ -322,14 +323,14 @@ class NodeTable:
         column = self.labels.get(key)
         if column is None or column.codes[row] < 0:
             return None
-        return column.values[column.codes[row]]
+        return column.values[int(column.codes[row])]
 
     def order(self) -> Rows:
         """Live rows in the order kube-scheduler lists nodes: zones interleaved
         round-robin (its nodeTree), nodes within a zone in the order they came."""
         if self._order is None:
             zones: dict[str, list[int]] = {}
-            for name, row in self.index.items():
+            for _name, row in self.index.items():
                 node = self.node(row)
                 zones.setdefault(_zone_key(node), []).append(row)
             ordered: list[int] = []

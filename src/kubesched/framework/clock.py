@@ -65,7 +65,7 @@ class SimClock(Clock):
             due = self.next_timer()
             if due is None or due > when:
                 break
-            _, seq, callback = heapq.heappop(self._timers)
+            _, _seq, callback = heapq.heappop(self._timers)
             self._now = max(self._now, due)
             callback()
         self._now = max(self._now, when)

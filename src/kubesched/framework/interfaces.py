@@ -84,7 +84,8 @@ class NodeVerdicts:
             self.reasons.append((reason, mask))
 
     def passed(self) -> BoolArray:
-        return self.codes == Code.SUCCESS
+        passed: BoolArray = self.codes == Code.SUCCESS
+        return passed
 
 
 @dataclass(slots=True)
@@ -92,13 +93,15 @@ class PreFilterResult:
     """Nodes a PreFilter plugin already knows are the only candidates (None: all)."""
 
     node_names: set[str] | None = None
+    # The plugins that narrowed the set, named when the other nodes are reported.
+    plugins: list[str] = field(default_factory=list)
 
-    def merge(self, other: PreFilterResult | None) -> PreFilterResult:
+    def merge(self, other: PreFilterResult | None, plugin: str) -> PreFilterResult:
         if other is None or other.node_names is None:
             return self
         if self.node_names is None:
-            return PreFilterResult(set(other.node_names))
-        return PreFilterResult(self.node_names & other.node_names)
+            return PreFilterResult(set(other.node_names), [*self.plugins, plugin])
+        return PreFilterResult(self.node_names & other.node_names, [*self.plugins, plugin])
 
 
 @dataclass(slots=True)
@@ -152,9 +155,7 @@ class PreFilterPlugin(Plugin):
 
 
 class FilterPlugin(Plugin):
-    def filter(
-        self, state: CycleState, pod: PodInfo, nodes: NodeTable, rows: Rows
-    ) -> NodeVerdicts:
+    def filter(self, state: CycleState, pod: PodInfo, nodes: NodeTable, rows: Rows) -> NodeVerdicts:
         raise NotImplementedError
 
 
@@ -164,9 +165,7 @@ class NodeFilterPlugin(FilterPlugin):
     def filter_node(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status:
         raise NotImplementedError
 
-    def filter(
-        self, state: CycleState, pod: PodInfo, nodes: NodeTable, rows: Rows
-    ) -> NodeVerdicts:
+    def filter(self, state: CycleState, pod: PodInfo, nodes: NodeTable, rows: Rows) -> NodeVerdicts:
         from kubesched.framework.nodeinfo import NodeInfo
 
         verdicts = NodeVerdicts.passing(len(rows))

@@ -7,6 +7,7 @@ as kube-scheduler's node-by-node loop that stops at the first failing plugin.
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -162,7 +163,6 @@ class Framework:
         self, state: CycleState, pod: PodInfo, nodes: NodeTable
     ) -> tuple[ifc.PreFilterResult, Status]:
         result = ifc.PreFilterResult()
-        narrowing: list[str] = []
         for plugin in self.pre_filter:
             started = time.perf_counter()
             try:
@@ -178,16 +178,15 @@ class Framework:
             if not status.is_success():
                 return result, status.with_plugin(plugin.name)
             if part is not None and part.node_names is not None:
-                narrowing.append(plugin.name)
-                result = result.merge(part)
+                result = result.merge(part, plugin.name)
                 if not result.node_names:
+                    narrowing = result.plugins
                     if len(narrowing) == 1:
                         message = f"node(s) didn't satisfy plugin {narrowing[0]}"
                     else:
                         message = f"node(s) didn't satisfy plugin(s) [{' '.join(narrowing)}] "
                         message += "simultaneously"
                     return result, Status.unresolvable(message, plugin=plugin.name)
-        self.narrowing_plugins = narrowing
         return result, Status()
 
     def run_filters(
@@ -275,7 +274,9 @@ class Framework:
             except Exception as exc:
                 raise PluginError(plugin.name, "Score", exc) from exc
             self._timed("Score", plugin.name, started, Status())
-            if len(scores) and (scores.min() < ifc.MIN_NODE_SCORE or scores.max() > ifc.MAX_NODE_SCORE):
+            if len(scores) and (
+                scores.min() < ifc.MIN_NODE_SCORE or scores.max() > ifc.MAX_NODE_SCORE
+            ):
                 bad = int(scores[(scores < 0) | (scores > ifc.MAX_NODE_SCORE)][0])
                 raise ScoreRangeError(
                     plugin.name,
@@ -301,10 +302,8 @@ class Framework:
     def run_unreserve(self, state: CycleState, pod: PodInfo, node_name: str) -> None:
         # In reverse order, as upstream: undo what the later plugins did first.
         for plugin in reversed(self.reserve):
-            try:
+            with contextlib.suppress(Exception):
                 plugin.unreserve(state, pod, node_name)
-            except Exception:  # noqa: S110 - unreserve is best effort, as upstream
-                pass
 
     def run_permit(
         self, state: CycleState, pod: PodInfo, node_name: str
@@ -350,10 +349,8 @@ class Framework:
 
     def run_post_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> None:
         for plugin in self.post_bind:
-            try:
+            with contextlib.suppress(Exception):
                 plugin.post_bind(state, pod, node_name)
-            except Exception:  # noqa: S110 - PostBind is informational
-                pass
 
     def plugin_args(self, name: str) -> Mapping[str, Any]:
         return self.instances[name].args

@@ -16,13 +16,13 @@ class WaitingPod:
         self.pending = set(plugin_timeouts)
         self._result: asyncio.Future[Status] = asyncio.get_event_loop().create_future()
         self._cancel_timers: list[Callable[[], None]] = [
-            clock.call_at(
-                clock.now() + timeout,
-                lambda plugin=plugin: self.reject(plugin, "rejected due to timeout after waiting "
-                                                  f"{timeout:g}s at plugin {plugin}"),
-            )
+            clock.call_at(clock.now() + timeout, self._timeout(plugin, timeout))
             for plugin, timeout in plugin_timeouts.items()
         ]
+
+    def _timeout(self, plugin: str, timeout: float) -> Callable[[], None]:
+        message = f"rejected due to timeout after waiting {timeout:g}s at plugin {plugin}"
+        return lambda: self.reject(plugin, message)
 
     def allow(self, plugin: str) -> None:
         self.pending.discard(plugin)

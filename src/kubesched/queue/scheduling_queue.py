@@ -205,10 +205,8 @@ class SchedulingQueue:
         if key in self.active or key in self.backoff:
             return
         qpi.timestamp = self.clock.now()
-        if not qpi.unschedulable_plugins and not qpi.pending_plugins:
-            self.backoff.push(qpi)
-            self._count("backoff", "ScheduleAttemptFailure")
-        elif self.move_request_cycle >= pod_scheduling_cycle:
+        failed_by_error = not qpi.unschedulable_plugins and not qpi.pending_plugins
+        if failed_by_error or self.move_request_cycle >= pod_scheduling_cycle:
             self.backoff.push(qpi)
             self._count("backoff", "ScheduleAttemptFailure")
         else:

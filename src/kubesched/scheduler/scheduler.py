@@ -233,11 +233,9 @@ class Scheduler:
         if pre_result.node_names is not None:
             # Only the nodes PreFilter named, in snapshot order; the rest are "absent".
             wanted = pre_result.node_names
-            candidates = np.array(
-                [r for r in order if table.names[r] in wanted], dtype=np.intp
-            )
+            candidates = np.array([r for r in order if table.names[r] in wanted], dtype=np.intp)
             absent = Status.unresolvable(
-                f"node(s) didn't satisfy plugin(s) [{' '.join(sorted(fw.narrowing_plugins))}]"
+                f"node(s) didn't satisfy plugin(s) [{' '.join(sorted(pre_result.plugins))}]"
             )
             start = 0
         else:
@@ -335,9 +333,7 @@ class Scheduler:
         if waits:
             self.waiting_pods.add(pod.key, node, waits)
         self._observe("scheduled", fw, started)
-        task = asyncio.get_event_loop().create_task(
-            self.binding_cycle(fw, state, qpi, node, cycle)
-        )
+        task = asyncio.get_event_loop().create_task(self.binding_cycle(fw, state, qpi, node, cycle))
         self.binding_tasks.add(task)
         task.add_done_callback(self.binding_tasks.discard)
 
@@ -379,7 +375,12 @@ class Scheduler:
         self.cache.finish_binding(pod.key)
         self.queue.done(pod.key)
         outcome = self.outcomes.setdefault(pod.key, Outcome(pod.key))
-        outcome.node, outcome.reason, outcome.message, outcome.diagnosis = node, "Scheduled", "", None
+        outcome.node, outcome.reason, outcome.message, outcome.diagnosis = (
+            node,
+            "Scheduled",
+            "",
+            None,
+        )
         self.cluster.record_event(
             pod.pod, "Normal", "Scheduled", f"Successfully assigned {pod.key} to {node}"
         )
@@ -405,7 +406,9 @@ class Scheduler:
 
     # --- failures ------------------------------------------------------------------
 
-    def _status_failure(self, fw: Framework, qpi: QueuedPodInfo, cycle: int, status: Status) -> None:
+    def _status_failure(
+        self, fw: Framework, qpi: QueuedPodInfo, cycle: int, status: Status
+    ) -> None:
         if status.code == Code.ERROR:
             qpi.unschedulable_plugins = set()
             self._failure(fw, qpi, cycle, "SchedulerError", status.message(), None)

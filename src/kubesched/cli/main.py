@@ -1,0 +1,131 @@
+"""kubesched simulate | run."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import click
+import yaml
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
+
+from kubesched.cli.report import as_document, print_report
+from kubesched.cluster.manifests import load_paths, pending_pods, running_pods
+from kubesched.framework.profile import ProfileConfig
+from kubesched.framework.registry import load_plugin_path
+from kubesched.simulator import simulate
+
+# Pods for the default scheduler, and for kubesched by name, are both simulated.
+SIMULATED_SCHEDULER_NAMES = ("default-scheduler", "kubesched")
+PROGRESS_THRESHOLD = 2000
+
+
+@click.group()
+@click.version_option(package_name="kubesched")
+def main() -> None:
+    """kubesched: a Kubernetes scheduler in Python with kube-scheduler's framework."""
+
+
+@main.command("simulate")
+@click.option(
+    "-f",
+    "--filename",
+    "paths",
+    multiple=True,
+    required=True,
+    type=click.Path(exists=True, path_type=Path),
+    help="Manifest file or folder (YAML or JSON); may be repeated.",
+)
+@click.option("--seed", type=int, default=None, help="Seed for tie-breaks between best nodes.")
+@click.option(
+    "-o", "--output", type=click.Choice(["text", "json", "yaml"]), default="text", show_default=True
+)
+@click.option(
+    "--plugin",
+    "plugins",
+    multiple=True,
+    metavar="MODULE:CLASS",
+    help="Register a custom plugin class; enable it with --enable.",
+)
+@click.option(
+    "--enable",
+    "enabled",
+    multiple=True,
+    metavar="NAME[:WEIGHT]",
+    help="Enable a registered plugin at every extension point it implements.",
+)
+@click.option(
+    "--percentage-of-nodes-to-score", type=click.IntRange(0, 100), default=0, show_default=True
+)
+def simulate_command(
+    paths: tuple[Path, ...],
+    seed: int | None,
+    output: str,
+    plugins: tuple[str, ...],
+    enabled: tuple[str, ...],
+    percentage_of_nodes_to_score: int,
+) -> None:
+    """Schedule the pods of a cluster described in manifests, touching nothing."""
+    err = Console(stderr=True)
+    for target in plugins:
+        try:
+            load_plugin_path(target)
+        except Exception as exc:
+            raise click.BadParameter(f"{target}: {exc}", param_hint="--plugin") from None
+    profiles = [_profile(name, enabled) for name in SIMULATED_SCHEDULER_NAMES]
+
+    state = load_paths(paths)
+    problems = [str(p) for p in state.problems]
+    if output != "text":
+        for problem in problems:
+            err.print(f"error: {problem}", highlight=False, markup=False, soft_wrap=True)
+    pods = [*running_pods(state), *pending_pods(state)]
+    pending = len(pods) - len(running_pods(state))
+
+    if output == "text" and pending >= PROGRESS_THRESHOLD and err.is_terminal:
+        with Progress(
+            "scheduling", BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=err
+        ) as bar:
+            task = bar.add_task("pods", total=pending)
+            result = simulate(
+                state.nodes,
+                pods,
+                profiles,
+                seed=seed,
+                percentage_of_nodes_to_score=percentage_of_nodes_to_score,
+                progress=lambda done, total: bar.update(task, completed=done, total=total),
+            )
+    else:
+        result = simulate(
+            state.nodes,
+            pods,
+            profiles,
+            seed=seed,
+            percentage_of_nodes_to_score=percentage_of_nodes_to_score,
+        )
+
+    if output == "json":
+        json.dump(as_document(result, problems, state.notes), sys.stdout, indent=2)
+        sys.stdout.write("\n")
+    elif output == "yaml":
+        yaml.safe_dump(as_document(result, problems, state.notes), sys.stdout, sort_keys=False)
+    else:
+        print_report(Console(), result, problems, state.notes)
+    if problems:
+        sys.exit(1)
+
+
+def _profile(name: str, enabled: tuple[str, ...]) -> ProfileConfig:
+    from kubesched.framework.profile import PluginRef
+
+    profile = ProfileConfig.default(name)
+    for spec in enabled:
+        plugin, _, weight = spec.partition(":")
+        profile.plugins["multiPoint"].enabled.append(PluginRef(plugin, int(weight or 0)))
+    return profile
+
+
+if __name__ == "__main__":
+    main()

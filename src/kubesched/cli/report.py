@@ -1,0 +1,87 @@
+"""How `simulate` shows its result: a readable report, or JSON / YAML for programs."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from kubesched.api.quantity import format_amount
+from kubesched.simulator import SimulationResult
+
+
+def as_document(result: SimulationResult, problems: list[str], notes: list[str]) -> dict[str, Any]:
+    """The machine-readable result: `placements` and `reasons` first, then details."""
+    return {
+        "placements": result.placements,
+        "reasons": result.reasons,
+        "summary": {
+            "pods": len(result.placements),
+            "scheduled": result.scheduled,
+            "unscheduled": len(result.placements) - result.scheduled,
+            "attempts": result.attempts,
+            "wallSeconds": round(result.wall_seconds, 3),
+            "simulatedSeconds": round(result.simulated_seconds, 3),
+        },
+        "nodes": {
+            u.name: {
+                "pods": u.pods,
+                "requested": {k: v for k, v in u.requested.items() if v},
+                "allocatable": {k: v for k, v in u.allocatable.items() if v},
+            }
+            for u in result.nodes
+        },
+        "problems": problems,
+        "notes": notes,
+    }
+
+
+def _usage(requested: int, allocatable: int, resource: str) -> str:
+    pct = f"{100 * requested / allocatable:5.1f}%" if allocatable else "  n/a "
+    return f"{format_amount(resource, requested)}/{format_amount(resource, allocatable)} {pct}"
+
+
+def print_report(
+    console: Console, result: SimulationResult, problems: list[str], notes: list[str]
+) -> None:
+    for note in notes:
+        console.print(f"[dim]note: {note}[/dim]", highlight=False)
+    for problem in problems:
+        console.print(f"[red]error:[/red] {problem}", highlight=False)
+
+    table = Table(title="Nodes", title_justify="left")
+    table.add_column("node")
+    table.add_column("pods", justify="right")
+    table.add_column("cpu requested/allocatable", justify="right")
+    table.add_column("memory requested/allocatable", justify="right")
+    for u in sorted(result.nodes, key=lambda n: n.name):
+        table.add_row(
+            u.name,
+            f"{u.pods}/{u.allocatable.get('pods', 0)}",
+            _usage(u.requested.get("cpu", 0), u.allocatable.get("cpu", 0), "cpu"),
+            _usage(u.requested.get("memory", 0), u.allocatable.get("memory", 0), "memory"),
+        )
+    console.print(table)
+
+    if result.reasons:
+        # Replicas of one workload usually fail for one reason: show each reason once.
+        by_reason: dict[str, list[str]] = {}
+        for key, reason in result.reasons.items():
+            by_reason.setdefault(reason, []).append(key)
+        pending = Table(title="Unscheduled pods", title_justify="left", show_lines=True)
+        pending.add_column("pods", justify="right")
+        pending.add_column("examples")
+        pending.add_column("reason", overflow="fold")
+        for reason, keys in sorted(by_reason.items(), key=lambda kv: -len(kv[1])):
+            shown = "\n".join(keys[:3]) + (f"\n… {len(keys) - 3} more" if len(keys) > 3 else "")
+            pending.add_row(str(len(keys)), shown, reason)
+        console.print(pending)
+
+    total = len(result.placements)
+    console.print(
+        f"[bold]{result.scheduled}/{total} pods scheduled[/bold], "
+        f"{total - result.scheduled} unscheduled; {result.attempts} attempts in "
+        f"{result.wall_seconds:.2f}s ({result.simulated_seconds:.0f}s simulated)",
+        highlight=False,
+    )

@@ -1,0 +1,1645 @@
+"""Reading Kubernetes manifests, the way users have them, into a ClusterState.
+
+Input is what people keep in folders or get from kubectl: multi-document YAML,
+JSON, `kind: List` (and `PodList`, `NodeList`, ... as the API returns them),
+bare Pods and Nodes, PriorityClasses, Namespaces, and workloads that are
+expanded into the pods their controllers would create.
+
+What the apiserver and the controllers would do is done here too:
+
+- defaulting: `metadata.namespace` "default", names from `generateName`,
+  node allocatable from capacity, pod phase Pending, a uid for every pod and
+  node (deterministic, derived from kind and name);
+- Priority admission: `spec.priorityClassName` becomes `spec.priority` and
+  `spec.preemptionPolicy`, the globalDefault class applies to pods naming
+  none, the built-in `system-*` classes always exist, and a pod naming an
+  unknown class is rejected. A pod that already carries `spec.priority` (from
+  a dump of a live cluster, whose PriorityClasses were not dumped with it)
+  keeps it; a note lists such pods;
+- controllers: Deployments, ReplicaSets, StatefulSets, Jobs and DaemonSets
+  create their pods with the names, labels and ownerReferences the real
+  controllers give them. Pods already in the input that a workload in the
+  input owns count towards its replicas (so a dump of `kubectl get all` is not
+  doubled). A DaemonSet pod is pinned to its node with required node affinity
+  on `metadata.name`, as the controller does, and goes through the scheduler.
+
+Bad input never raises and never costs other objects: each bad object is one
+LoadProblem naming file, document, object and field, and is skipped. A YAML
+syntax error costs only its document: reading resumes at the next `---`.
+
+Speed: JSON is decoded by msgspec; YAML by a fast reader for the block YAML
+kubectl and people write (falling back to PyYAML, document by document, for
+anything else), then msgspec.convert builds the structs. About 10,000 pods a
+second from YAML, more from JSON.
+
+Pod order (`ClusterState.pods`, hence `pending_pods`): input order, except
+that pods carrying `metadata.creationTimestamp` are ordered among themselves
+by it. The stable sort only permutes the pods that have a timestamp, within
+the positions they occupy; a pod without one keeps its exact input position.
+Workload pods carry their workload's timestamp (replicas keep their order).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import gc
+import hashlib
+import json
+import os
+import re
+import sys
+import uuid
+from collections import Counter, defaultdict
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, TypeVar
+
+import msgspec
+import yaml
+
+from kubesched.api.objects import (
+    Affinity,
+    LabelSelector,
+    Namespace,
+    Node,
+    NodeAffinity,
+    NodeSelector,
+    NodeSelectorRequirement,
+    NodeSelectorTerm,
+    ObjectMeta,
+    OwnerReference,
+    PersistentVolumeClaimVolumeSource,
+    Pod,
+    PodSpec,
+    PriorityClass,
+    ResourceList,
+    ResourceRequirements,
+    Taint,
+    Toleration,
+    Volume,
+)
+from kubesched.api.quantity import QuantityError, parse_quantity
+from kubesched.api.workloads import (
+    DaemonSet,
+    Deployment,
+    Job,
+    PodTemplateSpec,
+    ReplicaSet,
+    StatefulSet,
+    Workload,
+)
+
+try:
+    from yaml import CSafeLoader as _SafeLoader
+except ImportError:  # pragma: no cover - PyYAML built without libyaml
+    from yaml import SafeLoader as _SafeLoader  # type: ignore[assignment]
+
+__all__ = [
+    "BUILTIN_PRIORITY_CLASSES",
+    "ClusterState",
+    "LoadProblem",
+    "builtin_priority_classes",
+    "load_documents",
+    "load_paths",
+    "pending_pods",
+    "running_pods",
+]
+
+T = TypeVar("T")
+
+MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
+
+# The classes the apiserver creates at start-up (scheduling.SystemPriorityClasses).
+BUILTIN_PRIORITY_CLASSES: Mapping[str, int] = {
+    "system-node-critical": 2000001000,
+    "system-cluster-critical": 2000000000,
+}
+HIGHEST_USER_DEFINABLE_PRIORITY = 1000000000
+PREEMPT_LOWER_PRIORITY = "PreemptLowerPriority"
+
+# Namespaces the apiserver always creates.
+SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
+NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
+
+# utilrand's alphabet: no vowels (no words), no 0/1/3 (no look-alikes).
+_ALPHANUMS = "bcdfghjklmnpqrstvwxz2456789"
+# A generated name is generateName (at most 58 characters) plus 5 random ones.
+_MAX_GENERATE_NAME_BASE = 58
+_UID_NAMESPACE = uuid.NAMESPACE_URL
+
+_TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
+
+# The API groups each kind is read from ("" is the core group, "v1").
+_GROUPS: Mapping[str, tuple[str, ...]] = {
+    "Pod": ("",),
+    "Node": ("",),
+    "Namespace": ("",),
+    "PriorityClass": ("scheduling.k8s.io",),
+    "Deployment": ("apps", "extensions"),
+    "ReplicaSet": ("apps", "extensions"),
+    "DaemonSet": ("apps", "extensions"),
+    "StatefulSet": ("apps",),
+    "Job": ("batch",),
+}
+_CLUSTER_SCOPED = frozenset({"Node", "Namespace", "PriorityClass"})
+
+# The tolerations the DaemonSet controller adds (AddOrUpdateDaemonPodTolerations).
+_DAEMON_TOLERATIONS = (
+    ("node.kubernetes.io/not-ready", "NoExecute"),
+    ("node.kubernetes.io/unreachable", "NoExecute"),
+    ("node.kubernetes.io/disk-pressure", "NoSchedule"),
+    ("node.kubernetes.io/memory-pressure", "NoSchedule"),
+    ("node.kubernetes.io/pid-pressure", "NoSchedule"),
+    ("node.kubernetes.io/unschedulable", "NoSchedule"),
+)
+_DAEMON_HOST_NETWORK_TOLERATION = ("node.kubernetes.io/network-unavailable", "NoSchedule")
+
+
+# --- results -----------------------------------------------------------------------
+
+
+@dataclass
+class LoadProblem:
+    """One object that could not be loaded, and why. The object was skipped."""
+
+    source: str
+    document: int  # 1-based index of the document in the file; 0 for the file itself
+    kind: str
+    name: str  # "namespace/name" for namespaced objects, "name" otherwise; "" if unknown
+    field: str | None  # e.g. "spec.containers[0].resources.requests.cpu"
+    message: str
+    item: int | None = None  # 1-based index in the items of a `kind: List`
+
+    @property
+    def location(self) -> str:
+        """Where the object is: "file: document 3, item 5"."""
+        if self.document <= 0:
+            return self.source
+        where = f"{self.source}: document {self.document}"
+        return where if self.item is None else f"{where}, item {self.item}"
+
+    def __str__(self) -> str:
+        text = self.location
+        if self.kind or self.name:
+            text += f" ({' '.join(p for p in (self.kind, self.name) if p)})"
+        if self.field:
+            text += f": field {self.field}"
+        return f"{text}: {self.message}".replace("\r", " ").replace("\n", " ")
+
+
+@dataclass
+class ClusterState:
+    """Everything read from the manifests."""
+
+    nodes: list[Node] = field(default_factory=list)
+    # All pods: bound ones (spec.nodeName set) and pending ones, in the order of
+    # the module docstring (input order; timestamped pods by creationTimestamp).
+    pods: list[Pod] = field(default_factory=list)
+    priority_classes: dict[str, PriorityClass] = field(default_factory=dict)
+    namespaces: dict[str, Namespace] = field(default_factory=dict)
+    problems: list[LoadProblem] = field(default_factory=list)  # errors: objects skipped
+    notes: list[str] = field(default_factory=list)  # informational
+
+
+def _is_live(pod: Pod) -> bool:
+    return pod.status.phase not in _TERMINAL_PHASES
+
+
+def pending_pods(state: ClusterState) -> list[Pod]:
+    """Pods the scheduler has to place, in scheduling order: not bound to a node,
+    not finished (Succeeded/Failed) and not being deleted."""
+    return [
+        p
+        for p in state.pods
+        if not p.spec.node_name and _is_live(p) and p.metadata.deletion_timestamp is None
+    ]
+
+
+def running_pods(state: ClusterState) -> list[Pod]:
+    """Pods bound to a node that still hold its resources (not Succeeded/Failed;
+    the scheduler never sees finished pods)."""
+    return [p for p in state.pods if p.spec.node_name and _is_live(p)]
+
+
+def builtin_priority_classes() -> dict[str, PriorityClass]:
+    return {
+        name: PriorityClass(
+            metadata=ObjectMeta(name=name, uid=_uid("PriorityClass", "", name)),
+            value=value,
+            preemption_policy=PREEMPT_LOWER_PRIORITY,
+        )
+        for name, value in BUILTIN_PRIORITY_CLASSES.items()
+    }
+
+
+# --- entry points ------------------------------------------------------------------
+
+
+def load_paths(paths: Sequence[str | Path]) -> ClusterState:
+    """Load files and folders (folders: *.yaml, *.yml, *.json, recursively, sorted
+    by path; hidden files and folders skipped). "-" reads YAML from stdin."""
+    loader = _Loader()
+    with _gc_paused():
+        for path in paths:
+            for source, data, is_json in _read_path(path, loader):
+                loader.add_stream(source, data, is_json)
+        return loader.finish()
+
+
+def load_documents(docs: Iterable[tuple[str, int, object]]) -> ClusterState:
+    """Load already-parsed documents: (source, 1-based document index, object)."""
+    loader = _Loader()
+    with _gc_paused():
+        for source, document, obj in docs:
+            loader.add_document(_Origin(source, document), obj)
+        return loader.finish()
+
+
+@contextlib.contextmanager
+def _gc_paused() -> Iterator[None]:
+    """Loading allocates millions of objects and frees next to none: the cyclic
+    garbage collector would run over and over for nothing (it doubles the time)."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+# --- reading files -----------------------------------------------------------------
+
+
+class _YamlLoader(_SafeLoader):
+    """The safe loader without YAML 1.1 timestamps: `creationTimestamp:
+    2024-01-01T00:00:00Z` stays the string the API (and msgspec) expects."""
+
+
+_YamlLoader.yaml_implicit_resolvers = {
+    first: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:timestamp"]
+    for first, resolvers in _SafeLoader.yaml_implicit_resolvers.items()
+}
+
+
+def _read_path(path: str | Path, loader: _Loader) -> Iterator[tuple[str, bytes, bool]]:
+    if str(path) == "-":
+        yield "<stdin>", sys.stdin.buffer.read(), False
+        return
+    path = Path(path)
+    if path.is_dir():
+        files = _manifest_files(path)
+        if not files:
+            loader.notes.append(f"no *.yaml, *.yml or *.json files in {path}")
+        for file in files:
+            yield from _read_file(file, loader)
+    elif path.exists():
+        yield from _read_file(path, loader)
+    else:
+        loader.file_problem(str(path), "no such file or directory")
+
+
+def _manifest_files(root: Path) -> list[Path]:
+    found: list[Path] = []
+    for folder, dirs, files in os.walk(root):
+        dirs[:] = [d for d in dirs if not d.startswith(".")]
+        found.extend(
+            Path(folder, f)
+            for f in files
+            if not f.startswith(".") and f.lower().endswith(MANIFEST_SUFFIXES)
+        )
+    return sorted(found, key=lambda p: p.relative_to(root).parts)
+
+
+def _read_file(path: Path, loader: _Loader) -> Iterator[tuple[str, bytes, bool]]:
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        loader.file_problem(str(path), f"cannot read: {exc.strerror or exc}")
+        return
+    yield str(path), data, path.suffix.lower() == ".json"
+
+
+def _yaml_documents(text: str, report: Callable[[int, str], None]) -> Iterator[tuple[int, object]]:
+    """(1-based index, object) for each document of a YAML stream.
+
+    The stream is cut at its `---` lines and each document is read on its own
+    by PyYAML (libyaml), so a syntax error costs only its own document (reported
+    through `report`) and reading goes on with the next one. Streams with
+    directives or `...` markers are read whole. JSON input is much faster to
+    read than YAML for large cluster dumps (`kubectl get ... -o json`)."""
+    if "\r" in text:
+        text = text.replace("\r\n", "\n")
+    lines = text.split("\n")
+    newline_at_end = text.endswith("\n")
+    if newline_at_end:
+        lines.pop()
+    starts = [0]
+    whole = False
+    for number, line in enumerate(lines):
+        if line.startswith(("---", "...", "%")):
+            if line.startswith("---") and (len(line) == 3 or line[3] in " \t"):
+                if number:
+                    starts.append(number)
+            else:
+                whole = True
+    if whole:
+        starts = [0]
+    index = 0
+    for k, start in enumerate(starts):
+        end = starts[k + 1] if k + 1 < len(starts) else len(lines)
+        complete = newline_at_end or k + 1 < len(starts)  # the last line ends with "\n"
+        chunk = "\n".join(lines[start:end]) + ("\n" if complete else "")
+        try:
+            for obj in yaml.load_all(chunk, Loader=_YamlLoader):
+                index += 1
+                yield index, obj
+        except Exception as exc:  # PyYAML raises KeyError & co. on some odd input too
+            index += 1
+            report(index, _yaml_error(exc, start))
+
+
+def _yaml_error(exc: Exception, first_line: int) -> str:
+    """A one-line message for a PyYAML error; `first_line` is where its text began."""
+    if not isinstance(exc, yaml.MarkedYAMLError):
+        return f"YAML error: {type(exc).__name__}: {exc}"
+    detail = exc.problem or "invalid YAML"
+    mark = exc.problem_mark or exc.context_mark
+    where = (
+        "" if mark is None else f" at line {first_line + mark.line + 1}, column {mark.column + 1}"
+    )
+    if exc.context:
+        context = exc.context
+        if exc.context_mark is not None and exc.context_mark is not mark:
+            line = first_line + exc.context_mark.line + 1
+            context = f"{context} at line {line}, column {exc.context_mark.column + 1}"
+        detail = f"{detail} ({context})"
+    return f"YAML syntax error{where}: {detail}"
+
+
+def _json_documents(
+    data: bytes, report: Callable[[int, str], None]
+) -> Iterator[tuple[int, object]]:
+    """One JSON value (the usual case, decoded fast), or a stream of them."""
+    if data.startswith(b"\xef\xbb\xbf"):
+        data = data[3:]
+    try:
+        obj = msgspec.json.decode(data)
+    except msgspec.DecodeError:
+        pass
+    else:
+        yield 1, obj
+        return
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        report(1, f"not UTF-8 text: {exc.reason} at byte {exc.start}")
+        return
+    decoder = json.JSONDecoder()
+    whitespace = re.compile(r"\s*")
+    position = 0
+    index = 0
+    while True:
+        match = whitespace.match(text, position)
+        position = match.end() if match else position
+        if position >= len(text):
+            return
+        index += 1
+        try:
+            obj, position = decoder.raw_decode(text, position)
+        except json.JSONDecodeError as exc:
+            report(index, f"JSON syntax error at line {exc.lineno}, column {exc.colno}: {exc.msg}")
+            return
+        except RecursionError:
+            report(index, "JSON nested too deeply")
+            return
+        yield index, obj
+
+
+# --- small helpers -----------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class _Origin:
+    source: str
+    document: int
+    item: int | None = None
+
+    def __str__(self) -> str:
+        where = f"{self.source} document {self.document}"
+        return where if self.item is None else f"{where}, item {self.item}"
+
+
+def _uid(kind: str, namespace: str, name: str) -> str:
+    return str(uuid.uuid5(_UID_NAMESPACE, f"kubesched/{kind}/{namespace}/{name}"))
+
+
+def _safe_encode(text: str) -> str:
+    """rand.SafeEncodeString: each byte mapped into the alphabet."""
+    return "".join(_ALPHANUMS[b % len(_ALPHANUMS)] for b in text.encode())
+
+
+def _random_chars(seed: str, count: int = 5) -> str:
+    """`count` random-looking characters, deterministic in `seed`."""
+    digest = hashlib.blake2b(seed.encode(), digest_size=count).digest()
+    return "".join(_ALPHANUMS[b % len(_ALPHANUMS)] for b in digest)
+
+
+def _template_hash(raw: object, template: PodTemplateSpec) -> str:
+    """A 10-character pod-template-hash: a 32-bit hash of the template printed
+    in decimal (zero-padded to 10 digits) and safe-encoded, as ComputeHash does."""
+    try:
+        data = msgspec.json.encode(raw, order="sorted")
+    except (TypeError, ValueError, OverflowError):
+        data = msgspec.json.encode(template, order="sorted")
+    value = int.from_bytes(hashlib.blake2b(data, digest_size=4).digest(), "big")
+    return _safe_encode(f"{value:010d}")
+
+
+def _parse_time(text: str) -> datetime:
+    stamp = datetime.fromisoformat(text.upper())  # RFC 3339 allows "t" and "z"
+    return stamp if stamp.tzinfo is not None else stamp.replace(tzinfo=UTC)
+
+
+def _type_word(obj: object) -> str:
+    if obj is None:
+        return "null"
+    if isinstance(obj, bool):
+        return "bool"
+    if isinstance(obj, int):
+        return "int"
+    if isinstance(obj, float):
+        return "float"
+    if isinstance(obj, str):
+        return "str"
+    if isinstance(obj, list | tuple):
+        return "array"
+    if isinstance(obj, dict):
+        return "object"
+    return type(obj).__name__
+
+
+_AT_PATH = re.compile(r"^(?P<message>.*) - at `\$(?P<path>[^`]*)`$", re.DOTALL)
+_AT_KEY = re.compile(r"^(?P<message>.*) - at `key` in `\$(?P<path>[^`]*)`$", re.DOTALL)
+_MISSING = re.compile(r"^Object missing required field `(?P<name>[^`]+)`$")
+_GOT = re.compile(r"got `(?P<type>[^`]+)`")
+_PATH_TOKEN = re.compile(r"\.(?P<key>[^.\[]+)|\[(?P<index>\d+)\]|(?P<any>\[\.\.\.\])")
+
+
+def _validation_field(error: str, raw: object) -> tuple[str | None, str]:
+    """Turn msgspec's "Expected `int`, got `str` - at `$.spec.replicas`" into
+    ("spec.replicas", "Expected `int`, got `str`"). msgspec writes a dict key it
+    does not name as `[...]`; the key is looked up in the raw document."""
+    match = _AT_KEY.match(error)
+    if match is not None:
+        path = _resolve_path(raw, match["path"], None)
+        return path or None, f"{match['message']} (a key)"
+    match = _AT_PATH.match(error)
+    if match is None:
+        return None, error
+    message = match["message"]
+    got = _GOT.search(message)
+    path = _resolve_path(raw, match["path"], got["type"] if got else None)
+    missing = _MISSING.match(message)
+    if missing is not None:
+        path = f"{path}.{missing['name']}" if path else missing["name"]
+    return path or None, message
+
+
+def _resolve_path(raw: object, path: str, got: str | None) -> str:
+    tokens: list[tuple[str, str]] = []
+    for token in _PATH_TOKEN.finditer(path):
+        if token["key"] is not None:
+            tokens.append(("key", token["key"]))
+        elif token["index"] is not None:
+            tokens.append(("index", token["index"]))
+        else:
+            tokens.append(("any", ""))
+    found = _walk(raw, tokens, got) if any(t[0] == "any" for t in tokens) else None
+    if found is None:
+        found = [
+            f".{v}" if k == "key" else f"[{v}]" if k == "index" else "[...]" for k, v in tokens
+        ]
+    return "".join(found).lstrip(".")
+
+
+def _walk(node: object, tokens: list[tuple[str, str]], got: str | None) -> list[str] | None:
+    if not tokens:
+        return [] if got is None or _type_word(node) == got else None
+    (kind, value), rest = tokens[0], tokens[1:]
+    children: Iterable[tuple[str, object]]
+    if kind == "any":
+        if isinstance(node, dict):
+            children = ((f".{k}", v) for k, v in node.items())
+        elif isinstance(node, list):
+            children = ((f"[{i}]", v) for i, v in enumerate(node))
+        else:
+            return None
+    elif kind == "key":
+        if not isinstance(node, dict) or value not in node:
+            return None
+        children = ((f".{value}", node[value]),)
+    else:
+        index = int(value)
+        if not isinstance(node, list) or index >= len(node):
+            return None
+        children = ((f"[{index}]", node[index]),)
+    for step, child in children:
+        found = _walk(child, rest, got)
+        if found is not None:
+            return [step, *found]
+    return None
+
+
+def _raw_name(obj: Mapping[str, Any], kind: str) -> str:
+    meta = obj.get("metadata")
+    if not isinstance(meta, dict):
+        return ""
+    name = meta.get("name") or meta.get("generateName") or ""
+    if not isinstance(name, str) or not name:
+        return ""
+    if kind in _CLUSTER_SCOPED:
+        return name
+    namespace = meta.get("namespace") or "default"
+    return f"{namespace}/{name}" if isinstance(namespace, str) else name
+
+
+def _check_quantities(resources: ResourceList, path: str) -> tuple[str, str] | None:
+    for name, quantity in resources.items():
+        try:
+            amount = parse_quantity(quantity)
+        except QuantityError as exc:
+            return f"{path}.{name}", str(exc)
+        if amount < 0:
+            return f"{path}.{name}", f"must be greater than or equal to 0, got {quantity!r}"
+    return None
+
+
+def _check_requirements(res: ResourceRequirements, path: str) -> tuple[str, str] | None:
+    return _check_quantities(res.requests, f"{path}.requests") or _check_quantities(
+        res.limits, f"{path}.limits"
+    )
+
+
+def _check_pod_spec(spec: PodSpec, path: str) -> tuple[str, str] | None:
+    """The first malformed quantity in a pod spec, as (field, message)."""
+    for group, containers in (
+        ("initContainers", spec.init_containers),
+        ("containers", spec.containers),
+    ):
+        for i, container in enumerate(containers):
+            res = container.resources
+            if res.requests or res.limits:
+                error = _check_requirements(res, f"{path}.{group}[{i}].resources")
+                if error:
+                    return error
+    if spec.overhead:
+        error = _check_quantities(spec.overhead, f"{path}.overhead")
+        if error:
+            return error
+    if spec.resources is not None:
+        return _check_requirements(spec.resources, f"{path}.resources")
+    return None
+
+
+# --- selectors, node affinity and taints (as the DaemonSet controller checks them) ---
+
+
+def _label_selector_matches(selector: LabelSelector, labels: Mapping[str, str]) -> bool:
+    for key, value in selector.match_labels.items():
+        if labels.get(key) != value:
+            return False
+    for req in selector.match_expressions:
+        present = req.key in labels
+        if req.operator == "In":
+            ok = present and labels[req.key] in req.values
+        elif req.operator == "NotIn":
+            ok = not present or labels[req.key] not in req.values
+        elif req.operator == "Exists":
+            ok = present
+        elif req.operator == "DoesNotExist":
+            ok = not present
+        else:
+            return False
+        if not ok:
+            return False
+    return True
+
+
+def _node_requirement_matches(req: NodeSelectorRequirement, value: str | None) -> bool:
+    op = req.operator
+    if op == "In":
+        return value is not None and value in req.values
+    if op == "NotIn":
+        return value is None or value not in req.values
+    if op == "Exists":
+        return value is not None
+    if op == "DoesNotExist":
+        return value is None
+    if op in ("Gt", "Lt") and value is not None and len(req.values) == 1:
+        try:
+            have, bound = int(value), int(req.values[0])
+        except ValueError:
+            return False
+        return have > bound if op == "Gt" else have < bound
+    return False
+
+
+def _node_term_matches(term: NodeSelectorTerm, node: Node) -> bool:
+    if not term.match_expressions and not term.match_fields:
+        return False  # an empty term matches no node
+    labels = node.metadata.labels
+    for req in term.match_expressions:
+        if not _node_requirement_matches(req, labels.get(req.key)):
+            return False
+    for req in term.match_fields:
+        if req.key != "metadata.name" or req.operator not in ("In", "NotIn"):
+            return False
+        if not _node_requirement_matches(req, node.metadata.name):
+            return False
+    return True
+
+
+def _required_affinity_matches(spec: PodSpec, node: Node) -> bool:
+    """nodeaffinity.GetRequiredNodeAffinity(pod).Match(node)."""
+    labels = node.metadata.labels
+    for key, value in spec.node_selector.items():
+        if labels.get(key) != value:
+            return False
+    affinity = spec.affinity
+    if affinity is None or affinity.node_affinity is None:
+        return True
+    required = affinity.node_affinity.required_during_scheduling_ignored_during_execution
+    if required is None:
+        return True
+    return any(_node_term_matches(term, node) for term in required.node_selector_terms)
+
+
+def _tolerates(toleration: Toleration, taint: Taint) -> bool:
+    if toleration.effect and toleration.effect != taint.effect:
+        return False
+    if toleration.key and toleration.key != taint.key:
+        return False
+    if toleration.operator == "Exists":
+        return True
+    if toleration.operator in ("", "Equal"):
+        return toleration.value == taint.value
+    return False
+
+
+def _daemon_tolerations(spec: PodSpec) -> list[Toleration]:
+    """The template's tolerations with the DaemonSet controller's added
+    (v1helper.AddOrUpdateTolerationInPodSpec: a matching one is replaced)."""
+    tolerations = list(spec.tolerations)
+    added = list(_DAEMON_TOLERATIONS)
+    if spec.host_network:
+        added.append(_DAEMON_HOST_NETWORK_TOLERATION)
+    for key, effect in added:
+        new = Toleration(key=key, operator="Exists", effect=effect)
+        matches = [
+            i
+            for i, have in enumerate(tolerations)
+            if (have.key, have.operator, have.value, have.effect) == (key, "Exists", "", effect)
+        ]
+        for i in matches:
+            tolerations[i] = new
+        if not matches:
+            tolerations.append(new)
+    return tolerations
+
+
+def _pin_to_node(affinity: Affinity | None, node_name: str) -> Affinity:
+    """ReplaceDaemonSetPodNodeNameNodeAffinity, without touching shared objects."""
+    required = NodeSelector(
+        node_selector_terms=[
+            NodeSelectorTerm(
+                match_fields=[
+                    NodeSelectorRequirement(key="metadata.name", operator="In", values=[node_name])
+                ]
+            )
+        ]
+    )
+    if affinity is None:
+        return Affinity(
+            node_affinity=NodeAffinity(required_during_scheduling_ignored_during_execution=required)
+        )
+    if affinity.node_affinity is None:
+        node_affinity = NodeAffinity(required_during_scheduling_ignored_during_execution=required)
+    else:
+        node_affinity = msgspec.structs.replace(
+            affinity.node_affinity, required_during_scheduling_ignored_during_execution=required
+        )
+    return msgspec.structs.replace(affinity, node_affinity=node_affinity)
+
+
+def _daemon_target(pod: Pod) -> str | None:
+    """GetTargetNodeName: the node a (possibly pending) daemon pod is for."""
+    if pod.spec.node_name:
+        return pod.spec.node_name
+    affinity = pod.spec.affinity
+    if affinity is None or affinity.node_affinity is None:
+        return None
+    required = affinity.node_affinity.required_during_scheduling_ignored_during_execution
+    if required is None:
+        return None
+    for term in required.node_selector_terms:
+        for req in term.match_fields:
+            if req.key == "metadata.name" and req.operator == "In" and len(req.values) == 1:
+                return req.values[0]
+    return None
+
+
+# --- the loader --------------------------------------------------------------------
+
+
+class _PodItem:
+    """A pod on its way into the state, with where it came from."""
+
+    __slots__ = ("created", "generated", "kind", "name", "origin", "pod", "spec_path")
+
+    def __init__(
+        self,
+        pod: Pod,
+        origin: _Origin,
+        created: datetime | None,
+        *,
+        kind: str = "Pod",
+        name: str = "",
+        spec_path: str = "spec",
+    ) -> None:
+        self.pod = pod
+        self.origin = origin
+        self.created = created
+        self.kind = kind  # the object problems name: the Pod itself or its workload
+        self.name = name  # that object's key; "" means the pod's own key
+        self.spec_path = spec_path
+        self.generated = False
+
+    @property
+    def object_name(self) -> str:
+        return self.name or self.pod.key
+
+
+class _WorkloadItem:
+    __slots__ = ("created", "key", "origin", "raw_template", "workload")
+
+    def __init__(
+        self, workload: Workload, raw_template: object, origin: _Origin, created: datetime | None
+    ) -> None:
+        self.workload = workload
+        self.raw_template = raw_template
+        self.origin = origin
+        self.created = created
+        self.key = f"{workload.metadata.namespace}/{workload.metadata.name}"
+
+
+_OwnerKey = tuple[str, str, str]  # (namespace, kind, name)
+
+
+class _Loader:
+    def __init__(self) -> None:
+        self.problems: list[LoadProblem] = []
+        self.notes: list[str] = []
+        self.nodes: list[Node] = []
+        self.node_origin: dict[str, _Origin] = {}
+        self.items: list[_PodItem | _WorkloadItem] = []
+        self.priority_classes: dict[str, tuple[PriorityClass, _Origin]] = {}
+        self.namespaces: dict[str, tuple[Namespace, _Origin]] = {}
+        self.workload_origin: dict[tuple[str, str], _Origin] = {}
+        self.deployments_with_replicasets: set[tuple[str, str]] = set()
+        self.generated: Counter[str] = Counter()
+        self.taken: set[str] = set()  # pod keys in use
+        self.sources: dict[str, int] = {}  # input order, to sort problems by
+
+    # -- reporting
+
+    def problem(
+        self, origin: _Origin, kind: str, name: str, field: str | None, message: str
+    ) -> None:
+        self.problems.append(
+            LoadProblem(origin.source, origin.document, kind, name, field, message, origin.item)
+        )
+
+    def file_problem(self, source: str, message: str) -> None:
+        self.sources.setdefault(source, len(self.sources))
+        self.problems.append(LoadProblem(source, 0, "", "", None, message))
+
+    # -- input
+
+    def add_stream(self, source: str, data: bytes, is_json: bool) -> None:
+        self.sources.setdefault(source, len(self.sources))
+
+        def report(document: int, message: str) -> None:
+            self.problem(_Origin(source, document), "", "", None, message)
+
+        documents: Iterator[tuple[int, object]]
+        if is_json:
+            documents = _json_documents(data, report)
+        else:
+            try:
+                text = data.decode("utf-8-sig")
+            except UnicodeDecodeError as exc:
+                self.file_problem(source, f"not UTF-8 text: {exc.reason} at byte {exc.start}")
+                return
+            documents = _yaml_documents(text, report)
+        for index, obj in documents:
+            self.add_document(_Origin(source, index), obj)
+
+    def add_document(self, origin: _Origin, obj: object) -> None:
+        self.sources.setdefault(origin.source, len(self.sources))
+        try:
+            self.read_document(origin, obj)
+        except Exception as exc:  # a safety net: one odd document must not stop the load
+            self.problem(origin, "", "", None, f"cannot read: {type(exc).__name__}: {exc}")
+
+    def read_document(self, origin: _Origin, obj: object) -> None:
+        if obj is None:
+            return
+        if not isinstance(obj, dict):
+            self.problem(
+                origin, "", "", None, f"expected an object (a mapping), got {_type_word(obj)}"
+            )
+            return
+        kind = obj.get("kind")
+        api_version = obj.get("apiVersion") or ""
+        if not isinstance(kind, str) or not kind:
+            message = (
+                "missing required field `kind`"
+                if kind is None or kind == ""
+                else f"Expected `str`, got `{_type_word(kind)}`"
+            )
+            self.problem(origin, "", _raw_name(obj, ""), "kind", message)
+            return
+        if not isinstance(api_version, str):
+            self.problem(
+                origin,
+                kind,
+                _raw_name(obj, kind),
+                "apiVersion",
+                f"Expected `str`, got `{_type_word(api_version)}`",
+            )
+            return
+        if kind.endswith("List") and (kind == "List" or "items" in obj):
+            self.add_list(origin, kind, api_version, obj)
+            return
+        groups = _GROUPS.get(kind)
+        group = api_version.rpartition("/")[0]
+        if groups is None or (api_version and group not in groups):
+            shown = api_version or "no apiVersion"
+            self.notes.append(f"skipped kind {kind} ({shown}) at {origin}")
+            return
+        if kind == "Pod":
+            self.add_pod(origin, obj)
+        elif kind == "Node":
+            self.add_node(origin, obj)
+        elif kind == "PriorityClass":
+            self.add_priority_class(origin, obj)
+        elif kind == "Namespace":
+            self.add_namespace(origin, obj)
+        else:
+            self.add_workload(origin, kind, obj)
+
+    def add_list(
+        self, origin: _Origin, kind: str, api_version: str, obj: Mapping[str, Any]
+    ) -> None:
+        items = obj.get("items")
+        if items is None:
+            return
+        if not isinstance(items, list):
+            self.problem(origin, kind, "", "items", f"Expected `array`, got `{_type_word(items)}`")
+            return
+        if origin.item is not None:
+            self.notes.append(f"skipped a {kind} nested in a list at {origin}")
+            return
+        item_kind = kind[: -len("List")]
+        for index, item in enumerate(items, 1):
+            if item_kind and isinstance(item, dict) and not item.get("kind"):
+                # The API's typed lists (PodList, ...) leave kind out of their items.
+                item = {
+                    **item,
+                    "kind": item_kind,
+                    "apiVersion": item.get("apiVersion") or api_version,
+                }
+            self.add_document(_Origin(origin.source, origin.document, index), item)
+
+    def decode(
+        self, origin: _Origin, obj: Mapping[str, Any], kind: str, type_: type[T]
+    ) -> T | None:
+        try:
+            return msgspec.convert(obj, type=type_)
+        except msgspec.ValidationError as exc:
+            path, message = _validation_field(str(exc), obj)
+            self.problem(origin, kind, _raw_name(obj, kind), path, message)
+            return None
+
+    def check_time(
+        self, origin: _Origin, kind: str, meta: ObjectMeta, name: str
+    ) -> tuple[bool, datetime | None]:
+        if meta.creation_timestamp is None:
+            return True, None
+        try:
+            return True, _parse_time(meta.creation_timestamp)
+        except ValueError:
+            self.problem(
+                origin,
+                kind,
+                name,
+                "metadata.creationTimestamp",
+                f"expected an RFC 3339 time like 2024-05-01T12:00:00Z, "
+                f"got {meta.creation_timestamp!r}",
+            )
+            return False, None
+
+    def generate_name(
+        self, kind: str, namespace: str, base: str, taken: Callable[[str], bool]
+    ) -> str:
+        base = base[:_MAX_GENERATE_NAME_BASE]
+        while True:
+            counter_key = f"{kind}/{namespace}/{base}"
+            self.generated[counter_key] += 1
+            name = base + _random_chars(f"{counter_key}#{self.generated[counter_key]}")
+            if not taken(name):
+                return name
+
+    def pod_name_taken(self, namespace: str, name: str) -> bool:
+        return f"{namespace}/{name}" in self.taken
+
+    def add_pod(self, origin: _Origin, obj: Mapping[str, Any]) -> None:
+        pod = self.decode(origin, obj, "Pod", Pod)
+        if pod is None:
+            return
+        meta = pod.metadata
+        if not meta.namespace:
+            meta.namespace = "default"
+        if not meta.name and not meta.generate_name:
+            self.problem(origin, "Pod", "", "metadata.name", "name or generateName is required")
+            return
+        name = f"{meta.namespace}/{meta.name or meta.generate_name}"
+        ok, created = self.check_time(origin, "Pod", meta, name)
+        if not ok:
+            return
+        error = _check_pod_spec(pod.spec, "spec")
+        if error is not None:
+            self.problem(origin, "Pod", name, *error)
+            return
+        item = _PodItem(pod, origin, created)
+        if meta.name:
+            self.taken.add(pod.key)
+        else:
+            item.generated = True
+        self.items.append(item)
+
+    def add_node(self, origin: _Origin, obj: Mapping[str, Any]) -> None:
+        node = self.decode(origin, obj, "Node", Node)
+        if node is None:
+            return
+        meta = node.metadata
+        if not meta.name:
+            if not meta.generate_name:
+                self.problem(
+                    origin, "Node", "", "metadata.name", "name or generateName is required"
+                )
+                return
+            meta.name = self.generate_name(
+                "Node", "", meta.generate_name, lambda n: n in self.node_origin
+            )
+        status = node.status
+        if not status.allocatable and status.capacity:
+            status.allocatable = dict(status.capacity)  # SetDefaults_NodeStatus
+        error = _check_quantities(status.capacity, "status.capacity") or _check_quantities(
+            status.allocatable, "status.allocatable"
+        )
+        if error is not None:
+            self.problem(origin, "Node", meta.name, *error)
+            return
+        first = self.node_origin.get(meta.name)
+        if first is not None:
+            self.problem(
+                origin,
+                "Node",
+                meta.name,
+                "metadata.name",
+                f"duplicate: a Node named {meta.name} was already loaded from {first}",
+            )
+            return
+        if not meta.uid:
+            meta.uid = _uid("Node", "", meta.name)
+        self.node_origin[meta.name] = origin
+        self.nodes.append(node)
+
+    def add_priority_class(self, origin: _Origin, obj: Mapping[str, Any]) -> None:
+        pc = self.decode(origin, obj, "PriorityClass", PriorityClass)
+        if pc is None:
+            return
+        name = pc.metadata.name
+        if not name:
+            self.problem(origin, "PriorityClass", "", "metadata.name", "name is required")
+            return
+        builtin = BUILTIN_PRIORITY_CLASSES.get(name)
+        error: tuple[str, str] | None = None
+        if name.startswith("system-") and builtin is None:
+            error = (
+                "metadata.name",
+                "priority class names with 'system-' prefix are reserved for system use only",
+            )
+        elif builtin is not None and pc.value != builtin:
+            error = ("value", f"the system priority class {name} has value {builtin}")
+        elif builtin is None and pc.value > HIGHEST_USER_DEFINABLE_PRIORITY:
+            error = (
+                "value",
+                f"maximum allowed value of a user defined priority is "
+                f"{HIGHEST_USER_DEFINABLE_PRIORITY}",
+            )
+        elif name in self.priority_classes:
+            error = (
+                "metadata.name",
+                f"duplicate: a PriorityClass named {name} was already loaded from "
+                f"{self.priority_classes[name][1]}",
+            )
+        elif pc.global_default:
+            other = next((p for p, _ in self.priority_classes.values() if p.global_default), None)
+            if other is not None:
+                error = (
+                    "globalDefault",
+                    f"PriorityClass {other.metadata.name} is already marked as default. "
+                    f"Only one default can exist",
+                )
+        if error is not None:
+            self.problem(origin, "PriorityClass", name, *error)
+            return
+        if pc.preemption_policy is None:
+            pc.preemption_policy = PREEMPT_LOWER_PRIORITY
+        if not pc.metadata.uid:
+            pc.metadata.uid = _uid("PriorityClass", "", name)
+        self.priority_classes[name] = (pc, origin)
+
+    def add_namespace(self, origin: _Origin, obj: Mapping[str, Any]) -> None:
+        ns = self.decode(origin, obj, "Namespace", Namespace)
+        if ns is None:
+            return
+        name = ns.metadata.name
+        if not name:
+            self.problem(origin, "Namespace", "", "metadata.name", "name is required")
+            return
+        if name in self.namespaces:
+            self.problem(
+                origin,
+                "Namespace",
+                name,
+                "metadata.name",
+                f"duplicate: a Namespace named {name} was already loaded from "
+                f"{self.namespaces[name][1]}",
+            )
+            return
+        ns.metadata.labels = {**ns.metadata.labels, NAMESPACE_NAME_LABEL: name}
+        if not ns.metadata.uid:
+            ns.metadata.uid = _uid("Namespace", "", name)
+        self.namespaces[name] = (ns, origin)
+
+    def add_workload(self, origin: _Origin, kind: str, obj: Mapping[str, Any]) -> None:
+        types: dict[str, type[Workload]] = {
+            "Deployment": Deployment,
+            "ReplicaSet": ReplicaSet,
+            "StatefulSet": StatefulSet,
+            "DaemonSet": DaemonSet,
+            "Job": Job,
+        }
+        workload = self.decode(origin, obj, kind, types[kind])
+        if workload is None:
+            return
+        meta = workload.metadata
+        if not meta.namespace:
+            meta.namespace = "default"
+        if not meta.name:
+            if not meta.generate_name:
+                self.problem(origin, kind, "", "metadata.name", "name or generateName is required")
+                return
+            meta.name = self.generate_name(
+                kind,
+                meta.namespace,
+                meta.generate_name,
+                lambda n: (kind, f"{meta.namespace}/{n}") in self.workload_origin,
+            )
+        key = f"{meta.namespace}/{meta.name}"
+        ok, created = self.check_time(origin, kind, meta, key)
+        if not ok:
+            return
+        error = self.check_workload(workload)
+        if error is not None:
+            self.problem(origin, kind, key, *error)
+            return
+        first = self.workload_origin.get((kind, key))
+        if first is not None:
+            self.problem(
+                origin,
+                kind,
+                key,
+                "metadata.name",
+                f"duplicate: a {kind} named {key} was already loaded from {first}",
+            )
+            return
+        self.workload_origin[kind, key] = origin
+        if not meta.uid:
+            meta.uid = _uid(kind, meta.namespace, meta.name)
+        if isinstance(workload, ReplicaSet):
+            for ref in meta.owner_references:
+                if ref.controller and ref.kind == "Deployment":
+                    self.deployments_with_replicasets.add((meta.namespace, ref.name))
+        spec = obj.get("spec")
+        raw_template = spec.get("template") if isinstance(spec, dict) else None
+        self.items.append(_WorkloadItem(workload, raw_template, origin, created))
+
+    @staticmethod
+    def check_workload(workload: Workload) -> tuple[str, str] | None:
+        spec = workload.spec
+        counts: list[tuple[str, int | None]] = []
+        if isinstance(workload, Job):
+            counts = [("parallelism", workload.spec.parallelism)]
+            counts.append(("completions", workload.spec.completions))
+            mode = workload.spec.completion_mode
+            if mode not in (None, "NonIndexed", "Indexed"):
+                return "spec.completionMode", f"supported values: NonIndexed, Indexed; got {mode!r}"
+            if mode == "Indexed" and workload.spec.completions is None:
+                return (
+                    "spec.completions",
+                    "when completion mode is Indexed, completions is required",
+                )
+        elif not isinstance(workload, DaemonSet):
+            counts = [("replicas", workload.spec.replicas)]
+        for name, count in counts:
+            if count is not None and count < 0:
+                return f"spec.{name}", f"must be greater than or equal to 0, got {count}"
+        if isinstance(workload, StatefulSet):
+            for i, claim in enumerate(workload.spec.volume_claim_templates):
+                if not claim.metadata.name:
+                    return f"spec.volumeClaimTemplates[{i}].metadata.name", "name is required"
+        selector = spec.selector
+        if (
+            selector is not None
+            and not isinstance(workload, Job)
+            and not _label_selector_matches(selector, spec.template.metadata.labels)
+        ):
+            return (
+                "spec.template.metadata.labels",
+                "`selector` does not match template `labels`",
+            )
+        return _check_pod_spec(spec.template.spec, "spec.template.spec")
+
+    # -- after all documents
+
+    def finish(self) -> ClusterState:
+        classes = builtin_priority_classes()
+        classes.update((name, pc) for name, (pc, _) in self.priority_classes.items())
+        namespaces = {name: ns for name, (ns, _) in self.namespaces.items()}
+
+        expander = _Expander(self)
+        items: list[_PodItem] = []
+        for entry in self.items:
+            if isinstance(entry, _PodItem):
+                items.append(entry)
+            else:
+                items.extend(expander.expand(entry))
+        if expander.reconciled:
+            self.notes.append(
+                f"{expander.reconciled} pods in the input already belong to workloads in the "
+                f"input; those workloads only got the pods they were missing"
+            )
+        for workload_kind, key, origin in expander.skipped_deployments:
+            self.notes.append(
+                f"{workload_kind} {key} at {origin} has its ReplicaSets in the input; "
+                f"its pods come from them"
+            )
+
+        items = self.admit(items, classes)
+        self.sort_by_creation(items)
+
+        pods = [item.pod for item in items]
+        for name in SYSTEM_NAMESPACES:
+            namespaces.setdefault(name, _implicit_namespace(name))
+        for pod in pods:
+            if pod.metadata.namespace not in namespaces:
+                namespaces[pod.metadata.namespace] = _implicit_namespace(pod.metadata.namespace)
+
+        unknown = [p for p in pods if p.spec.node_name and p.spec.node_name not in self.node_origin]
+        if unknown:
+            example = unknown[0]
+            self.notes.append(
+                f"{len(unknown)} pods are bound to nodes not in the input "
+                f"(e.g. {example.key} on {example.spec.node_name})"
+            )
+        # Problems found after reading (priorities, duplicates) go to their place.
+        self.problems.sort(key=lambda p: (self.sources.get(p.source, 0), p.document, p.item or 0))
+        return ClusterState(
+            nodes=self.nodes,
+            pods=pods,
+            priority_classes=classes,
+            namespaces=namespaces,
+            problems=self.problems,
+            notes=self.notes,
+        )
+
+    def admit(self, items: list[_PodItem], classes: Mapping[str, PriorityClass]) -> list[_PodItem]:
+        """Names from generateName, uids, duplicate keys, Priority admission."""
+        default_class = next((pc for pc in classes.values() if pc.global_default), None)
+        seen: dict[str, _Origin] = {}
+        rejected: set[_Origin] = set()
+        kept_priority: list[str] = []
+        admitted: list[_PodItem] = []
+        for item in items:
+            pod = item.pod
+            meta = pod.metadata
+            if item.generated and not meta.name:
+                meta.name = self.generate_name(
+                    "Pod",
+                    meta.namespace,
+                    meta.generate_name,
+                    functools.partial(self.pod_name_taken, meta.namespace),
+                )
+                self.taken.add(pod.key)
+            key = pod.key
+            first = seen.get(key)
+            if first is not None:
+                self.problem(
+                    item.origin,
+                    item.kind,
+                    item.object_name,
+                    "metadata.name",
+                    f"duplicate: a Pod named {key} was already loaded from {first}",
+                )
+                continue
+            error = _admit_priority(pod.spec, classes, default_class, kept_priority, key)
+            if error is not None:
+                if item.origin not in rejected:  # once per workload, not per replica
+                    rejected.add(item.origin)
+                    self.problem(
+                        item.origin,
+                        item.kind,
+                        item.object_name,
+                        f"{item.spec_path}.priorityClassName",
+                        error,
+                    )
+                continue
+            seen[key] = item.origin
+            if not meta.uid:
+                meta.uid = _uid("Pod", meta.namespace, meta.name)
+            if not pod.status.phase:
+                pod.status.phase = "Pending"
+            admitted.append(item)
+        if kept_priority:
+            self.notes.append(
+                f"kept spec.priority of {len(kept_priority)} pods whose priorityClassName is "
+                f"unknown or has another value (pods already admitted, e.g. from a cluster "
+                f"dump): {', '.join(kept_priority[:5])}{', ...' if len(kept_priority) > 5 else ''}"
+            )
+        return admitted
+
+    @staticmethod
+    def sort_by_creation(items: list[_PodItem]) -> None:
+        slots: list[int] = []
+        stamped: list[tuple[datetime, _PodItem]] = []
+        for i, item in enumerate(items):
+            if item.created is not None:
+                slots.append(i)
+                stamped.append((item.created, item))
+        stamped.sort(key=lambda pair: pair[0])  # stable: equal times keep input order
+        for slot, (_, item) in zip(slots, stamped, strict=True):
+            items[slot] = item
+
+
+def _implicit_namespace(name: str) -> Namespace:
+    return Namespace(
+        metadata=ObjectMeta(
+            name=name, uid=_uid("Namespace", "", name), labels={NAMESPACE_NAME_LABEL: name}
+        )
+    )
+
+
+def _admit_priority(
+    spec: PodSpec,
+    classes: Mapping[str, PriorityClass],
+    default_class: PriorityClass | None,
+    kept: list[str],
+    key: str,
+) -> str | None:
+    """The Priority admission plugin; an error message if it rejects the pod.
+
+    A pod that already carries spec.priority (a dump of admitted pods) keeps
+    it, also when its class is not in the input; that is listed in a note."""
+    if spec.priority_class_name:
+        pc = classes.get(spec.priority_class_name)
+        if pc is None:
+            if spec.priority is None:
+                return f"no PriorityClass with name {spec.priority_class_name} was found"
+            kept.append(key)
+            if spec.preemption_policy is None:
+                spec.preemption_policy = PREEMPT_LOWER_PRIORITY
+            return None
+        value, policy = pc.value, pc.preemption_policy
+    elif default_class is not None:
+        value, policy = default_class.value, default_class.preemption_policy
+        if spec.priority is None:
+            spec.priority_class_name = default_class.metadata.name
+    else:
+        value, policy = 0, PREEMPT_LOWER_PRIORITY
+    if spec.priority is None:
+        spec.priority = value
+    elif spec.priority != value:
+        kept.append(key)
+    if spec.preemption_policy is None:
+        spec.preemption_policy = policy or PREEMPT_LOWER_PRIORITY
+    return None
+
+
+# --- controllers -------------------------------------------------------------------
+
+
+class _Expander:
+    """Creates the pods workload controllers would, minus those already there."""
+
+    def __init__(self, loader: _Loader) -> None:
+        self.loader = loader
+        self.reconciled = 0
+        self.skipped_deployments: list[tuple[str, str, _Origin]] = []
+        # Pods in the input by their controller: (namespace, kind, name) -> pods.
+        self.owned: defaultdict[_OwnerKey, list[Pod]] = defaultdict(list)
+        # Deployment -> its pods in the input, through their ReplicaSets' names.
+        self.deployment_pods: defaultdict[tuple[str, str], list[Pod]] = defaultdict(list)
+        for entry in loader.items:
+            if isinstance(entry, _PodItem):
+                self.index(entry.pod)
+
+    def index(self, pod: Pod) -> None:
+        meta = pod.metadata
+        for ref in meta.owner_references:
+            if not ref.controller:
+                continue
+            self.owned[meta.namespace, ref.kind, ref.name].append(pod)
+            template_hash = meta.labels.get("pod-template-hash")
+            suffix = f"-{template_hash}"
+            if ref.kind == "ReplicaSet" and template_hash and ref.name.endswith(suffix):
+                deployment = ref.name[: -len(suffix)]
+                self.deployment_pods[meta.namespace, deployment].append(pod)
+
+    def existing(self, namespace: str, kind: str, name: str) -> list[Pod]:
+        pods = [
+            p
+            for p in self.owned.get((namespace, kind, name), ())
+            if _is_live(p) and p.metadata.deletion_timestamp is None
+        ]
+        self.reconciled += len(pods)
+        return pods
+
+    def expand(self, item: _WorkloadItem) -> list[_PodItem]:
+        workload = item.workload
+        if isinstance(workload, Deployment):
+            return self.deployment(item, workload)
+        if isinstance(workload, ReplicaSet):
+            return self.replica_set(item, workload)
+        if isinstance(workload, StatefulSet):
+            return self.stateful_set(item, workload)
+        if isinstance(workload, DaemonSet):
+            return self.daemon_set(item, workload)
+        return self.job(item, workload)
+
+    # -- building pods
+
+    def new_pod(
+        self,
+        item: _WorkloadItem,
+        template: PodTemplateSpec,
+        name: str,
+        generate_name: str,
+        labels: dict[str, str],
+        owner: OwnerReference,
+        spec: PodSpec | None = None,
+        annotations: dict[str, str] | None = None,
+    ) -> _PodItem:
+        meta = item.workload.metadata
+        pod = Pod(
+            metadata=ObjectMeta(
+                name=name,
+                generate_name=generate_name,
+                namespace=meta.namespace,
+                labels=labels,
+                annotations=annotations
+                if annotations is not None
+                else dict(template.metadata.annotations),
+                owner_references=[owner],
+                creation_timestamp=meta.creation_timestamp,
+            ),
+            # Each pod gets its own PodSpec (binding sets spec.nodeName) but shares
+            # the template's containers, tolerations, ... which nobody modifies.
+            spec=spec if spec is not None else msgspec.structs.replace(template.spec),
+        )
+        self.loader.taken.add(pod.key)
+        return _PodItem(
+            pod,
+            item.origin,
+            item.created,
+            kind=item.workload.kind,
+            name=item.key,
+            spec_path="spec.template.spec",
+        )
+
+    def generated_name(self, namespace: str, prefix: str, seed: str) -> str:
+        """`prefix` plus 5 characters derived from `seed`, not yet in use."""
+        base = prefix[:_MAX_GENERATE_NAME_BASE]
+        attempt = 0
+        while True:
+            name = base + _random_chars(seed if attempt == 0 else f"{seed}#{attempt}")
+            if f"{namespace}/{name}" not in self.loader.taken:
+                return name
+            attempt += 1
+
+    def replicas(
+        self,
+        item: _WorkloadItem,
+        template: PodTemplateSpec,
+        rs_name: str,
+        count: int,
+        labels: dict[str, str],
+        owner: OwnerReference,
+    ) -> list[_PodItem]:
+        namespace = item.workload.metadata.namespace
+        prefix = f"{rs_name}-"
+        return [
+            self.new_pod(
+                item,
+                template,
+                self.generated_name(namespace, prefix, f"{namespace}/{rs_name}/{i}"),
+                prefix,
+                dict(labels),
+                owner,
+            )
+            for i in range(count)
+        ]
+
+    # -- the controllers
+
+    def deployment(self, item: _WorkloadItem, deploy: Deployment) -> list[_PodItem]:
+        meta = deploy.metadata
+        if (meta.namespace, meta.name) in self.loader.deployments_with_replicasets:
+            self.skipped_deployments.append(("Deployment", item.key, item.origin))
+            return []
+        template = deploy.spec.template
+        template_hash = _template_hash(item.raw_template, template)
+        rs_name = f"{meta.name}-{template_hash}"
+        live = [
+            p
+            for p in self.deployment_pods.get((meta.namespace, meta.name), ())
+            if _is_live(p) and p.metadata.deletion_timestamp is None
+        ]
+        self.reconciled += len(live)
+        replicas = 1 if deploy.spec.replicas is None else deploy.spec.replicas
+        owner = OwnerReference(
+            api_version="apps/v1",
+            kind="ReplicaSet",
+            name=rs_name,
+            uid=_uid("ReplicaSet", meta.namespace, rs_name),
+            controller=True,
+        )
+        labels = {**template.metadata.labels, "pod-template-hash": template_hash}
+        return self.replicas(item, template, rs_name, max(0, replicas - len(live)), labels, owner)
+
+    def replica_set(self, item: _WorkloadItem, rs: ReplicaSet) -> list[_PodItem]:
+        meta = rs.metadata
+        live = self.existing(meta.namespace, "ReplicaSet", meta.name)
+        replicas = 1 if rs.spec.replicas is None else rs.spec.replicas
+        owner = _controller_ref("apps/v1", "ReplicaSet", meta)
+        template = rs.spec.template
+        labels = dict(template.metadata.labels)
+        return self.replicas(item, template, meta.name, max(0, replicas - len(live)), labels, owner)
+
+    def stateful_set(self, item: _WorkloadItem, sts: StatefulSet) -> list[_PodItem]:
+        meta = sts.metadata
+        spec = sts.spec
+        template = spec.template
+        present = {p.metadata.name for p in self.existing(meta.namespace, "StatefulSet", meta.name)}
+        revision = f"{meta.name}-{_template_hash(item.raw_template, template)}"
+        owner = _controller_ref("apps/v1", "StatefulSet", meta)
+        claims = [claim.metadata.name for claim in spec.volume_claim_templates]
+        start = spec.ordinals.start if spec.ordinals is not None else 0
+        replicas = 1 if spec.replicas is None else spec.replicas
+        pods: list[_PodItem] = []
+        for ordinal in range(start, start + replicas):
+            name = f"{meta.name}-{ordinal}"
+            if name in present:
+                continue
+            labels = {
+                **template.metadata.labels,
+                "controller-revision-hash": revision,
+                "statefulset.kubernetes.io/pod-name": name,
+                "apps.kubernetes.io/pod-index": str(ordinal),
+            }
+            pod_spec = msgspec.structs.replace(template.spec)
+            if claims:
+                # updateStorage: a volume per claim template, then the template's others.
+                pod_spec.volumes = [
+                    Volume(
+                        name=claim,
+                        persistent_volume_claim=PersistentVolumeClaimVolumeSource(
+                            claim_name=f"{claim}-{meta.name}-{ordinal}"
+                        ),
+                    )
+                    for claim in claims
+                ] + [v for v in template.spec.volumes if v.name not in claims]
+            pods.append(self.new_pod(item, template, name, "", labels, owner, pod_spec))
+        return pods
+
+    def daemon_set(self, item: _WorkloadItem, ds: DaemonSet) -> list[_PodItem]:
+        meta = ds.metadata
+        template = ds.spec.template
+        covered = {_daemon_target(p) for p in self.existing(meta.namespace, "DaemonSet", meta.name)}
+        owner = _controller_ref("apps/v1", "DaemonSet", meta)
+        labels = {
+            **template.metadata.labels,
+            "controller-revision-hash": _template_hash(item.raw_template, template),
+            "pod-template-generation": "1",
+        }
+        tolerations = _daemon_tolerations(template.spec)
+        prefix = f"{meta.name}-"
+        pods: list[_PodItem] = []
+        for node in self.loader.nodes:
+            node_name = node.metadata.name
+            if node_name in covered or not _daemon_should_run(template.spec, tolerations, node):
+                continue
+            pod_spec = msgspec.structs.replace(
+                template.spec,
+                tolerations=tolerations,
+                affinity=_pin_to_node(template.spec.affinity, node_name),
+            )
+            name = self.generated_name(
+                meta.namespace, prefix, f"{meta.namespace}/{meta.name}@{node_name}"
+            )
+            pods.append(self.new_pod(item, template, name, prefix, dict(labels), owner, pod_spec))
+        return pods
+
+    def job(self, item: _WorkloadItem, job: Job) -> list[_PodItem]:
+        meta = job.metadata
+        spec = job.spec
+        template = spec.template
+        owned = self.owned.get((meta.namespace, "Job", meta.name), [])
+        succeeded = [p for p in owned if p.status.phase == "Succeeded"]
+        live = self.existing(meta.namespace, "Job", meta.name)
+        if spec.suspend:
+            return []
+        want = 1 if spec.parallelism is None else spec.parallelism
+        if spec.completions is not None:
+            want = min(want, max(0, spec.completions - len(succeeded)))
+        count = max(0, want - len(live))
+        labels = dict(template.metadata.labels)
+        if not spec.manual_selector:
+            labels.update(
+                {
+                    "batch.kubernetes.io/controller-uid": meta.uid,
+                    "batch.kubernetes.io/job-name": meta.name,
+                    "controller-uid": meta.uid,
+                    "job-name": meta.name,
+                }
+            )
+        owner = _controller_ref("batch/v1", "Job", meta)
+        index_key = "batch.kubernetes.io/job-completion-index"
+        pods: list[_PodItem] = []
+        if spec.completion_mode == "Indexed":
+            used = {p.metadata.annotations.get(index_key) for p in (*succeeded, *live)}
+            indexes = [i for i in range(spec.completions or 0) if str(i) not in used][:count]
+            for index in indexes:
+                prefix = f"{meta.name}-{index}-"
+                name = self.generated_name(meta.namespace, prefix, f"{meta.namespace}/{prefix}")
+                annotations = {**template.metadata.annotations, index_key: str(index)}
+                pod_labels = {**labels, index_key: str(index)}
+                pods.append(
+                    self.new_pod(
+                        item, template, name, prefix, pod_labels, owner, annotations=annotations
+                    )
+                )
+            return pods
+        prefix = f"{meta.name}-"
+        for i in range(count):
+            name = self.generated_name(meta.namespace, prefix, f"{meta.namespace}/{meta.name}/{i}")
+            pods.append(self.new_pod(item, template, name, prefix, dict(labels), owner))
+        return pods
+
+
+def _controller_ref(api_version: str, kind: str, meta: ObjectMeta) -> OwnerReference:
+    return OwnerReference(
+        api_version=api_version, kind=kind, name=meta.name, uid=meta.uid, controller=True
+    )
+
+
+def _daemon_should_run(spec: PodSpec, tolerations: list[Toleration], node: Node) -> bool:
+    """nodeShouldRunDaemonPod's predicates: node name, required node affinity
+    (nodeSelector included) and NoSchedule/NoExecute taints tolerated."""
+    if spec.node_name and spec.node_name != node.metadata.name:
+        return False
+    if not _required_affinity_matches(spec, node):
+        return False
+    for taint in node.spec.taints:
+        if taint.effect not in ("NoSchedule", "NoExecute"):
+            continue
+        if not any(_tolerates(t, taint) for t in tolerations):
+            return False
+    return True

@@ -1,0 +1,55 @@
+"""Shared helpers for the built-in plugins: selectors, taints, score normalization."""
+
+from kubesched.plugins.helpers.normalize import default_normalize_score
+from kubesched.plugins.helpers.selectors import (
+    FieldRequirement,
+    LabelRequirement,
+    ParsedTerm,
+    PreferredTerms,
+    RequiredNodeAffinity,
+    match_node_selector,
+    match_node_selector_terms,
+    match_term,
+    node_matches_selector,
+    node_matches_term,
+    node_matches_terms,
+    parse_int64,
+    parse_node_selector,
+    parse_preferred_terms,
+    parse_term,
+    parse_terms,
+    required_node_affinity,
+)
+from kubesched.plugins.helpers.taints import (
+    do_not_schedule_taints,
+    find_matching_untolerated_taint,
+    per_taint_set,
+    tolerates,
+    tolerations_tolerate_taint,
+)
+
+__all__ = [
+    "FieldRequirement",
+    "LabelRequirement",
+    "ParsedTerm",
+    "PreferredTerms",
+    "RequiredNodeAffinity",
+    "default_normalize_score",
+    "do_not_schedule_taints",
+    "find_matching_untolerated_taint",
+    "match_node_selector",
+    "match_node_selector_terms",
+    "match_term",
+    "node_matches_selector",
+    "node_matches_term",
+    "node_matches_terms",
+    "parse_int64",
+    "parse_node_selector",
+    "parse_preferred_terms",
+    "parse_term",
+    "parse_terms",
+    "per_taint_set",
+    "required_node_affinity",
+    "tolerates",
+    "tolerations_tolerate_taint",
+]

@@ -1,0 +1,5 @@
+"""ImageLocality score plugin."""
+
+from kubesched.plugins.imagelocality.plugin import ImageLocality
+
+__all__ = ["ImageLocality"]

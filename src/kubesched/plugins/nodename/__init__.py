@@ -1,0 +1,5 @@
+"""NodeName filter plugin."""
+
+from kubesched.plugins.nodename.plugin import NodeName
+
+__all__ = ["NodeName"]

@@ -1,0 +1,36 @@
+"""NodeName: a pod naming a node in spec.nodeName fits that node only."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from kubesched.cache.node_table import NodeTable, Rows
+from kubesched.framework.cycle_state import CycleState
+from kubesched.framework.interfaces import (
+    ClusterEventWithHint,
+    EnqueueExtensions,
+    FilterPlugin,
+    NodeVerdicts,
+)
+from kubesched.framework.status import Code
+from kubesched.framework.types import ActionType, ClusterEvent, PodInfo, Resource
+
+ERR_REASON = "node(s) didn't match the requested node name"
+
+
+class NodeName(FilterPlugin, EnqueueExtensions):
+    name = "NodeName"
+
+    def filter(self, state: CycleState, pod: PodInfo, nodes: NodeTable, rows: Rows) -> NodeVerdicts:
+        wanted = pod.pod.spec.node_name
+        if not wanted:
+            return NodeVerdicts.passing(len(rows))
+        row = nodes.row_of(wanted)
+        mismatch = np.ones(len(rows), dtype=np.bool_) if row is None else rows != row
+        return NodeVerdicts.failing(
+            len(rows), [(ERR_REASON, mismatch)], Code.UNSCHEDULABLE_AND_UNRESOLVABLE
+        )
+
+    def events_to_register(self) -> list[ClusterEventWithHint]:
+        # No hint: a node being added always deserves a retry.
+        return [ClusterEventWithHint(ClusterEvent(Resource.NODE, ActionType.ADD))]

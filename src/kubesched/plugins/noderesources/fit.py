@@ -1,0 +1,384 @@
+"""NodeResourcesFit: does the pod fit in what the node has left, and how full will it be.
+
+Filter (fitsRequest upstream), for each candidate node:
+- "Too many pods" when the node already runs as many pods as it allows;
+- a pod that requests nothing (no cpu, memory, ephemeral-storage or scalar
+  resource) fits otherwise;
+- "Insufficient <resource>" for each resource the pod asks for more of than is
+  left (allocatable - requested; a resource the node lacks has 0 allocatable):
+  cpu, memory, ephemeral-storage, then the scalar resources. Extended
+  resources named in ignoredResources, or whose domain is in
+  ignoredResourceGroups, are not checked.
+The code is Unschedulable, or UnschedulableAndUnresolvable when the pod asks
+for more of some resource than the node's whole allocatable (preemption
+cannot help then). "Too many pods" alone is never unresolvable.
+
+Score: the configured strategy (LeastAllocated, MostAllocated or
+RequestedToCapacityRatio) over the configured resources.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from kubesched.api.objects import Node, Pod
+from kubesched.api.requests import Amounts, amounts, pod_requests
+from kubesched.cache.node_table import PODS, BoolArray, IntArray, NodeTable, Rows
+from kubesched.framework.cycle_state import CycleState
+from kubesched.framework.interfaces import (
+    MAX_NODE_SCORE,
+    ClusterEventWithHint,
+    EnqueueExtensions,
+    FilterPlugin,
+    NodeVerdicts,
+    PreFilterPlugin,
+    PreFilterResult,
+    PreScorePlugin,
+    ScorePlugin,
+)
+from kubesched.framework.status import Code, Status
+from kubesched.framework.types import ActionType, ClusterEvent, PodInfo, Resource
+from kubesched.plugins.helpers.hints import as_node, as_pod, same_pod
+from kubesched.plugins.noderesources.resource_allocation import (
+    MAX_CUSTOM_PRIORITY_SCORE,
+    ArgsError,
+    NodeAmounts,
+    ResourceSpec,
+    ShapePoint,
+    aggregate_errors,
+    go_quote,
+    least_allocated,
+    most_allocated,
+    node_amounts,
+    parse_resources,
+    pod_request_list,
+    requested_to_capacity_ratio,
+)
+from kubesched.plugins.noderesources.resources import (
+    is_extended_resource_name,
+    is_qualified_name,
+    is_scalar_resource_name,
+)
+
+LEAST_ALLOCATED = "LeastAllocated"
+MOST_ALLOCATED = "MostAllocated"
+REQUESTED_TO_CAPACITY_RATIO = "RequestedToCapacityRatio"
+SCORING_STRATEGIES = (LEAST_ALLOCATED, MOST_ALLOCATED, REQUESTED_TO_CAPACITY_RATIO)
+
+NAME = "NodeResourcesFit"
+PRE_FILTER_STATE_KEY = "PreFilter" + NAME
+PRE_SCORE_STATE_KEY = "PreScore" + NAME
+
+if TYPE_CHECKING:
+    from kubesched.framework.handle import Handle
+
+_BASE_RESOURCES = ("cpu", "memory", "ephemeral-storage")
+
+
+# --- args ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ScoringStrategy:
+    type: str
+    resources: tuple[ResourceSpec, ...]
+    shape: tuple[ShapePoint, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class FitArgs:
+    ignored_resources: frozenset[str]
+    ignored_resource_groups: frozenset[str]
+    scoring_strategy: ScoringStrategy
+
+
+def parse_fit_args(args: Mapping[str, Any]) -> FitArgs:
+    """NodeResourcesFitArgs (API spelling) with v1 defaulting and validation."""
+    ignored = [str(r) for r in args.get("ignoredResources") or []]
+    groups = [str(g) for g in args.get("ignoredResourceGroups") or []]
+    raw = args.get("scoringStrategy")
+    if raw is None:
+        raw = {"type": LEAST_ALLOCATED}
+    if not isinstance(raw, Mapping):
+        raise ArgsError(f"scoringStrategy: must be a mapping, got {raw!r}")
+    strategy_type = str(raw.get("type") or "")
+    resources = parse_resources(raw.get("resources"))
+    ratio = raw.get("requestedToCapacityRatio")
+
+    errors: list[str] = []
+    for i, name in enumerate(ignored):
+        if not is_qualified_name(name):
+            errors.append(
+                f"ignoredResources[{i}]: Invalid value: {go_quote(name)}: must be a qualified name"
+            )
+    for i, group in enumerate(groups):
+        if "/" in group:
+            errors.append(
+                f"ignoredResourceGroups[{i}]: Invalid value: {go_quote(group)}: "
+                "resource group name can't contain '/'"
+            )
+        if not is_qualified_name(group):
+            errors.append(
+                f"ignoredResourceGroups[{i}]: Invalid value: {go_quote(group)}: "
+                "must be a qualified name"
+            )
+    if strategy_type not in SCORING_STRATEGIES:
+        supported = ", ".join(go_quote(s) for s in SCORING_STRATEGIES)
+        errors.append(
+            f"scoringStrategy.type: Unsupported value: {go_quote(strategy_type)}: "
+            f"supported values: {supported}"
+        )
+    for i, spec in enumerate(resources):
+        if spec.weight <= 0 or spec.weight > 100:
+            errors.append(
+                f"scoringStrategy.resources[{i}].weight: Invalid value: {spec.weight}: "
+                f"resource weight of {spec.name} not in valid range (0, 100]"
+            )
+    shape: list[ShapePoint] = []
+    if strategy_type == REQUESTED_TO_CAPACITY_RATIO:
+        if ratio is None:
+            errors.append(
+                "scoringStrategy.requestedToCapacityRatio: Required value: "
+                "must be specified when type is RequestedToCapacityRatio"
+            )
+        else:
+            shape = [
+                ShapePoint(int(p.get("utilization", 0)), int(p.get("score", 0)))
+                for p in (ratio.get("shape") or [])
+            ]
+            errors.extend(_validate_shape(shape))
+    elif ratio is not None:
+        errors.append(
+            "scoringStrategy.requestedToCapacityRatio: Forbidden: "
+            "must be nil when type is not RequestedToCapacityRatio"
+        )
+    if errors:
+        raise ArgsError(aggregate_errors(errors))
+
+    # Shape scores run 0..10; the scheduler's scores run 0..100.
+    scale = MAX_NODE_SCORE // MAX_CUSTOM_PRIORITY_SCORE
+    return FitArgs(
+        frozenset(ignored),
+        frozenset(groups),
+        ScoringStrategy(
+            strategy_type,
+            tuple(resources),
+            tuple(ShapePoint(p.utilization, p.score * scale) for p in shape),
+        ),
+    )
+
+
+def _validate_shape(shape: Sequence[ShapePoint]) -> list[str]:
+    path = "scoringStrategy.requestedToCapacityRatio.shape"
+    if not shape:
+        return [f"{path}: Required value: at least one point must be specified"]
+    errors = []
+    for i in range(1, len(shape)):
+        if shape[i - 1].utilization >= shape[i].utilization:
+            errors.append(
+                f"{path}[{i}].utilization: Invalid value: {shape[i].utilization}: "
+                "values must be sorted in increasing order"
+            )
+            break
+    for i, point in enumerate(shape):
+        if not 0 <= point.utilization <= 100:
+            errors.append(
+                f"{path}[{i}].utilization: Invalid value: {point.utilization}: "
+                "not in valid range [0, 100]"
+            )
+        if not 0 <= point.score <= MAX_CUSTOM_PRIORITY_SCORE:
+            errors.append(
+                f"{path}[{i}].score: Invalid value: {point.score}: "
+                f"not in valid range [0, {MAX_CUSTOM_PRIORITY_SCORE}]"
+            )
+    return errors
+
+
+# --- the pod's request -----------------------------------------------------------------
+
+
+def fit_request(
+    requests: Mapping[str, int],
+    ignored_resources: frozenset[str] = frozenset(),
+    ignored_resource_groups: frozenset[str] = frozenset(),
+) -> tuple[tuple[str, int], ...]:
+    """The (resource, amount) pairs Filter checks, in its order: cpu, memory,
+    ephemeral-storage (when positive), then scalar resources (when non-zero,
+    by name) that are not ignored. Other resource names are not looked at."""
+    out = [(name, requests[name]) for name in _BASE_RESOURCES if requests.get(name, 0) > 0]
+    for name in sorted(requests):
+        amount = requests[name]
+        if amount == 0 or name in _BASE_RESOURCES or not is_scalar_resource_name(name):
+            continue
+        if is_extended_resource_name(name) and (
+            name in ignored_resources
+            or (ignored_resource_groups and name.split("/")[0] in ignored_resource_groups)
+        ):
+            continue
+        out.append((name, amount))
+    return tuple(out)
+
+
+@dataclass(frozen=True, slots=True)
+class _PreFilterState:
+    request: tuple[tuple[str, int], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class _PreScoreState:
+    pod_requests: tuple[int, ...]
+
+
+# --- the plugin ------------------------------------------------------------------------
+
+
+class NodeResourcesFit(
+    PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, EnqueueExtensions
+):
+    name = NAME
+
+    def __init__(self, args: Mapping[str, Any] | None = None, handle: Handle | None = None) -> None:
+        super().__init__(args, handle)
+        self.fit_args = parse_fit_args(self.args)
+        self.strategy = self.fit_args.scoring_strategy
+        self.resources = self.strategy.resources
+
+    # --- PreFilter / Filter ------------------------------------------------------------
+
+    def pre_filter(
+        self, state: CycleState, pod: PodInfo, nodes: NodeTable
+    ) -> tuple[PreFilterResult | None, Status]:
+        request = fit_request(
+            pod.requests,
+            self.fit_args.ignored_resources,
+            self.fit_args.ignored_resource_groups,
+        )
+        state.write(PRE_FILTER_STATE_KEY, _PreFilterState(request))
+        return None, Status.success()
+
+    def filter(self, state: CycleState, pod: PodInfo, nodes: NodeTable, rows: Rows) -> NodeVerdicts:
+        pre = state.get(PRE_FILTER_STATE_KEY)
+        if not isinstance(pre, _PreFilterState):
+            raise RuntimeError(f'error reading "{PRE_FILTER_STATE_KEY}" from cycleState: not found')
+        count = len(rows)
+        verdicts = NodeVerdicts.passing(count)
+        unresolvable = np.zeros(count, dtype=np.bool_)
+
+        too_many = nodes.requested[rows, PODS] + 1 > nodes.allocatable[rows, PODS]
+        verdicts.add("Too many pods", too_many)
+        for name, amount in pre.request:
+            col = nodes.resource_index.get(name)
+            if col is None:
+                # No node has any: everything falls short, and for good.
+                short: BoolArray = np.full(count, amount > 0, dtype=np.bool_)
+                over_total: BoolArray = short
+            else:
+                allocatable = nodes.allocatable[rows, col]
+                short = amount > allocatable - nodes.requested[rows, col]
+                over_total = short & (amount > allocatable)
+            verdicts.add(f"Insufficient {name}", short)
+            unresolvable |= over_total
+        if unresolvable.any():
+            verdicts.codes[unresolvable] = Code.UNSCHEDULABLE_AND_UNRESOLVABLE
+        return verdicts
+
+    # --- PreScore / Score --------------------------------------------------------------
+
+    def pre_score(self, state: CycleState, pod: PodInfo, nodes: NodeTable, rows: Rows) -> Status:
+        requests = pod_request_list(pod, self.resources, use_requested=False)
+        state.write(PRE_SCORE_STATE_KEY, _PreScoreState(tuple(requests)))
+        return Status.success()
+
+    def score(self, state: CycleState, pod: PodInfo, nodes: NodeTable, rows: Rows) -> IntArray:
+        pre = state.get(PRE_SCORE_STATE_KEY)
+        if isinstance(pre, _PreScoreState):
+            requests: Sequence[int] = pre.pod_requests
+        else:
+            requests = pod_request_list(pod, self.resources, use_requested=False)
+        found = node_amounts(nodes, rows, self.resources, requests, use_requested=False)
+        return self.score_amounts(found)
+
+    def score_amounts(self, found: NodeAmounts) -> IntArray:
+        if self.strategy.type == MOST_ALLOCATED:
+            return most_allocated(found, self.resources)
+        if self.strategy.type == REQUESTED_TO_CAPACITY_RATIO:
+            return requested_to_capacity_ratio(found, self.resources, self.strategy.shape)
+        return least_allocated(found, self.resources)
+
+    # --- queueing ----------------------------------------------------------------------
+
+    def events_to_register(self) -> list[ClusterEventWithHint]:
+        # InPlacePodVerticalScaling and SchedulerQueueingHints are GA: a pod that
+        # shrinks may free room, and node taint/label updates need no retry.
+        return [
+            ClusterEventWithHint(
+                ClusterEvent(Resource.POD, ActionType.DELETE | ActionType.UPDATE_POD_SCALE_DOWN),
+                self.is_schedulable_after_pod_event,
+            ),
+            ClusterEventWithHint(
+                ClusterEvent(Resource.NODE, ActionType.ADD | ActionType.UPDATE_NODE_ALLOCATABLE),
+                self.is_schedulable_after_node_change,
+            ),
+        ]
+
+    def is_schedulable_after_pod_event(self, pod: PodInfo, old: object, new: object) -> bool:
+        original, modified = as_pod(old), as_pod(new)
+        if modified is None:
+            if original is None:
+                return True
+            # Only a pod that held (or was about to hold) room frees any.
+            return bool(original.spec.node_name or original.status.nominated_node_name)
+        if original is None:
+            return True
+        return _scaled_down_for(pod, original, modified)
+
+    def is_schedulable_after_node_change(self, pod: PodInfo, old: object, new: object) -> bool:
+        original, modified = as_node(old), as_node(new)
+        if modified is None or not fits_empty_node(pod, modified):
+            return False
+        if original is None:
+            return True
+        return requested_resources_increased(pod, original, modified)
+
+
+def _scaled_down_for(target: PodInfo, original: Pod, modified: Pod) -> bool:
+    """The pod itself shrank, or a placed pod gave back some of what the target needs."""
+    if same_pod(modified, target.pod):
+        return True
+    if not modified.spec.node_name:
+        return False
+    before, after = pod_requests(original), pod_requests(modified)
+    for name, amount in target.requests.items():
+        if amount == 0:
+            continue
+        if (name in _BASE_RESOURCES or is_scalar_resource_name(name)) and before.get(
+            name, 0
+        ) > after.get(name, 0):
+            return True
+    return False
+
+
+def _node_allocatable(node: Node) -> Amounts:
+    # The apiserver defaults status.allocatable to status.capacity.
+    return amounts(node.status.allocatable or node.status.capacity)
+
+
+def fits_empty_node(pod: PodInfo, node: Node) -> bool:
+    """isFit upstream: would the pod fit on this node with nothing on it? No
+    resources are ignored here."""
+    allocatable = _node_allocatable(node)
+    if allocatable.get("pods", 0) < 1:
+        return False
+    return all(amount <= allocatable.get(name, 0) for name, amount in fit_request(pod.requests))
+
+
+def requested_resources_increased(pod: PodInfo, original: Node, modified: Node) -> bool:
+    """The node now allows more pods, or more of a resource the pod requests."""
+    before, after = _node_allocatable(original), _node_allocatable(modified)
+    if after.get("pods", 0) > before.get("pods", 0):
+        return True
+    return any(after.get(name, 0) > before.get(name, 0) for name, _ in fit_request(pod.requests))

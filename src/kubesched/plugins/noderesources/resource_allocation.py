@@ -1,0 +1,294 @@
+"""What the resource scoring strategies share (resource_allocation.go and friends upstream).
+
+Every strategy looks at a list of resources with weights. For each candidate
+node and resource it needs three amounts: the node's allocatable, what is
+already allocated on it, and that plus the incoming pod's request. They are
+built here as (resource x node) int64 matrices, so a strategy scores every
+node with a few numpy expressions.
+
+Integer arithmetic follows Go: int64 values, division truncating toward zero.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from kubesched.cache.node_table import CPU, EPHEMERAL_STORAGE, MEMORY, IntArray, NodeTable, Rows
+from kubesched.framework.interfaces import MAX_NODE_SCORE
+from kubesched.framework.types import PodInfo
+from kubesched.plugins.noderesources.resources import is_scalar_resource_name
+
+FloatArray = npt.NDArray[np.float64]
+
+# The scores of a RequestedToCapacityRatio shape go up to this; they are
+# stretched to MAX_NODE_SCORE.
+MAX_CUSTOM_PRIORITY_SCORE = 10
+MAX_UTILIZATION = 100
+
+
+@dataclass(frozen=True, slots=True)
+class ResourceSpec:
+    name: str
+    weight: int = 1
+
+
+DEFAULT_RESOURCES: tuple[ResourceSpec, ...] = (ResourceSpec("cpu", 1), ResourceSpec("memory", 1))
+
+
+# --- args ------------------------------------------------------------------------------
+
+
+class ArgsError(ValueError):
+    """Plugin args that kube-scheduler's validation would refuse."""
+
+
+def aggregate_errors(errors: Sequence[str]) -> str:
+    """utilerrors.Aggregate's text: the one error, or all of them in brackets."""
+    if len(errors) == 1:
+        return errors[0]
+    return "[" + ", ".join(errors) + "]"
+
+
+def go_quote(value: object) -> str:
+    """How field errors print a value: strings quoted, numbers bare."""
+    if isinstance(value, str):
+        return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    return str(value)
+
+
+def parse_resources(raw: Any) -> list[ResourceSpec]:
+    """`resources: [{name, weight}]` with the v1 defaulting: none given means
+    cpu and memory, a missing or zero weight means 1."""
+    if not raw:
+        return list(DEFAULT_RESOURCES)
+    specs = []
+    for item in raw:
+        if not isinstance(item, Mapping):
+            raise ArgsError(f"resources: each entry must be a mapping, got {item!r}")
+        weight = item.get("weight") or 1
+        specs.append(ResourceSpec(str(item.get("name", "")), int(weight)))
+    return specs
+
+
+# --- int64 helpers -----------------------------------------------------------------------
+
+
+def go_div(a: IntArray, b: IntArray | int) -> IntArray:
+    """Go's integer division: the quotient truncated toward zero."""
+    q: IntArray = np.floor_divide(a, b)
+    fix = (a - q * b != 0) & ((a < 0) ^ (np.asarray(b) < 0))
+    out: IntArray = q + fix
+    return out
+
+
+def go_round(x: FloatArray) -> IntArray:
+    """int64(math.Round(x)): halves away from zero."""
+    magnitude = np.abs(x)
+    whole = np.floor(magnitude)
+    rounded = whole + ((magnitude - whole) >= 0.5)
+    out: IntArray = (np.sign(x) * rounded).astype(np.int64)
+    return out
+
+
+# --- amounts -----------------------------------------------------------------------------
+
+
+def pod_request_list(
+    pod: PodInfo, resources: Sequence[ResourceSpec], use_requested: bool
+) -> list[int]:
+    """The pod's request for each resource. Without `use_requested`, cpu and memory
+    count containers that state none as 100m / 200Mi (the non-zero requests)."""
+    out = []
+    for spec in resources:
+        if not use_requested and spec.name == "cpu":
+            out.append(pod.non_zero_cpu)
+        elif not use_requested and spec.name == "memory":
+            out.append(pod.non_zero_memory)
+        else:
+            out.append(pod.requests.get(spec.name, 0))
+    return out
+
+
+@dataclass(slots=True)
+class NodeAmounts:
+    """(resource x node) matrices; a resource a node has none of is all zero there."""
+
+    requested: IntArray  # allocated + the pod's request
+    allocated: IntArray
+    allocatable: IntArray
+
+
+def node_amounts(
+    table: NodeTable,
+    rows: Rows,
+    resources: Sequence[ResourceSpec],
+    pod_requests: Sequence[int],
+    use_requested: bool,
+) -> NodeAmounts:
+    """Allocatable, allocated and requested (with the pod) per resource and node.
+
+    cpu and memory use the nodes' non-zero requested amounts unless
+    `use_requested`; ephemeral-storage and scalar resources always use the plain
+    requested amounts. A scalar resource the pod does not request is left out, as
+    is any resource the scheduler does not track (neither base nor scalar) and,
+    node by node, any resource with zero allocatable.
+    """
+    shape = (len(resources), len(rows))
+    requested = np.zeros(shape, dtype=np.int64)
+    allocated = np.zeros(shape, dtype=np.int64)
+    allocatable = np.zeros(shape, dtype=np.int64)
+    for i, spec in enumerate(resources):
+        name, pod_request = spec.name, pod_requests[i]
+        scalar = is_scalar_resource_name(name)
+        if pod_request == 0 and scalar:
+            continue
+        if name == "cpu":
+            alloc = table.allocatable[rows, CPU]
+            used = (
+                table.requested[rows, CPU] if use_requested else table.non_zero_requested[rows, 0]
+            )
+        elif name == "memory":
+            alloc = table.allocatable[rows, MEMORY]
+            used = (
+                table.requested[rows, MEMORY]
+                if use_requested
+                else table.non_zero_requested[rows, 1]
+            )
+        elif name == "ephemeral-storage":
+            alloc = table.allocatable[rows, EPHEMERAL_STORAGE]
+            used = table.requested[rows, EPHEMERAL_STORAGE]
+        elif scalar and name in table.resource_index:
+            col = table.resource_index[name]
+            alloc = table.allocatable[rows, col]
+            used = table.requested[rows, col]
+        else:
+            continue
+        has = alloc != 0
+        allocatable[i] = alloc
+        allocated[i] = np.where(has, used, 0)
+        requested[i] = np.where(has, used + pod_request, 0)
+    return NodeAmounts(requested, allocated, allocatable)
+
+
+# --- strategies --------------------------------------------------------------------------
+
+
+def _weights(resources: Sequence[ResourceSpec]) -> IntArray:
+    return np.array([spec.weight for spec in resources], dtype=np.int64).reshape(-1, 1)
+
+
+def _weighted_mean(scores: IntArray, counted: npt.NDArray[np.bool_], weights: IntArray) -> IntArray:
+    """sum(score * weight) / sum(weight) over the counted entries; 0 when none count."""
+    node_score = np.where(counted, scores * weights, 0).sum(axis=0)
+    weight_sum = np.where(counted, weights, 0).sum(axis=0)
+    return np.where(
+        weight_sum == 0, 0, go_div(node_score, np.where(weight_sum == 0, 1, weight_sum))
+    )
+
+
+def least_allocated(amounts: NodeAmounts, resources: Sequence[ResourceSpec]) -> IntArray:
+    """Per resource (capacity - requested) * 100 / capacity, 0 when over capacity."""
+    alloc, req = amounts.allocatable, amounts.requested
+    has = alloc != 0
+    safe = np.where(has, alloc, 1)
+    scores = np.where(req > alloc, 0, go_div((alloc - req) * MAX_NODE_SCORE, safe))
+    return _weighted_mean(scores, has, _weights(resources))
+
+
+def most_allocated(amounts: NodeAmounts, resources: Sequence[ResourceSpec]) -> IntArray:
+    """Per resource requested * 100 / capacity, requested capped at capacity."""
+    alloc = amounts.allocatable
+    has = alloc != 0
+    safe = np.where(has, alloc, 1)
+    req = np.minimum(amounts.requested, alloc)
+    scores = go_div(req * MAX_NODE_SCORE, safe)
+    return _weighted_mean(scores, has, _weights(resources))
+
+
+@dataclass(frozen=True, slots=True)
+class ShapePoint:
+    utilization: int
+    score: int
+
+
+def broken_linear(shape: Sequence[ShapePoint], p: IntArray) -> IntArray:
+    """helper.BuildBrokenLinearFunction: the first score below the first point,
+    the last score past the last one, straight lines (integer math) in between."""
+    out = np.full(p.shape, shape[-1].score, dtype=np.int64)
+    done = np.zeros(p.shape, dtype=np.bool_)
+    for i, point in enumerate(shape):
+        hit = ~done & (p <= point.utilization)
+        if i == 0:
+            value: IntArray | int = point.score
+        else:
+            prev = shape[i - 1]
+            value = prev.score + go_div(
+                (point.score - prev.score) * (p - prev.utilization),
+                point.utilization - prev.utilization,
+            )
+        out = np.where(hit, value, out)
+        done |= hit
+    return out
+
+
+def requested_to_capacity_ratio(
+    amounts: NodeAmounts, resources: Sequence[ResourceSpec], shape: Sequence[ShapePoint]
+) -> IntArray:
+    """The shape applied to each resource's utilization (percent, 100 when over
+    capacity); resources scoring 0 drop out; the weighted mean is rounded."""
+    alloc, req = amounts.allocatable, amounts.requested
+    has = alloc != 0
+    safe = np.where(has, alloc, 1)
+    utilization = np.where(req > alloc, MAX_UTILIZATION, go_div(req * MAX_UTILIZATION, safe))
+    scores = broken_linear(shape, utilization)
+    counted = has & (scores > 0)
+    weights = _weights(resources)
+    node_score = np.where(counted, scores * weights, 0).sum(axis=0)
+    weight_sum = np.where(counted, weights, 0).sum(axis=0)
+    mean = node_score / np.where(weight_sum == 0, 1, weight_sum)
+    return np.where(weight_sum == 0, 0, go_round(mean))
+
+
+def balanced_resource_score(requested: IntArray, allocatable: IntArray) -> IntArray:
+    """int64((1 - std) * 100) over the fractions requested/allocatable (capped at 1)
+    of the resources a node has: |f1 - f2| / 2 for two, the population standard
+    deviation for more, 0 for fewer. Floats are summed in resource order."""
+    has = allocatable != 0
+    fractions = requested / np.where(has, allocatable, 1)
+    fractions = np.where(fractions > 1, 1.0, fractions)
+    count = has.sum(axis=0)
+    nodes = requested.shape[1]
+    total = np.zeros(nodes, dtype=np.float64)
+    first = np.zeros(nodes, dtype=np.float64)
+    second = np.zeros(nodes, dtype=np.float64)
+    seen = np.zeros(nodes, dtype=np.int64)
+    for i in range(requested.shape[0]):
+        valid = has[i]
+        total = np.where(valid, total + fractions[i], total)
+        first = np.where(valid & (seen == 0), fractions[i], first)
+        second = np.where(valid & (seen == 1), fractions[i], second)
+        seen += valid
+    std_two = np.abs((first - second) / 2)
+    safe_count = np.where(count == 0, 1, count).astype(np.float64)
+    mean = total / safe_count
+    squares = np.zeros(nodes, dtype=np.float64)
+    for i in range(requested.shape[0]):
+        deviation = fractions[i] - mean
+        squares = np.where(has[i], squares + deviation * deviation, squares)
+    std_many = np.sqrt(squares / safe_count)
+    std = np.where(count == 2, std_two, np.where(count > 2, std_many, 0.0))
+    return np.trunc((1 - std) * float(MAX_NODE_SCORE)).astype(np.int64)
+
+
+def balanced_allocation(amounts: NodeAmounts) -> IntArray:
+    """How much placing the pod improves the node's balance: the scores with and
+    without the pod, their difference mapped back into [50, 100]."""
+    with_pod = balanced_resource_score(amounts.requested, amounts.allocatable)
+    without_pod = balanced_resource_score(amounts.allocated, amounts.allocatable)
+    half = MAX_NODE_SCORE // 2
+    return half + go_div(half + with_pod - without_pod, 2)

@@ -1,0 +1,5 @@
+"""NodeUnschedulable filter plugin."""
+
+from kubesched.plugins.nodeunschedulable.plugin import NodeUnschedulable
+
+__all__ = ["NodeUnschedulable"]

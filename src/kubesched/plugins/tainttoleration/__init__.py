@@ -1,0 +1,5 @@
+"""TaintToleration filter and score plugin."""
+
+from kubesched.plugins.tainttoleration.plugin import TaintToleration
+
+__all__ = ["TaintToleration"]

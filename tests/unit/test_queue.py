@@ -1,0 +1,169 @@
+"""The scheduling queue: order, backoff, the unschedulable pool and event-driven moves."""
+
+from __future__ import annotations
+
+from kubesched.framework.clock import SimClock
+from kubesched.framework.interfaces import ClusterEventWithHint
+from kubesched.framework.status import Status
+from kubesched.framework.types import (
+    EVENT_ASSIGNED_POD_ADD,
+    EVENT_NODE_ADD,
+    ActionType,
+    ClusterEvent,
+    PodInfo,
+    QueuedPodInfo,
+    Resource,
+)
+from kubesched.plugins.prioritysort import PrioritySort
+from kubesched.queue.scheduling_queue import QueueProfile, SchedulingQueue
+from kubesched.testing import make_pod
+
+SORT = PrioritySort()
+
+
+def queue(
+    events: dict[str, list[ClusterEventWithHint]] | None = None, gate: bool = False
+) -> tuple[SchedulingQueue, SimClock]:
+    clock = SimClock()
+
+    def pre_enqueue(pod: PodInfo) -> Status:
+        if gate and pod.pod.spec.scheduling_gates:
+            return Status.unresolvable("gated", plugin="SchedulingGates")
+        return Status()
+
+    profile = QueueProfile(SORT.less, pre_enqueue, events or {})
+    return SchedulingQueue({"default-scheduler": profile}, clock), clock
+
+
+def pop(q: SchedulingQueue) -> QueuedPodInfo:
+    qpi = q.pop_nowait()
+    assert qpi is not None
+    return qpi
+
+
+def test_higher_priority_first_then_earlier() -> None:
+    q, clock = queue()
+    q.add(PodInfo(make_pod("low", priority=1)))
+    clock.advance_to(1)
+    q.add(PodInfo(make_pod("high-late", priority=10)))
+    q.add(PodInfo(make_pod("high-later", priority=10)))
+    q.add(PodInfo(make_pod("high-early", priority=10)))
+    assert [pop(q).pod_info.name for _ in range(4)] == [
+        "high-late",
+        "high-later",
+        "high-early",
+        "low",
+    ]
+
+
+def test_backoff_doubles_from_1s_to_10s() -> None:
+    q, _ = queue()
+    qpi = QueuedPodInfo(PodInfo(make_pod("p")), 0.0)
+    durations = []
+    for attempts in range(1, 8):
+        qpi.attempts = attempts
+        durations.append(q.backoff_duration(qpi))
+    assert durations == [1, 2, 4, 8, 10, 10, 10]
+
+
+def test_error_goes_to_backoff_and_returns_when_it_expires() -> None:
+    q, clock = queue()
+    q.add(PodInfo(make_pod("p")))
+    qpi = pop(q)
+    q.requeue_failed(qpi, q.scheduling_cycle)  # no rejecting plugin: an error
+    assert "default/p" in q.backoff
+    clock.advance_to(0.5)
+    assert q.flush_backoff_completed() == 0
+    clock.advance_to(1.0)
+    assert q.flush_backoff_completed() == 1
+    assert pop(q).attempts == 2
+
+
+def test_unschedulable_pod_waits_for_an_event_its_plugin_registered() -> None:
+    events = {
+        "NodeResourcesFit": [ClusterEventWithHint(ClusterEvent(Resource.NODE, ActionType.ADD))]
+    }
+    q, clock = queue(events)
+    q.add(PodInfo(make_pod("p")))
+    qpi = pop(q)
+    qpi.unschedulable_plugins = {"NodeResourcesFit"}
+    cycle = q.scheduling_cycle
+    q.requeue_failed(qpi, cycle)
+    assert "default/p" in q.unschedulable
+    assert q.on_event(EVENT_ASSIGNED_POD_ADD) == 0  # not an event Fit cares about
+    assert "default/p" in q.unschedulable
+    clock.advance_to(5)
+    assert q.on_event(EVENT_NODE_ADD) == 1
+    assert "default/p" in q.active  # its 1 s backoff is over
+
+
+def test_event_during_backoff_moves_to_backoffq() -> None:
+    events = {"X": [ClusterEventWithHint(ClusterEvent(Resource.NODE, ActionType.ADD))]}
+    q, _clock = queue(events)
+    q.add(PodInfo(make_pod("p")))
+    qpi = pop(q)
+    qpi.unschedulable_plugins = {"X"}
+    q.requeue_failed(qpi, q.scheduling_cycle)
+    q.on_event(EVENT_NODE_ADD)
+    assert "default/p" in q.backoff
+
+
+def test_hint_can_decline_the_event() -> None:
+    events = {
+        "X": [
+            ClusterEventWithHint(
+                ClusterEvent(Resource.NODE, ActionType.ADD), lambda p, o, n: n == "good"
+            )
+        ]
+    }
+    q, _clock = queue(events)
+    q.add(PodInfo(make_pod("p")))
+    qpi = pop(q)
+    qpi.unschedulable_plugins = {"X"}
+    q.requeue_failed(qpi, q.scheduling_cycle)
+    assert q.on_event(EVENT_NODE_ADD, None, "bad") == 0
+    assert q.on_event(EVENT_NODE_ADD, None, "good") == 1
+
+
+def test_event_while_in_flight_sends_the_pod_to_backoff_not_the_pool() -> None:
+    events = {"X": [ClusterEventWithHint(ClusterEvent(Resource.NODE, ActionType.ADD))]}
+    q, _ = queue(events)
+    q.add(PodInfo(make_pod("p")))
+    qpi = pop(q)
+    cycle = q.scheduling_cycle
+    q.on_event(EVENT_NODE_ADD)  # the cluster changed while p was being tried
+    qpi.unschedulable_plugins = {"X"}
+    q.requeue_failed(qpi, cycle)
+    assert "default/p" in q.backoff
+
+
+def test_unschedulable_pods_leave_after_five_minutes() -> None:
+    q, clock = queue()
+    q.add(PodInfo(make_pod("p")))
+    qpi = pop(q)
+    qpi.unschedulable_plugins = {"Nobody"}
+    q.requeue_failed(qpi, q.scheduling_cycle)
+    clock.advance_to(299)
+    assert q.flush_unschedulable_left_over() == 0
+    clock.advance_to(301)
+    assert q.flush_unschedulable_left_over() == 1
+    assert "default/p" in q.active
+
+
+def test_gated_pods_wait_until_their_gates_are_removed() -> None:
+    q, _ = queue(gate=True)
+    gated = make_pod("p", spec={"schedulingGates": [{"name": "wait-for-quota"}]})
+    q.add(PodInfo(gated))
+    assert q.pop_nowait() is None
+    assert q.pending_counts()["gated"] == 1
+    q.update(PodInfo(make_pod("p")))
+    assert pop(q).pod_info.name == "p"
+
+
+def test_delete_removes_from_every_queue() -> None:
+    q, _ = queue()
+    q.add(PodInfo(make_pod("a")))
+    q.add(PodInfo(make_pod("b")))
+    q.delete("default/a")
+    assert pop(q).pod_info.name == "b"
+    assert q.pop_nowait() is None
