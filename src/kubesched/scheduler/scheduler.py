@@ -248,17 +248,17 @@ class Scheduler:
         if len(feasible) > num_to_find:
             # Upstream stops once it has found enough: nodes after the last one
             # it kept count as not evaluated.
-            position = {int(r): i for i, r in enumerate(rotated)}
-            cut = position[int(feasible[num_to_find - 1])]
+            position = np.empty(table.capacity, dtype=np.intp)
+            position[rotated] = np.arange(len(rotated))
+            cut = int(position[feasible[num_to_find - 1]])
             processed = cut + 1
             feasible = feasible[:num_to_find]
-            keep = np.array([position[int(r)] <= cut for r in diagnosis.rows], dtype=bool)
-            kept_rows = set(diagnosis.rows[keep].tolist())
+            keep = position[diagnosis.rows] <= cut
             diagnosis.rows = diagnosis.rows[keep]
             diagnosis.codes = diagnosis.codes[keep]
             diagnosis.plugins = [p for p, k in zip(diagnosis.plugins, keep, strict=True) if k]
             diagnosis.reasons = [
-                (reason, rows[np.isin(rows, list(kept_rows))]) for reason, rows in diagnosis.reasons
+                (reason, rows[position[rows] <= cut]) for reason, rows in diagnosis.reasons
             ]
         if pre_result.node_names is None and num_all:
             self.next_start_node_index = (self.next_start_node_index + processed) % num_all
