@@ -308,3 +308,41 @@ def test_status_codes() -> None:
     assert Status.unresolvable("a").code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE
     assert Status.pending("a").is_rejected()
     assert not Status.skip().is_rejected()
+
+
+@pytest.mark.parametrize(
+    ("num_nodes", "percentage", "expected"),
+    [
+        (50, 0, 50),  # fewer than 100 nodes: all of them
+        (200, 0, 100),  # 48% of 200 is 96, raised to the minimum of 100
+        (1000, 0, 420),  # adaptive: 50 - 1000/125 = 42%
+        (5000, 0, 500),  # 50 - 40 = 10%
+        (10000, 0, 500),  # 50 - 80 < 5: floored at 5%
+        (1000, 30, 300),
+        (1000, 5, 100),
+    ],
+)
+def test_adaptive_percentage_of_nodes_to_score(
+    num_nodes: int, percentage: int, expected: int
+) -> None:
+    sched = Scheduler([profile()], InMemoryCluster(), percentage_of_nodes_to_score=percentage)
+    fw = sched.frameworks["default-scheduler"]
+    assert sched.num_feasible_nodes_to_find(fw, num_nodes) == expected
+
+
+def test_only_enough_nodes_are_scored_and_the_start_rotates() -> None:
+    nodes = [make_node(f"node-{i:03d}") for i in range(200)]
+
+    @register
+    class ByNumber(ifc.ScorePlugin):
+        name = "test-ByNumber"
+
+        def score(self, state: CycleState, pod: PodInfo, nodes: NodeTable, rows: Rows) -> IntArray:
+            return np.array([int(nodes.names[r][-3:]) % 100 for r in rows], dtype=np.int64)
+
+    pods = [make_pod(f"p{i}") for i in range(3)]
+    result = simulate(nodes, pods, [profile("test-ByNumber")], seed=1)
+    # 200 nodes: 100 are evaluated per pod, starting where the last pod stopped,
+    # so the three pods see nodes 0-99, 100-199, 0-99 and each takes the best it saw.
+    placed = [result.placements[f"default/p{i}"] for i in range(3)]
+    assert placed == ["node-099", "node-199", "node-099"]

@@ -1,0 +1,116 @@
+"""The columnar node table: incremental updates keep every column right."""
+
+from __future__ import annotations
+
+from kubesched.cache.cache import Cache
+from kubesched.cache.node_table import CPU, MEMORY, PODS, NodeTable, normalized_image_name
+from kubesched.framework.types import PodInfo
+from kubesched.testing import make_node, make_pod
+
+GI = 1024**3
+
+
+def test_rows_grow_and_removed_rows_are_reused() -> None:
+    table = NodeTable(capacity=2)
+    for i in range(5):
+        table.upsert_node(make_node(f"n{i}", cpu="2"))
+    assert len(table) == 5 and table.capacity >= 5
+    assert table.allocatable[table.row_of("n4"), CPU] == 2000
+    row = table.row_of("n1")
+    table.remove_node("n1")
+    assert "n1" not in table and not table.alive[row]
+    table.upsert_node(make_node("n9"))
+    assert table.row_of("n9") == row
+
+
+def test_extended_resources_get_columns_on_the_fly() -> None:
+    table = NodeTable()
+    table.upsert_node(make_node("plain"))
+    table.upsert_node(make_node("gpu", extra={"nvidia.com/gpu": 4}))
+    col = table.resource_index["nvidia.com/gpu"]
+    assert table.allocatable[table.row_of("gpu"), col] == 4
+    assert table.allocatable[table.row_of("plain"), col] == 0
+    table.add_pod(
+        PodInfo(make_pod("p", requests={"nvidia.com/gpu": 1, "example.com/foo": 2})),
+        table.row_of("gpu"),
+    )  # type: ignore[arg-type]
+    assert table.requested[table.row_of("gpu"), col] == 1
+
+
+def test_pods_add_and_remove_their_requests() -> None:
+    table = NodeTable()
+    row = table.upsert_node(make_node("n"))
+    pod = PodInfo(make_pod("p", cpu="500m", memory="1Gi"))
+    empty = PodInfo(make_pod("e"))
+    table.add_pod(pod, row)
+    table.add_pod(empty, row)
+    assert table.requested[row, CPU] == 500 and table.requested[row, MEMORY] == GI
+    assert table.requested[row, PODS] == 2
+    assert table.non_zero_requested[row].tolist() == [600, GI + 200 * 1024**2]
+    table.remove_pod(pod, row)
+    table.remove_pod(empty, row)
+    assert table.requested[row].tolist() == [0] * len(table.resources)
+    assert table.non_zero_requested[row].tolist() == [0, 0]
+
+
+def test_label_updates_clear_removed_keys() -> None:
+    table = NodeTable()
+    row = table.upsert_node(make_node("n", labels={"a": "1", "b": "2"}))
+    table.upsert_node(make_node("n", labels={"a": "3"}))
+    assert table.label_value(row, "a") == "3"
+    assert table.label_value(row, "b") is None
+
+
+def test_taint_sets_are_shared() -> None:
+    taint = {"key": "k", "value": "v", "effect": "NoSchedule"}
+    table = NodeTable()
+    a = table.upsert_node(make_node("a", taints=[taint]))
+    b = table.upsert_node(make_node("b", taints=[taint]))
+    c = table.upsert_node(make_node("c"))
+    assert table.taint_set[a] == table.taint_set[b] != table.taint_set[c] == 0
+
+
+def test_order_interleaves_zones() -> None:
+    table = NodeTable()
+    for name, zone in [
+        ("a1", "a"),
+        ("a2", "a"),
+        ("a3", "a"),
+        ("b1", "b"),
+        ("c1", "c"),
+        ("c2", "c"),
+    ]:
+        table.upsert_node(make_node(name, labels={"topology.kubernetes.io/zone": zone}))
+    assert [table.names[r] for r in table.order()] == ["a1", "b1", "c1", "a2", "c2", "a3"]
+
+
+def test_image_index_and_normalized_names() -> None:
+    assert normalized_image_name("nginx") == "nginx:latest"
+    assert normalized_image_name("registry:5000/app") == "registry:5000/app:latest"
+    assert normalized_image_name("app:1.0") == "app:1.0"
+    table = NodeTable()
+    table.upsert_node(make_node("n", images=[(["nginx"], 100)]))
+    assert table.images["nginx:latest"] == {table.row_of("n"): 100}
+    table.remove_node("n")
+    assert "nginx:latest" not in table.images
+
+
+def test_cache_assume_forget_and_confirm() -> None:
+    cache = Cache()
+    cache.add_node(make_node("n"))
+    row = cache.table.row_of("n")
+    pod = PodInfo(make_pod("p", cpu="1"))
+    cache.assume_pod(pod, "n")
+    assert cache.is_assumed("default/p") and cache.table.requested[row, CPU] == 1000
+    cache.forget_pod("default/p")
+    assert cache.table.requested[row, CPU] == 0
+    cache.assume_pod(pod, "n")
+    cache.add_pod(PodInfo(make_pod("p", cpu="1", node_name="n")))  # the bind came back
+    assert not cache.is_assumed("default/p") and cache.table.requested[row, CPU] == 1000
+
+
+def test_pods_of_a_node_not_yet_seen_count_when_it_arrives() -> None:
+    cache = Cache()
+    cache.add_pod(PodInfo(make_pod("p", cpu="1", node_name="late")))
+    cache.add_node(make_node("late"))
+    assert cache.table.requested[cache.table.row_of("late"), CPU] == 1000
