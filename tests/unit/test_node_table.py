@@ -89,10 +89,12 @@ def test_image_index_and_normalized_names() -> None:
     assert normalized_image_name("registry:5000/app") == "registry:5000/app:latest"
     assert normalized_image_name("app:1.0") == "app:1.0"
     table = NodeTable()
-    table.upsert_node(make_node("n", images=[(["nginx"], 100)]))
-    assert table.images["nginx:latest"] == {table.row_of("n"): 100}
-    table.remove_node("n")
+    table.upsert_node(make_node("n", images=[(["nginx", "nginx:1.27"], 100)]))
+    # Kept as the node reports them: a node's bare "nginx" is not "nginx:latest".
+    assert table.images["nginx"] == {table.row_of("n"): 100}
     assert "nginx:latest" not in table.images
+    table.remove_node("n")
+    assert "nginx" not in table.images and "nginx:1.27" not in table.images
 
 
 def test_cache_assume_forget_and_confirm() -> None:

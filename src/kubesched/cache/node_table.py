@@ -84,7 +84,7 @@ class NodeRow:
 
 
 def normalized_image_name(name: str) -> str:
-    """Image names as ImageLocality compares them: a missing tag means :latest."""
+    """A pod's image name as ImageLocality looks it up: a missing tag means :latest."""
     if name.rfind(":") <= name.rfind("/"):
         return name + ":latest"
     return name
@@ -113,7 +113,7 @@ class NodeTable:
         self._free: list[int] = []
         self._next_row = 0
         self._order: Rows | None = None
-        # image name -> {row: size}; how many nodes hold it is len() of the inner map
+        # image name as the node reports it -> {row: size}; len() is how many nodes hold it
         self.images: dict[str, dict[int, int]] = {}
         # (protocol, port) -> {row: count of pods using it}; ports are rarely asked for
         self.ports: dict[tuple[str, int], dict[int, int]] = {}
@@ -209,11 +209,12 @@ class NodeTable:
         self.taint_set[row] = self._taint_set_id(node.spec.taints)
         node_row = self.rows[row]
         assert node_row is not None
+        # Node image names are kept as reported; only a pod's image gets ":latest"
+        # added when it has no tag (kube-scheduler compares them that way).
         for image in node.status.images:
             for image_name in image.names:
-                normalized = normalized_image_name(image_name)
-                node_row.images[normalized] = image.size_bytes
-                self.images.setdefault(normalized, {})[row] = image.size_bytes
+                node_row.images[image_name] = image.size_bytes
+                self.images.setdefault(image_name, {})[row] = image.size_bytes
 
     def _drop_images(self, row: int) -> None:
         node_row = self.rows[row]

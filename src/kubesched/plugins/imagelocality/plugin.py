@@ -12,9 +12,7 @@ compared as they are.
 
 from __future__ import annotations
 
-import operator
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -24,8 +22,7 @@ from kubesched.framework.interfaces import MAX_NODE_SCORE, ScorePlugin
 from kubesched.framework.types import PodInfo
 
 if TYPE_CHECKING:
-    from kubesched.api.objects import Node
-    from kubesched.framework.handle import Handle
+    pass
 
 NAME = "ImageLocality"
 
@@ -56,83 +53,17 @@ def calculate_priority(sum_scores: IntArray, num_containers: int) -> IntArray:
     return scaled
 
 
-class _BareNames:
-    """Which nodes list an image only under its bare name (no tag).
-
-    The table files "nginx" and "nginx:latest" alike under "nginx:latest", but
-    the scheduler compares node image names as reported, so a node that lists
-    only "nginx" does not hold "nginx:latest". This index remembers those nodes
-    by the name the table uses. It is brought up to date when the table has
-    changed, redoing only the rows whose Node object was replaced.
-    """
-
-    __slots__ = ("_generation", "_nodes", "_rows_by_name", "_table")
-
-    def __init__(self) -> None:
-        self._table: NodeTable | None = None
-        self._generation = -1
-        self._nodes: list[Node | None] = []
-        self._rows_by_name: dict[str, set[int]] = {}
-
-    def rows_for(self, nodes: NodeTable, name: str) -> set[int]:
-        self._refresh(nodes)
-        return self._rows_by_name.get(name, set())
-
-    def _refresh(self, nodes: NodeTable) -> None:
-        if nodes is not self._table:
-            self._table, self._nodes, self._rows_by_name = nodes, [], {}
-        elif nodes.generation == self._generation:
-            return
-        current = [node_row.node if node_row is not None else None for node_row in nodes.rows]
-        previous = self._nodes
-        if len(current) == len(previous) and all(map(operator.is_, current, previous)):
-            self._generation = nodes.generation  # only pods changed
-            return
-        for row, node in enumerate(current):
-            old = previous[row] if row < len(previous) else None
-            if old is node:
-                continue
-            if old is not None:
-                for name in _bare_only(old):
-                    self._rows_by_name[name].discard(row)
-            if node is not None:
-                for name in _bare_only(node):
-                    self._rows_by_name.setdefault(name, set()).add(row)
-        self._nodes = current
-        self._generation = nodes.generation
-
-
-def _bare_only(node: Node) -> set[str]:
-    """The ":latest" names a node holds only under the bare name."""
-    reported = {name for image in node.status.images for name in image.names}
-    return {
-        name + _LATEST
-        for name in reported
-        if normalized_image_name(name) != name and name + _LATEST not in reported
-    }
-
-
-def image_holders(
-    nodes: NodeTable, name: str, bare: _BareNames | None = None
-) -> tuple[dict[int, int], int]:
+def image_holders(nodes: NodeTable, name: str) -> tuple[dict[int, int], int]:
     """The rows that hold image `name` (already normalized), and its size: the
     one the scheduler's image cache keeps, that of the first node with it."""
     holders = nodes.images.get(name)
     if not holders:
         return {}, 0
-    if name.endswith(_LATEST):
-        excluded = (bare or _BareNames()).rows_for(nodes, name)
-        if excluded:
-            holders = {row: size for row, size in holders.items() if row not in excluded}
     return holders, next(iter(holders.values()), 0)
 
 
 class ImageLocality(ScorePlugin):
     name = NAME
-
-    def __init__(self, args: Mapping[str, Any] | None = None, handle: Handle | None = None) -> None:
-        super().__init__(args, handle)
-        self._bare_names = _BareNames()
 
     def score(self, state: CycleState, pod: PodInfo, nodes: NodeTable, rows: Rows) -> IntArray:
         spec = pod.pod.spec
@@ -146,7 +77,7 @@ class ImageLocality(ScorePlugin):
         for container in containers:
             name = normalized_image_name(container.image)
             if name not in gains:
-                holders, size = image_holders(nodes, name, self._bare_names)
+                holders, size = image_holders(nodes, name)
                 if holders:
                     held = np.fromiter(holders, dtype=np.intp, count=len(holders))
                     score = scaled_image_score(size, len(holders), total_num_nodes)
