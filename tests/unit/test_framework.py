@@ -346,3 +346,39 @@ def test_only_enough_nodes_are_scored_and_the_start_rotates() -> None:
     # so the three pods see nodes 0-99, 100-199, 0-99 and each takes the best it saw.
     placed = [result.placements[f"default/p{i}"] for i in range(3)]
     assert placed == ["node-099", "node-199", "node-099"]
+
+
+def test_prefilter_unschedulable_lets_the_other_prefilters_run() -> None:
+    seen: list[str] = []
+
+    @register
+    class Refuse(ifc.PreFilterPlugin):
+        name = "test-Refuse"
+
+        def pre_filter(
+            self, state: CycleState, pod: PodInfo, nodes: NodeTable
+        ) -> tuple[ifc.PreFilterResult | None, Status]:
+            seen.append(self.name)
+            code = pod.pod.metadata.labels["code"]
+            if code == "unresolvable":
+                return None, Status.unresolvable("never here")
+            return None, Status.unschedulable("not now")
+
+    @register
+    class Watch(ifc.PreFilterPlugin):
+        name = "test-Watch"
+
+        def pre_filter(
+            self, state: CycleState, pod: PodInfo, nodes: NodeTable
+        ) -> tuple[ifc.PreFilterResult | None, Status]:
+            seen.append(self.name)
+            return None, Status()
+
+    p = profile("test-Refuse", "test-Watch")
+    result = simulate(NODES, [make_pod("a", labels={"code": "unschedulable"})], [p])
+    assert seen == ["test-Refuse", "test-Watch"]
+    assert result.reasons["default/a"] == "0/4 nodes are available: not now."
+    seen.clear()
+    result = simulate(NODES, [make_pod("b", labels={"code": "unresolvable"})], [p])
+    assert seen == ["test-Refuse"]
+    assert result.reasons["default/b"] == "0/4 nodes are available: never here."

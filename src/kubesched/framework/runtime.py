@@ -162,7 +162,10 @@ class Framework:
     def run_pre_filter(
         self, state: CycleState, pod: PodInfo, nodes: NodeTable
     ) -> tuple[ifc.PreFilterResult, Status]:
+        """Every PreFilter, as upstream: an unresolvable verdict stops at once, an
+        unschedulable one lets the rest run (for preemption's sake) and is returned."""
         result = ifc.PreFilterResult()
+        rejected: Status | None = None
         for plugin in self.pre_filter:
             started = time.perf_counter()
             try:
@@ -173,21 +176,25 @@ class Framework:
             if status.is_skip():
                 state.skip_filter_plugins.add(plugin.name)
                 continue
-            if status.code == Code.ERROR:
-                raise PluginError(plugin.name, "PreFilter", status.message())
+            if status.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
+                return result, status.with_plugin(plugin.name)  # no preemption can help
+            if status.code == Code.UNSCHEDULABLE:
+                # Preemption may still help: the other PreFilters must run too.
+                rejected = status.with_plugin(plugin.name)
+                continue
             if not status.is_success():
-                return result, status.with_plugin(plugin.name)
+                raise PluginError(plugin.name, "PreFilter", status.message())
             if part is not None and part.node_names is not None:
                 result = result.merge(part, plugin.name)
                 if not result.node_names:
-                    narrowing = result.plugins
+                    narrowing = sorted(result.plugins)
                     if len(narrowing) == 1:
                         message = f"node(s) didn't satisfy plugin {narrowing[0]}"
                     else:
                         message = f"node(s) didn't satisfy plugin(s) [{' '.join(narrowing)}] "
                         message += "simultaneously"
                     return result, Status.unresolvable(message, plugin=plugin.name)
-        return result, Status()
+        return result, rejected or Status()
 
     def run_filters(
         self, state: CycleState, pod: PodInfo, nodes: NodeTable, rows: Rows

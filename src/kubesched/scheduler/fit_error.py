@@ -20,5 +20,5 @@ def fit_error_message(num_all_nodes: int, diagnosis: Diagnosis) -> str:
         if counted:
             message += f" {', '.join(counted)}."
     if diagnosis.post_filter_message:
-        message += f" {diagnosis.post_filter_message}."
+        message += f" {diagnosis.post_filter_message}"  # upstream adds no period here
     return message

@@ -230,19 +230,19 @@ class Scheduler:
             return np.empty(0, np.intp), diagnosis, 0
 
         absent: Status | None = None
+        candidates = order
         if pre_result.node_names is not None:
-            # Only the nodes PreFilter named, in snapshot order; the rest are "absent".
+            # Only the nodes PreFilter named (that exist); the rest are "absent".
             wanted = pre_result.node_names
             candidates = np.array([r for r in order if table.names[r] in wanted], dtype=np.intp)
             absent = Status.unresolvable(
                 f"node(s) didn't satisfy plugin(s) [{' '.join(sorted(pre_result.plugins))}]"
             )
-            start = 0
-        else:
-            candidates = order
-            start = self.next_start_node_index % num_all if num_all else 0
+        start = self.next_start_node_index % len(candidates) if len(candidates) else 0
         rotated = np.concatenate([candidates[start:], candidates[:start]])
         num_to_find = self.num_feasible_nodes_to_find(fw, len(rotated))
+        if not fw.score:
+            num_to_find = 1  # with nothing to compare, the first feasible node will do
         feasible, diagnosis = fw.run_filters(state, pod, table, rotated)
         processed = len(rotated)
         if len(feasible) > num_to_find:
@@ -260,7 +260,7 @@ class Scheduler:
             diagnosis.reasons = [
                 (reason, rows[position[rows] <= cut]) for reason, rows in diagnosis.reasons
             ]
-        if pre_result.node_names is None and num_all:
+        if num_all:
             self.next_start_node_index = (self.next_start_node_index + processed) % num_all
         if absent is not None:
             diagnosis.absent_status = absent
