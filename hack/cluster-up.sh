@@ -9,6 +9,8 @@
 #   certs/          CA, apiserver serving cert, admin client cert, SA key pair
 #   etcd-data/      etcd data dir
 #   *.log, *.pid    process logs and pids
+#   kube-apiserver.args   kube-apiserver's command line, one argument per
+#                         line; hack/restart-apiserver.sh reuses it
 #   kubeconfig            admin kubeconfig (CN=admin, O=system:masters)
 #   scheduler-kubeconfig  kubeconfig for a kube-scheduler (same admin cert)
 #   env             shell lines: KUBECONFIG, APISERVER_URL, ETCD_URL, K8S_BIN_DIR, ...
@@ -73,7 +75,7 @@ for name in kube-apiserver etcd; do
     fi
   fi
 done
-rm -rf "${CERTS}" "${DIR}/etcd-data" "${DIR}"/*.pid "${DIR}"/*.log \
+rm -rf "${CERTS}" "${DIR}/etcd-data" "${DIR}"/*.pid "${DIR}"/*.log "${DIR}"/*.args \
   "${DIR}/kubeconfig" "${DIR}/scheduler-kubeconfig" "${DIR}/env"
 
 # ---------------------------------------------------------------- binaries
@@ -188,28 +190,33 @@ wait_for etcd 30 etcd_healthy
 # ---------------------------------------------------------------- kube-apiserver
 API_PORT="$(free_port)"
 APISERVER_URL="https://127.0.0.1:${API_PORT}"
+APISERVER_CMD=(
+  "${K8S_BIN_DIR}/kube-apiserver"
+  --etcd-servers="${ETCD_URL}"
+  --bind-address=127.0.0.1
+  --advertise-address=127.0.0.1
+  --secure-port="${API_PORT}"
+  --cert-dir="${CERTS}"
+  --tls-cert-file="${CERTS}/apiserver.crt"
+  --tls-private-key-file="${CERTS}/apiserver.key"
+  --client-ca-file="${CERTS}/ca.crt"
+  --authorization-mode=Node,RBAC
+  --service-account-key-file="${CERTS}/sa.pub"
+  --service-account-signing-key-file="${CERTS}/sa.key"
+  --service-account-issuer=https://kubernetes.default.svc.cluster.local
+  --service-cluster-ip-range=10.0.0.0/24
+  --disable-admission-plugins=ServiceAccount,TaintNodesByCondition
+  --enable-priority-and-fairness=false
+  --endpoint-reconciler-type=none
+  --allow-privileged=true
+  --profiling=false
+  --v=1
+)
+# The exact command line, one argument per line (binary first), so that
+# hack/restart-apiserver.sh can start the same apiserver again.
+printf '%s\n' "${APISERVER_CMD[@]}" > "${DIR}/kube-apiserver.args"
 log "starting kube-apiserver on ${APISERVER_URL}"
-nohup "${K8S_BIN_DIR}/kube-apiserver" \
-  --etcd-servers="${ETCD_URL}" \
-  --bind-address=127.0.0.1 \
-  --advertise-address=127.0.0.1 \
-  --secure-port="${API_PORT}" \
-  --cert-dir="${CERTS}" \
-  --tls-cert-file="${CERTS}/apiserver.crt" \
-  --tls-private-key-file="${CERTS}/apiserver.key" \
-  --client-ca-file="${CERTS}/ca.crt" \
-  --authorization-mode=Node,RBAC \
-  --service-account-key-file="${CERTS}/sa.pub" \
-  --service-account-signing-key-file="${CERTS}/sa.key" \
-  --service-account-issuer=https://kubernetes.default.svc.cluster.local \
-  --service-cluster-ip-range=10.0.0.0/24 \
-  --disable-admission-plugins=ServiceAccount,TaintNodesByCondition \
-  --enable-priority-and-fairness=false \
-  --endpoint-reconciler-type=none \
-  --allow-privileged=true \
-  --profiling=false \
-  --v=1 \
-  </dev/null >"${DIR}/kube-apiserver.log" 2>&1 &
+nohup "${APISERVER_CMD[@]}" </dev/null >"${DIR}/kube-apiserver.log" 2>&1 &
 echo $! > "${DIR}/kube-apiserver.pid"
 api_ready() { [[ "$(api_curl "${APISERVER_URL}/readyz")" == "ok" ]]; }
 wait_for kube-apiserver "${READY_TIMEOUT}" api_ready

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import sys
 from pathlib import Path
 
@@ -34,10 +35,16 @@ def main() -> None:
     "--filename",
     "paths",
     multiple=True,
-    required=True,
     type=click.Path(exists=True, path_type=Path),
     help="Manifest file or folder (YAML or JSON); may be repeated.",
 )
+@click.option(
+    "--from-cluster",
+    is_flag=True,
+    help="Start from a live cluster's nodes and pods (read only), then add the -f manifests.",
+)
+@click.option("--kubeconfig", default=None, help="kubeconfig for --from-cluster.")
+@click.option("--context", default=None, help="kubeconfig context for --from-cluster.")
 @click.option("--seed", type=int, default=None, help="Seed for tie-breaks between best nodes.")
 @click.option(
     "-o", "--output", type=click.Choice(["text", "json", "yaml"]), default="text", show_default=True
@@ -61,6 +68,9 @@ def main() -> None:
 )
 def simulate_command(
     paths: tuple[Path, ...],
+    from_cluster: bool,
+    kubeconfig: str | None,
+    context: str | None,
     seed: int | None,
     output: str,
     plugins: tuple[str, ...],
@@ -76,7 +86,19 @@ def simulate_command(
             raise click.BadParameter(f"{target}: {exc}", param_hint="--plugin") from None
     profiles = [_profile(name, enabled) for name in SIMULATED_SCHEDULER_NAMES]
 
-    state = load_paths(paths)
+    if not paths and not from_cluster:
+        raise click.UsageError("give manifests with -f, or --from-cluster, or both")
+    before: list[tuple[str, int, object]] = []
+    if from_cluster:
+        import asyncio
+
+        from kubesched.kube.snapshot import read_cluster
+
+        try:
+            before = asyncio.run(read_cluster(kubeconfig, context))
+        except Exception as exc:
+            raise click.ClickException(f"cannot read the cluster: {exc}") from None
+    state = load_paths(paths, before)
     problems = [str(p) for p in state.problems]
     if output != "text":
         for problem in problems:
@@ -115,6 +137,71 @@ def simulate_command(
         print_report(Console(), result, problems, state.notes)
     if problems:
         sys.exit(1)
+
+
+@main.command("run")
+@click.option(
+    "--kubeconfig",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="kubeconfig file (default: $KUBECONFIG, ~/.kube/config, or in-cluster).",
+)
+@click.option("--context", default=None, help="kubeconfig context to use.")
+@click.option(
+    "--config",
+    "config_path",
+    type=click.Path(exists=True, dir_okay=False),
+    default=None,
+    help="KubeSchedulerConfiguration file.",
+)
+@click.option(
+    "--health-port",
+    type=click.IntRange(0, 65535),
+    default=10251,
+    show_default=True,
+    help="Port of /healthz, /readyz and /metrics (0: any free port).",
+)
+@click.option("--health-address", default="0.0.0.0", show_default=True)
+@click.option(
+    "--leader-elect/--no-leader-elect",
+    default=None,
+    help="Override leaderElection.leaderElect of the configuration.",
+)
+@click.option("--seed", type=int, default=None, help="Seed for tie-breaks between best nodes.")
+@click.option(
+    "--logging-format", type=click.Choice(["text", "json"]), default="text", show_default=True
+)
+@click.option("-v", "--v", "verbosity", type=int, default=0, help="Log verbosity, as klog's -v.")
+def run_command(
+    kubeconfig: str | None,
+    context: str | None,
+    config_path: str | None,
+    health_port: int,
+    health_address: str,
+    leader_elect: bool | None,
+    seed: int | None,
+    logging_format: str,
+    verbosity: int,
+) -> None:
+    """Schedule the pods of a real cluster (those whose schedulerName is ours)."""
+    import asyncio
+
+    from kubesched.config import ConfigError
+    from kubesched.kube.config import KubeConfigError
+    from kubesched.kube.runner import RunOptions, run
+    from kubesched.logs import configure_logging
+
+    configure_logging("json" if logging_format == "json" else "text", verbosity)
+    # One line per API request is klog's -v=6; below that, httpx stays quiet.
+    logging.getLogger("httpx").setLevel(logging.INFO if verbosity >= 6 else logging.WARNING)
+    options = RunOptions(
+        kubeconfig, context, config_path, health_address, health_port, seed, leader_elect
+    )
+    try:
+        code = asyncio.run(run(options))
+    except (ConfigError, KubeConfigError) as exc:
+        raise click.ClickException(str(exc)) from None
+    sys.exit(code)
 
 
 def _profile(name: str, enabled: tuple[str, ...]) -> ProfileConfig:

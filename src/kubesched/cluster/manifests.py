@@ -238,11 +238,16 @@ def builtin_priority_classes() -> dict[str, PriorityClass]:
 # --- entry points ------------------------------------------------------------------
 
 
-def load_paths(paths: Sequence[str | Path]) -> ClusterState:
+def load_paths(
+    paths: Sequence[str | Path], before: Iterable[tuple[str, int, object]] = ()
+) -> ClusterState:
     """Load files and folders (folders: *.yaml, *.yml, *.json, recursively, sorted
-    by path; hidden files and folders skipped). "-" reads YAML from stdin."""
+    by path; hidden files and folders skipped). "-" reads YAML from stdin.
+    `before` are already-parsed documents read first (a live cluster's objects)."""
     loader = _Loader()
     with _gc_paused():
+        for source, document, obj in before:
+            loader.add_document(_Origin(source, document), obj)
         for path in paths:
             for source, data, is_json in _read_path(path, loader):
                 loader.add_stream(source, data, is_json)

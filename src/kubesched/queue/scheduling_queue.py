@@ -135,6 +135,18 @@ class SchedulingQueue:
             # An update to the pod itself may make it schedulable (upstream: isPodUpdated).
             self._requeue(qpi, "PodUpdate")
 
+    def refresh(self, pod_info: PodInfo) -> None:
+        """Swap in a newer copy of a pending pod without moving it anywhere."""
+        key = pod_info.key
+        found = (
+            self.active.get(key)
+            or self.backoff.get(key)
+            or self.unschedulable.get(key)
+            or self.in_flight.get(key)
+        )
+        if found is not None:
+            found.pod_info = pod_info
+
     def delete(self, key: str) -> None:
         self.active.delete(key)
         self.backoff.delete(key)

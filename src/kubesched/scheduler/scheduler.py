@@ -10,8 +10,9 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Protocol
 
 import numpy as np
 
@@ -80,8 +81,27 @@ class ScheduleResult:
     scores: dict[str, int] = field(default_factory=dict)
 
 
-# Observer hooks for metrics: (result, profile, seconds) per attempt.
-AttemptObserver = Callable[[str, str, float], None]
+class Observer(Protocol):
+    """What the scheduler reports to metrics (kubesched.metrics.SchedulerMetrics)."""
+
+    def observe_attempt(self, result: str, profile: str, seconds: float) -> None: ...
+    def observe_extension_point(
+        self, point: str, status: str, profile: str, seconds: float
+    ) -> None: ...
+    def observe_plugin(self, plugin: str, point: str, status: str, seconds: float) -> None: ...
+    def should_sample_plugins(self) -> bool: ...
+    def observe_pod_scheduled(self, attempts: int, seconds_since_first_attempt: float) -> None: ...
+
+
+STATUS_NAMES = {
+    Code.SUCCESS: "Success",
+    Code.ERROR: "Error",
+    Code.UNSCHEDULABLE: "Unschedulable",
+    Code.UNSCHEDULABLE_AND_UNRESOLVABLE: "UnschedulableAndUnresolvable",
+    Code.WAIT: "Wait",
+    Code.SKIP: "Skip",
+    Code.PENDING: "Pending",
+}
 
 
 class Scheduler:
@@ -95,7 +115,7 @@ class Scheduler:
         percentage_of_nodes_to_score: int = 0,
         pod_initial_backoff: float = 1.0,
         pod_max_backoff: float = 10.0,
-        observe_attempt: AttemptObserver | None = None,
+        observer: Observer | None = None,
     ) -> None:
         self.clock = clock or SimClock()
         self.cluster = cluster
@@ -109,7 +129,9 @@ class Scheduler:
         for profile in profiles:
             if profile.scheduler_name in self.frameworks:
                 raise ValueError(f"duplicate profile for scheduler name {profile.scheduler_name!r}")
-            self.frameworks[profile.scheduler_name] = Framework(profile, self.handle)
+            self.frameworks[profile.scheduler_name] = Framework(
+                profile, self.handle, observe=self._observe_plugin if observer else None
+            )
         self.queue = SchedulingQueue(
             {
                 name: QueueProfile(fw.less, fw.run_pre_enqueue, fw.events_to_register())
@@ -124,7 +146,8 @@ class Scheduler:
         self.next_start_node_index = 0
         self.binding_tasks: set[asyncio.Task[None]] = set()
         self.outcomes: dict[str, Outcome] = {}
-        self.observe_attempt = observe_attempt
+        self.observer = observer
+        self._sample_plugins = False
 
     # --- which pods are ours -------------------------------------------------------
 
@@ -182,6 +205,10 @@ class Scheduler:
         elif self.responsible_for(new):
             if new.metadata.deletion_timestamp is not None:
                 self.queue.delete(key)
+            elif old is not None and not _scheduling_relevant_change(old, new):
+                # Our own status writes come back as updates: they change nothing
+                # the scheduler decides on, so they must not trigger a retry.
+                self.queue.refresh(PodInfo(new))
             else:
                 self.queue.update(PodInfo(new))
 
@@ -216,7 +243,9 @@ class Scheduler:
         table = self.table
         order = table.order()
         num_all = len(order)
+        point_started = time.perf_counter()
         pre_result, status = fw.run_pre_filter(state, pod, table)
+        self._observe_point(fw, "PreFilter", point_started, status)
         if not status.is_success():
             diagnosis = Diagnosis.empty()
             diagnosis.pre_filter_message = status.message()
@@ -243,7 +272,9 @@ class Scheduler:
         num_to_find = self.num_feasible_nodes_to_find(fw, len(rotated))
         if not fw.score:
             num_to_find = 1  # with nothing to compare, the first feasible node will do
+        point_started = time.perf_counter()
         feasible, diagnosis = fw.run_filters(state, pod, table, rotated)
+        self._observe_point(fw, "Filter", point_started)
         processed = len(rotated)
         if len(feasible) > num_to_find:
             # Upstream stops once it has found enough: nodes after the last one
@@ -278,8 +309,12 @@ class Scheduler:
         if len(feasible) == 1:
             row = int(feasible[0])
             return ScheduleResult(self.table.names[row], row, evaluated, 1)
+        point_started = time.perf_counter()
         fw.run_pre_score(state, pod, self.table, feasible)
+        self._observe_point(fw, "PreScore", point_started)
+        point_started = time.perf_counter()
         totals, _ = fw.run_score(state, pod, self.table, feasible)
+        self._observe_point(fw, "Score", point_started)
         best = np.flatnonzero(totals == totals.max())
         pick = int(best[self.rng.integers(len(best))]) if len(best) > 1 else int(best[0])
         row = int(feasible[pick])
@@ -294,6 +329,8 @@ class Scheduler:
             return
         cycle = self.queue.scheduling_cycle
         started = time.perf_counter()
+        if self.observer is not None:
+            self._sample_plugins = self.observer.should_sample_plugins()
         state = CycleState()
         outcome = self.outcomes.setdefault(pod.key, Outcome(pod.key))
         outcome.attempts = qpi.attempts
@@ -316,14 +353,18 @@ class Scheduler:
 
         node = result.node_name
         self.cache.assume_pod(pod, node)
+        point_started = time.perf_counter()
         status = fw.run_reserve(state, pod, node)
+        self._observe_point(fw, "Reserve", point_started, status)
         if not status.is_success():
             fw.run_unreserve(state, pod, node)
             self.cache.forget_pod(pod.key)
             self._status_failure(fw, qpi, cycle, status)
             self._observe("error" if status.code == Code.ERROR else "unschedulable", fw, started)
             return
+        point_started = time.perf_counter()
         status, waits = fw.run_permit(state, pod, node)
+        self._observe_point(fw, "Permit", point_started, status)
         if status.code not in (Code.SUCCESS, Code.WAIT):
             fw.run_unreserve(state, pod, node)
             self.cache.forget_pod(pod.key)
@@ -338,8 +379,20 @@ class Scheduler:
         task.add_done_callback(self.binding_tasks.discard)
 
     def _observe(self, result: str, fw: Framework, started: float) -> None:
-        if self.observe_attempt is not None:
-            self.observe_attempt(result, fw.profile_name, time.perf_counter() - started)
+        if self.observer is not None:
+            self.observer.observe_attempt(result, fw.profile_name, time.perf_counter() - started)
+
+    def _observe_plugin(self, point: str, plugin: str, status: Status, seconds: float) -> None:
+        if self.observer is not None and self._sample_plugins:
+            self.observer.observe_plugin(plugin, point, STATUS_NAMES[status.code], seconds)
+
+    def _observe_point(
+        self, fw: Framework, point: str, started: float, status: Status | None = None
+    ) -> None:
+        if self.observer is not None:
+            code = STATUS_NAMES[status.code] if status is not None else "Success"
+            seconds = time.perf_counter() - started
+            self.observer.observe_extension_point(point, code, fw.profile_name, seconds)
 
     def _post_filter(
         self, fw: Framework, state: CycleState, qpi: QueuedPodInfo, fit: FitError
@@ -366,9 +419,13 @@ class Scheduler:
             if not status.is_success():
                 self._binding_failed(fw, state, qpi, node, cycle, status)
                 return
+        point_started = time.perf_counter()
         status = await fw.run_pre_bind(state, pod, node)
+        self._observe_point(fw, "PreBind", point_started, status)
         if status.is_success():
+            point_started = time.perf_counter()
             status = await fw.run_bind(state, pod, node)
+            self._observe_point(fw, "Bind", point_started, status)
         if not status.is_success():
             self._binding_failed(fw, state, qpi, node, cycle, status)
             return
@@ -384,6 +441,9 @@ class Scheduler:
         self.cluster.record_event(
             pod.pod, "Normal", "Scheduled", f"Successfully assigned {pod.key} to {node}"
         )
+        if self.observer is not None and qpi.initial_attempt_timestamp is not None:
+            since = self.clock.now() - qpi.initial_attempt_timestamp
+            self.observer.observe_pod_scheduled(qpi.attempts, since)
         fw.run_post_bind(state, pod, node)
 
     def _binding_failed(
@@ -438,3 +498,13 @@ class Scheduler:
         pod = qpi.pod
         self.cluster.record_event(pod, "Warning", "FailedScheduling", message)
         self.cluster.set_unschedulable(pod, reason, message, pod.status.nominated_node_name)
+
+
+def _scheduling_relevant_change(old: Pod, new: Pod) -> bool:
+    """isPodUpdated upstream: anything but status and bookkeeping metadata."""
+    return (
+        old.spec != new.spec
+        or old.metadata.labels != new.metadata.labels
+        or old.metadata.annotations != new.metadata.annotations
+        or old.metadata.deletion_timestamp != new.metadata.deletion_timestamp
+    )

@@ -1,0 +1,275 @@
+"""Reading KubeSchedulerConfiguration files with kube-scheduler's defaults.
+
+Unknown fields and wrong types are errors naming the field's path, as
+kube-scheduler's strict decoding makes them. Plugins a profile names are
+merged into the default plugin set as upstream's mergePlugins does.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import yaml
+
+from kubesched.framework.profile import (
+    DEFAULT_MULTI_POINT,
+    PluginRef,
+    PluginSet,
+    ProfileConfig,
+)
+
+API_VERSION = "kubescheduler.config.k8s.io/v1"
+KIND = "KubeSchedulerConfiguration"
+
+
+class ConfigError(ValueError):
+    """A configuration file kube-scheduler would refuse too."""
+
+
+class _Strict(msgspec.Struct, rename="camel", forbid_unknown_fields=True, kw_only=True):
+    pass
+
+
+class PluginV1(_Strict):
+    name: str
+    weight: int | None = None
+
+
+class PluginSetV1(_Strict):
+    enabled: list[PluginV1] = []
+    disabled: list[PluginV1] = []
+
+
+class PluginsV1(_Strict):
+    pre_enqueue: PluginSetV1 | None = None
+    queue_sort: PluginSetV1 | None = None
+    pre_filter: PluginSetV1 | None = None
+    filter: PluginSetV1 | None = None
+    post_filter: PluginSetV1 | None = None
+    pre_score: PluginSetV1 | None = None
+    score: PluginSetV1 | None = None
+    reserve: PluginSetV1 | None = None
+    permit: PluginSetV1 | None = None
+    pre_bind: PluginSetV1 | None = None
+    bind: PluginSetV1 | None = None
+    post_bind: PluginSetV1 | None = None
+    multi_point: PluginSetV1 | None = None
+
+
+class PluginConfigV1(_Strict):
+    name: str
+    args: dict[str, Any] = {}
+
+
+class ProfileV1(_Strict):
+    scheduler_name: str = "default-scheduler"
+    percentage_of_nodes_to_score: int | None = None
+    plugins: PluginsV1 | None = None
+    plugin_config: list[PluginConfigV1] = []
+
+
+class LeaderElectionV1(_Strict):
+    leader_elect: bool = True
+    lease_duration: str = "15s"
+    renew_deadline: str = "10s"
+    retry_period: str = "2s"
+    resource_lock: str = "leases"
+    resource_name: str = "kube-scheduler"
+    resource_namespace: str = "kube-system"
+
+
+class ClientConnectionV1(_Strict):
+    kubeconfig: str = ""
+    accept_content_types: str = ""
+    content_type: str = "application/vnd.kubernetes.protobuf"
+    qps: float = 50.0
+    burst: int = 100
+
+
+class KubeSchedulerConfigurationV1(_Strict):
+    api_version: str
+    kind: str
+    parallelism: int = 16
+    leader_election: LeaderElectionV1 = msgspec.field(default_factory=LeaderElectionV1)
+    client_connection: ClientConnectionV1 = msgspec.field(default_factory=ClientConnectionV1)
+    percentage_of_nodes_to_score: int | None = None
+    pod_initial_backoff_seconds: int = 1
+    pod_max_backoff_seconds: int = 10
+    profiles: list[ProfileV1] = []
+    extenders: list[dict[str, Any]] = []
+    delay_cache_until_active: bool = False
+
+
+_DURATION = re.compile(r"^(?:(\d+(?:\.\d+)?)(h|m|s|ms))+$")
+_UNITS = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 0.001}
+
+
+def parse_duration(text: str, where: str) -> float:
+    """A Go duration such as "15s", "1m30s" or "500ms", in seconds."""
+    if not _DURATION.match(text):
+        raise ConfigError(f"{where}: invalid duration {text!r}")
+    return sum(float(n) * _UNITS[u] for n, u in re.findall(r"(\d+(?:\.\d+)?)(h|ms|m|s)", text))
+
+
+@dataclass
+class SchedulerConfig:
+    """The file, defaulted and checked, in the shapes the scheduler uses."""
+
+    profiles: list[ProfileConfig]
+    parallelism: int = 16
+    percentage_of_nodes_to_score: int = 0
+    pod_initial_backoff: float = 1.0
+    pod_max_backoff: float = 10.0
+    leader_elect: bool = True
+    lease_duration: float = 15.0
+    renew_deadline: float = 10.0
+    retry_period: float = 2.0
+    lease_name: str = "kube-scheduler"
+    lease_namespace: str = "kube-system"
+    kubeconfig: str = ""
+    qps: float = 50.0
+    burst: int = 100
+    raw: dict[str, Any] = field(default_factory=dict)
+
+
+def _plugin_set(value: PluginSetV1 | None) -> PluginSet:
+    if value is None:
+        return PluginSet()
+    return PluginSet(
+        [PluginRef(p.name, p.weight or 0) for p in value.enabled],
+        [PluginRef(p.name) for p in value.disabled],
+    )
+
+
+def merge_plugin_sets(default: PluginSet, custom: PluginSet) -> PluginSet:
+    """mergePluginSet: defaults not disabled (a custom entry of the same name takes
+    its place), then the custom ones that are new."""
+    disabled = {p.name for p in custom.disabled}
+    custom_by_name = {p.name: p for p in custom.enabled}
+    enabled: list[PluginRef] = []
+    if "*" not in disabled:
+        for ref in default.enabled:
+            if ref.name in disabled:
+                continue
+            enabled.append(custom_by_name.pop(ref.name, ref))
+    enabled.extend(p for p in custom.enabled if p.name in custom_by_name)
+    return PluginSet(enabled, list(custom.disabled))
+
+
+_POINTS = {
+    "pre_enqueue": "preEnqueue",
+    "queue_sort": "queueSort",
+    "pre_filter": "preFilter",
+    "filter": "filter",
+    "post_filter": "postFilter",
+    "pre_score": "preScore",
+    "score": "score",
+    "reserve": "reserve",
+    "permit": "permit",
+    "pre_bind": "preBind",
+    "bind": "bind",
+    "post_bind": "postBind",
+    "multi_point": "multiPoint",
+}
+
+
+def _profile(profile: ProfileV1, index: int) -> ProfileConfig:
+    where = f"profiles[{index}]"
+    if not profile.scheduler_name:
+        raise ConfigError(f"{where}.schedulerName: Required value")
+    pct = profile.percentage_of_nodes_to_score
+    if pct is not None and not 0 <= pct <= 100:
+        raise ConfigError(
+            f"{where}.percentageOfNodesToScore: Invalid value: {pct}: not in valid range [0-100]"
+        )
+    plugins: dict[str, PluginSet] = {"multiPoint": PluginSet(list(DEFAULT_MULTI_POINT))}
+    if profile.plugins is not None:
+        for attr, point in _POINTS.items():
+            custom = _plugin_set(getattr(profile.plugins, attr))
+            base = plugins.get(point, PluginSet())
+            plugins[point] = merge_plugin_sets(base, custom) if point == "multiPoint" else custom
+    args: dict[str, dict[str, Any]] = {}
+    for i, pc in enumerate(profile.plugin_config):
+        if pc.name in args:
+            raise ConfigError(f"{where}.pluginConfig[{i}]: Duplicate value: {pc.name!r}")
+        args[pc.name] = pc.args
+    return ProfileConfig(profile.scheduler_name, plugins, args, pct)  # type: ignore[arg-type]
+
+
+def parse_config(data: object, source: str = "config") -> SchedulerConfig:
+    if not isinstance(data, dict):
+        raise ConfigError(f"{source}: expected a KubeSchedulerConfiguration object")
+    try:
+        cfg = msgspec.convert(data, KubeSchedulerConfigurationV1)
+    except msgspec.ValidationError as exc:
+        text = str(exc)
+        match = re.search(r" - at `\$\.?(.*)`$", text)
+        path = match.group(1) if match else ""
+        detail = text[: match.start()] if match else text
+        raise ConfigError(f"{source}: {path + ': ' if path else ''}{detail}") from None
+    if cfg.api_version != API_VERSION or cfg.kind != KIND:
+        raise ConfigError(
+            f"{source}: apiVersion/kind must be {API_VERSION}/{KIND}, "
+            f"got {cfg.api_version}/{cfg.kind}"
+        )
+    if (
+        cfg.percentage_of_nodes_to_score is not None
+        and not 0 <= cfg.percentage_of_nodes_to_score <= 100
+    ):
+        raise ConfigError(
+            f"{source}: percentageOfNodesToScore: Invalid value: "
+            f"{cfg.percentage_of_nodes_to_score}: not in valid range [0-100]"
+        )
+    if cfg.parallelism <= 0:
+        raise ConfigError(
+            f"{source}: parallelism: Invalid value: {cfg.parallelism}: "
+            "should be an integer value greater than zero"
+        )
+    if cfg.pod_initial_backoff_seconds <= 0:
+        raise ConfigError(
+            f"{source}: podInitialBackoffSeconds: Invalid value: must be greater than 0"
+        )
+    if cfg.pod_max_backoff_seconds < cfg.pod_initial_backoff_seconds:
+        raise ConfigError(
+            f"{source}: podMaxBackoffSeconds: Invalid value: "
+            "must be greater than or equal to podInitialBackoffSeconds"
+        )
+    profiles = [_profile(p, i) for i, p in enumerate(cfg.profiles or [ProfileV1()])]
+    names = [p.scheduler_name for p in profiles]
+    for i, name in enumerate(names):
+        if name in names[:i]:
+            raise ConfigError(f"{source}: profiles[{i}].schedulerName: Duplicate value: {name!r}")
+    le = cfg.leader_election
+    return SchedulerConfig(
+        profiles=profiles,
+        parallelism=cfg.parallelism,
+        percentage_of_nodes_to_score=cfg.percentage_of_nodes_to_score or 0,
+        pod_initial_backoff=float(cfg.pod_initial_backoff_seconds),
+        pod_max_backoff=float(cfg.pod_max_backoff_seconds),
+        leader_elect=le.leader_elect,
+        lease_duration=parse_duration(le.lease_duration, f"{source}: leaderElection.leaseDuration"),
+        renew_deadline=parse_duration(le.renew_deadline, f"{source}: leaderElection.renewDeadline"),
+        retry_period=parse_duration(le.retry_period, f"{source}: leaderElection.retryPeriod"),
+        lease_name=le.resource_name,
+        lease_namespace=le.resource_namespace,
+        kubeconfig=cfg.client_connection.kubeconfig,
+        qps=cfg.client_connection.qps,
+        burst=cfg.client_connection.burst,
+        raw=data,
+    )
+
+
+def load_config(path: str | Path) -> SchedulerConfig:
+    try:
+        text = Path(path).read_text()
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{path}: invalid YAML: {exc}") from None
+    return parse_config(data, str(path))

@@ -1,0 +1,62 @@
+"""The Kubernetes API as the scheduler's ClusterClient: bind, evict, report."""
+
+from __future__ import annotations
+
+import asyncio
+
+from kubesched.api.objects import Pod
+from kubesched.cluster.client import BindConflict
+from kubesched.kube.client import ApiError, KubeClient
+from kubesched.kube.writer import EventWriter, StatusWriter
+
+MAX_CONCURRENT_BINDS = 64
+
+
+class KubeCluster:
+    def __init__(self, client: KubeClient, events: EventWriter, statuses: StatusWriter) -> None:
+        self.client = client
+        self.events = events
+        self.statuses = statuses
+        self._binds = asyncio.Semaphore(MAX_CONCURRENT_BINDS)
+        self.bound = 0
+
+    async def bind(self, pod: Pod, node_name: str) -> None:
+        meta = pod.metadata
+        body = {
+            "apiVersion": "v1",
+            "kind": "Binding",
+            "metadata": {"name": meta.name, "namespace": meta.namespace, "uid": meta.uid},
+            "target": {"apiVersion": "v1", "kind": "Node", "name": node_name},
+        }
+        async with self._binds:
+            try:
+                await self.client.post(
+                    f"/api/v1/namespaces/{meta.namespace}/pods/{meta.name}/binding", body
+                )
+            except ApiError as exc:
+                # 404: the pod is gone; 409: already bound (or a new pod of that name).
+                # Neither gets better by trying again.
+                if exc.status in (404, 409):
+                    raise BindConflict(str(exc)) from exc
+                raise
+        self.bound += 1
+        self.statuses.forget(f"{meta.namespace}/{meta.name}")
+
+    async def delete_pod(self, pod: Pod, reason: str) -> None:
+        meta = pod.metadata
+        body = {
+            "apiVersion": "v1",
+            "kind": "DeleteOptions",
+            "preconditions": {"uid": meta.uid} if meta.uid else {},
+        }
+        try:
+            await self.client.delete(f"/api/v1/namespaces/{meta.namespace}/pods/{meta.name}", body)
+        except ApiError as exc:
+            if exc.status != 404:
+                raise
+
+    def record_event(self, pod: Pod, event_type: str, reason: str, message: str) -> None:
+        self.events.record(pod, event_type, reason, message, pod.spec.scheduler_name)
+
+    def set_unschedulable(self, pod: Pod, reason: str, message: str, nominated_node: str) -> None:
+        self.statuses.set_unschedulable(pod, reason, message, nominated_node)

@@ -1,0 +1,165 @@
+"""List-and-watch, as client-go's reflector does it.
+
+List once, then watch from the list's resourceVersion with bookmarks so a
+reconnect resumes where it left off; a 410 Gone means the history is gone and
+we list again (sending the handler only what changed); any other failure is
+retried with exponential backoff. Handlers run on the event loop, between
+scheduling cycles.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Generic, Protocol, TypeVar
+
+import httpx
+import msgspec
+
+from kubesched.api.objects import ObjectMeta
+from kubesched.kube.client import ApiError, KubeClient
+
+log = logging.getLogger("kubesched.informer")
+
+
+class _HasMeta(Protocol):
+    @property
+    def metadata(self) -> ObjectMeta: ...
+
+
+T = TypeVar("T", bound=_HasMeta)
+
+MIN_BACKOFF = 0.8
+MAX_BACKOFF = 30.0
+WATCH_TIMEOUT = (300, 600)  # seconds, chosen at random per watch as client-go does
+
+
+class ApiStatus(msgspec.Struct):
+    code: int = 0
+    reason: str = ""
+    message: str = ""
+
+
+@dataclass
+class Handlers(Generic[T]):
+    add: Callable[[T], None]
+    update: Callable[[T, T], None]
+    delete: Callable[[T], None]
+
+
+def object_key(obj: _HasMeta) -> str:
+    meta = obj.metadata
+    return f"{meta.namespace}/{meta.name}" if meta.namespace else meta.name
+
+
+class Gone(Exception):
+    """410: the resourceVersion we asked for is too old."""
+
+
+class Informer(Generic[T]):
+    def __init__(
+        self,
+        client: KubeClient,
+        path: str,
+        kind: type[T],
+        handlers: Handlers[T],
+        *,
+        params: Mapping[str, str] | None = None,
+        name: str = "",
+    ) -> None:
+        self.client = client
+        self.path = path
+        self.kind = kind
+        self.handlers = handlers
+        self.params = dict(params or {})
+        self.name = name or path
+        self.store: dict[str, T] = {}
+        self.resource_version = ""
+        self.synced = asyncio.Event()
+        self.lists = 0  # how many times we listed (tests read it)
+        self._decoder = msgspec.json.Decoder(kind)
+
+    async def run(self) -> None:
+        backoff = MIN_BACKOFF
+        while True:
+            try:
+                if not self.resource_version:
+                    await self._relist()
+                await self._watch()
+                backoff = MIN_BACKOFF
+            except Gone:
+                log.info(
+                    "%s: resourceVersion %s is gone, listing again",
+                    self.name,
+                    self.resource_version,
+                )
+                self.resource_version = ""
+            except asyncio.CancelledError:
+                raise
+            except (ApiError, httpx.HTTPError, OSError, msgspec.DecodeError) as exc:
+                if isinstance(exc, ApiError) and exc.status == 410:
+                    self.resource_version = ""
+                    continue
+                log.warning("%s: %s; retrying in %.1fs", self.name, exc, backoff)
+                await asyncio.sleep(backoff * random.uniform(1.0, 1.2))
+                backoff = min(backoff * 2, MAX_BACKOFF)
+
+    async def _relist(self) -> None:
+        listed = await self.client.list(self.path, self.params)
+        fresh: dict[str, T] = {}
+        for raw in listed.items:
+            obj = self._decoder.decode(raw)
+            fresh[object_key(obj)] = obj
+        old = self.store
+        self.store = fresh
+        for key, obj in fresh.items():
+            before = old.get(key)
+            if before is None:
+                self._dispatch(self.handlers.add, obj)
+            elif before.metadata.resource_version != obj.metadata.resource_version:
+                self._dispatch(self.handlers.update, before, obj)
+        for key, obj in old.items():
+            if key not in fresh:
+                self._dispatch(self.handlers.delete, obj)
+        self.resource_version = listed.metadata.resource_version
+        self.lists += 1
+        self.synced.set()
+
+    async def _watch(self) -> None:
+        params = {
+            **self.params,
+            "resourceVersion": self.resource_version,
+            "allowWatchBookmarks": "true",
+        }
+        timeout = random.randint(*WATCH_TIMEOUT)
+        async for event in self.client.watch(self.path, params, timeout):
+            if event.type == "ERROR":
+                status = msgspec.json.decode(event.object, type=ApiStatus)
+                if status.code == 410:
+                    raise Gone()
+                raise ApiError(status.code, status.reason, status.message, "WATCH", self.path)
+            obj = self._decoder.decode(event.object)
+            if obj.metadata.resource_version:
+                self.resource_version = obj.metadata.resource_version
+            if event.type == "BOOKMARK":
+                continue
+            key = object_key(obj)
+            if event.type == "DELETED":
+                gone = self.store.pop(key, None)
+                self._dispatch(self.handlers.delete, gone or obj)
+            else:
+                before = self.store.get(key)
+                self.store[key] = obj
+                if before is None:
+                    self._dispatch(self.handlers.add, obj)
+                else:
+                    self._dispatch(self.handlers.update, before, obj)
+
+    def _dispatch(self, handler: Callable[..., None], *objs: T) -> None:
+        try:
+            handler(*objs)
+        except Exception:  # a bad object must not stop the watch
+            log.exception("%s: handler failed for %s", self.name, object_key(objs[-1]))

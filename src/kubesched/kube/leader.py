@@ -1,0 +1,168 @@
+"""Leader election through a coordination.k8s.io/v1 Lease, as client-go does it.
+
+Only the holder of the lease schedules. A candidate takes the lease when its
+holder has not renewed it for leaseDuration (judged by our own clock since we
+last saw the record change, so clocks need not agree); the leader renews it
+every retryPeriod and steps down if it cannot renew within renewDeadline. On a
+graceful stop the lease is released so another replica takes over at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import socket
+import time
+import uuid
+from dataclasses import dataclass
+
+import msgspec
+
+from kubesched.kube.client import ApiError, KubeClient
+from kubesched.kube.writer import micro_time
+
+log = logging.getLogger("kubesched.leader")
+
+
+class LeaseSpec(msgspec.Struct, rename="camel", omit_defaults=True):
+    holder_identity: str | None = None
+    lease_duration_seconds: int | None = None
+    acquire_time: str | None = None
+    renew_time: str | None = None
+    lease_transitions: int | None = None
+
+
+class LeaseMeta(msgspec.Struct, rename="camel", omit_defaults=True):
+    name: str = ""
+    namespace: str = ""
+    resource_version: str = ""
+
+
+class Lease(msgspec.Struct, rename="camel", omit_defaults=True):
+    metadata: LeaseMeta = msgspec.field(default_factory=LeaseMeta)
+    spec: LeaseSpec = msgspec.field(default_factory=LeaseSpec)
+    api_version: str = "coordination.k8s.io/v1"
+    kind: str = "Lease"
+
+
+@dataclass
+class LeaderElectionConfig:
+    namespace: str = "kube-system"
+    name: str = "kubesched"
+    lease_duration: float = 15.0
+    renew_deadline: float = 10.0
+    retry_period: float = 2.0
+    identity: str = ""
+
+    def __post_init__(self) -> None:
+        if not self.identity:
+            self.identity = f"{socket.gethostname()}_{uuid.uuid4()}"
+
+
+class LeaderElector:
+    def __init__(self, client: KubeClient, config: LeaderElectionConfig) -> None:
+        self.client = client
+        self.config = config
+        self.is_leader = asyncio.Event()
+        self.lost = asyncio.Event()
+        self._observed: Lease | None = None
+        self._observed_at = 0.0
+        self._path = (
+            f"/apis/coordination.k8s.io/v1/namespaces/{config.namespace}/leases/{config.name}"
+        )
+
+    async def run(self) -> None:
+        """Acquire, then renew until the lease is lost (sets `lost`) or we are cancelled."""
+        cfg = self.config
+        while not await self._try_acquire_or_renew():
+            await asyncio.sleep(cfg.retry_period * (1 + 0.2 * (os.getpid() % 5) / 5))
+        log.info("became leader: lease %s/%s as %s", cfg.namespace, cfg.name, cfg.identity)
+        self.is_leader.set()
+        last_renew = time.monotonic()
+        while True:
+            await asyncio.sleep(cfg.retry_period)
+            if await self._try_acquire_or_renew():
+                last_renew = time.monotonic()
+            elif time.monotonic() - last_renew > cfg.renew_deadline:
+                log.error(
+                    "leader election lost: could not renew lease %s/%s within %.0fs",
+                    cfg.namespace,
+                    cfg.name,
+                    cfg.renew_deadline,
+                )
+                self.is_leader.clear()
+                self.lost.set()
+                return
+
+    async def _try_acquire_or_renew(self) -> bool:
+        cfg = self.config
+        now = micro_time()
+        try:
+            current = await self.client.get(self._path, Lease)
+        except ApiError as exc:
+            if exc.status != 404:
+                log.warning("lease %s/%s: %s", cfg.namespace, cfg.name, exc)
+                return False
+            lease = Lease(
+                LeaseMeta(cfg.name, cfg.namespace),
+                LeaseSpec(cfg.identity, int(cfg.lease_duration), now, now, 0),
+            )
+            try:
+                await self.client.post(
+                    f"/apis/coordination.k8s.io/v1/namespaces/{cfg.namespace}/leases", lease
+                )
+            except ApiError as create_error:
+                log.info("lease %s/%s not created: %s", cfg.namespace, cfg.name, create_error)
+                return False
+            self._observe(lease)
+            return True
+        except Exception as exc:
+            log.warning("lease %s/%s: %s", cfg.namespace, cfg.name, exc)
+            return False
+
+        if self._observed is None or self._observed.spec != current.spec:
+            self._observe(current)
+        holder = current.spec.holder_identity or ""
+        duration = current.spec.lease_duration_seconds or int(cfg.lease_duration)
+        held_by_other = holder not in ("", cfg.identity)
+        if held_by_other and time.monotonic() - self._observed_at < duration:
+            return False
+        spec = LeaseSpec(
+            cfg.identity,
+            int(cfg.lease_duration),
+            current.spec.acquire_time if holder == cfg.identity else now,
+            now,
+            (current.spec.lease_transitions or 0) + (0 if holder == cfg.identity else 1),
+        )
+        updated = Lease(current.metadata, spec)
+        try:
+            await self.client.put(self._path, updated)
+        except Exception as exc:  # 409: someone else renewed or took it first
+            log.debug("lease %s/%s not updated: %s", cfg.namespace, cfg.name, exc)
+            return False
+        self._observe(updated)
+        return True
+
+    def _observe(self, lease: Lease) -> None:
+        self._observed = lease
+        self._observed_at = time.monotonic()
+
+    async def release(self) -> None:
+        """Give the lease up (graceful stop), so another replica need not wait it out."""
+        if not self.is_leader.is_set():
+            return
+        self.is_leader.clear()
+        try:
+            current = await self.client.get(self._path, Lease)
+            if current.spec.holder_identity != self.config.identity:
+                return
+            now = micro_time()
+            released = Lease(
+                current.metadata,
+                LeaseSpec("", 1, now, now, current.spec.lease_transitions),
+            )
+            await self.client.put(self._path, released)
+            log.info("released lease %s/%s", self.config.namespace, self.config.name)
+        except Exception as exc:
+            log.warning("lease not released: %s", exc)

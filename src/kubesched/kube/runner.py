@@ -1,0 +1,223 @@
+"""`kubesched run`: schedule the pods of a real cluster.
+
+Informers feed the same Scheduler that `simulate` drives; the scheduling loop
+starts once the caches are synced and this replica holds the leader lease.
+SIGTERM stops taking new pods, lets in-flight binds finish and releases the
+lease.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import signal
+from collections.abc import Awaitable
+from dataclasses import dataclass
+
+from kubesched.api.objects import Node, Pod
+from kubesched.config import SchedulerConfig, load_config
+from kubesched.framework.clock import RealClock
+from kubesched.framework.profile import ProfileConfig
+from kubesched.kube.client import KubeClient
+from kubesched.kube.cluster import KubeCluster
+from kubesched.kube.config import load_connection
+from kubesched.kube.informer import Handlers, Informer
+from kubesched.kube.leader import LeaderElectionConfig, LeaderElector
+from kubesched.kube.writer import EventWriter, StatusWriter
+from kubesched.metrics import SchedulerMetrics
+from kubesched.scheduler import Scheduler
+from kubesched.server import HealthServer
+
+log = logging.getLogger("kubesched.run")
+
+DEFAULT_SCHEDULER_NAME = "kubesched"
+BIND_DRAIN_SECONDS = 30.0
+# Pods that are done hold no resources: the scheduler never needs to see them.
+LIVE_PODS = "status.phase!=Succeeded,status.phase!=Failed"
+
+
+@dataclass
+class RunOptions:
+    kubeconfig: str | None = None
+    context: str | None = None
+    config: str | None = None
+    health_host: str = "0.0.0.0"
+    health_port: int = 10251
+    seed: int | None = None
+    leader_elect: bool | None = None  # None: as the configuration says
+
+
+def default_config() -> SchedulerConfig:
+    return SchedulerConfig(
+        profiles=[ProfileConfig.default(DEFAULT_SCHEDULER_NAME)],
+        lease_name=DEFAULT_SCHEDULER_NAME,
+    )
+
+
+class Runner:
+    def __init__(self, options: RunOptions, config: SchedulerConfig) -> None:
+        self.options = options
+        self.config = config
+        self.stop = asyncio.Event()
+        self.metrics = SchedulerMetrics()
+        self.tasks: list[asyncio.Task[None]] = []
+        self.scheduler: Scheduler | None = None
+        self.elector: LeaderElector | None = None
+        self.informers: list[Informer[Node] | Informer[Pod]] = []
+        self.server: HealthServer | None = None
+        self.client: KubeClient | None = None
+        self.scheduling = asyncio.Event()  # set while the scheduling loop runs
+
+    def _spawn(self, coro: Awaitable[None], name: str) -> asyncio.Task[None]:
+        task: asyncio.Task[None] = asyncio.ensure_future(coro)
+        task.set_name(name)
+        self.tasks.append(task)
+        return task
+
+    async def run(self) -> int:
+        cfg = self.config
+        connection = await load_connection(
+            self.options.kubeconfig or cfg.kubeconfig or None, self.options.context
+        )
+        self.client = client = KubeClient(connection)
+        events = EventWriter(client, qps=cfg.qps / 2, burst=max(1, cfg.burst // 2))
+        statuses = StatusWriter(client, qps=cfg.qps / 2, burst=max(1, cfg.burst // 2))
+        cluster = KubeCluster(client, events, statuses)
+        self.scheduler = sched = Scheduler(
+            cfg.profiles,
+            cluster,
+            clock=RealClock(),
+            seed=self.options.seed,
+            percentage_of_nodes_to_score=cfg.percentage_of_nodes_to_score,
+            pod_initial_backoff=cfg.pod_initial_backoff,
+            pod_max_backoff=cfg.pod_max_backoff,
+            observer=self.metrics,
+        )
+        nodes: Informer[Node] = Informer(
+            client,
+            "/api/v1/nodes",
+            Node,
+            Handlers(sched.on_node_add, sched.on_node_update, sched.on_node_delete),
+            name="nodes",
+        )
+        pods: Informer[Pod] = Informer(
+            client,
+            "/api/v1/pods",
+            Pod,
+            Handlers(sched.on_pod_add, sched.on_pod_update, sched.on_pod_delete),
+            params={"fieldSelector": LIVE_PODS},
+            name="pods",
+        )
+        self.informers = [nodes, pods]
+
+        self.server = HealthServer(self.metrics, self.options.health_host, self.options.health_port)
+        self.server.add_ready_check(
+            "informer-sync", lambda: all(i.synced.is_set() for i in self.informers)
+        )
+        await self.server.start()
+        log.info("serving /healthz, /readyz and /metrics on port %d", self.server.port)
+
+        self._spawn(events.run(), "events")
+        self._spawn(statuses.run(), "statuses")
+        # Nodes first, so that pods arriving find their nodes (as upstream waits for sync).
+        self._spawn(nodes.run(), "informer-nodes")
+        await self._until(nodes.synced.wait())
+        self._spawn(pods.run(), "informer-pods")
+        await self._until(pods.synced.wait())
+
+        leader_elect = (
+            cfg.leader_elect if self.options.leader_elect is None else self.options.leader_elect
+        )
+        if leader_elect and not self.stop.is_set():
+            self.elector = LeaderElector(
+                client,
+                LeaderElectionConfig(
+                    cfg.lease_namespace,
+                    cfg.lease_name,
+                    cfg.lease_duration,
+                    cfg.renew_deadline,
+                    cfg.retry_period,
+                ),
+            )
+            self._spawn(self.elector.run(), "leader-election")
+            await self._until(self.elector.is_leader.wait(), self.elector.lost.wait())
+
+        exit_code = 0
+        if not self.stop.is_set():
+            self._spawn(self._schedule_forever(), "scheduling")
+            self._spawn(self._housekeeping(), "housekeeping")
+            waits = [self.stop.wait()]
+            if self.elector is not None:
+                waits.append(self.elector.lost.wait())
+            await self._until(*waits)
+            if self.elector is not None and self.elector.lost.is_set():
+                exit_code = 1
+        await self._shutdown()
+        return exit_code
+
+    async def _until(self, *waits: Awaitable[object]) -> None:
+        """Wait for the first of `waits`, or for the stop signal."""
+        futures = [asyncio.ensure_future(w) for w in (*waits, self.stop.wait())]
+        _, pending = await asyncio.wait(futures, return_when=asyncio.FIRST_COMPLETED)
+        for future in pending:
+            future.cancel()
+
+    async def _schedule_forever(self) -> None:
+        sched = self.scheduler
+        assert sched is not None
+        self.scheduling.set()
+        while True:
+            qpi = await sched.queue.pop()
+            if qpi is None:
+                return
+            try:
+                sched.schedule_one(qpi)
+            except Exception:  # never let one pod stop the scheduler
+                log.exception("scheduling %s failed", qpi.pod_info.key)
+                sched.queue.requeue_failed(qpi, sched.queue.scheduling_cycle)
+            # Let informer events and binding tasks run between cycles.
+            await asyncio.sleep(0)
+
+    async def _housekeeping(self) -> None:
+        sched = self.scheduler
+        assert sched is not None
+        ticks = 0
+        while True:
+            await asyncio.sleep(1.0)
+            ticks += 1
+            sched.queue.flush_backoff_completed()
+            if ticks % 30 == 0:
+                sched.queue.flush_unschedulable_left_over()
+            self.metrics.set_pending(sched.queue.pending_counts())
+            self.metrics.set_incoming(sched.queue.incoming)
+
+    async def _shutdown(self) -> None:
+        sched = self.scheduler
+        if sched is not None:
+            sched.queue.close()
+            if sched.binding_tasks:
+                log.info("waiting for %d in-flight binds", len(sched.binding_tasks))
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(
+                        asyncio.gather(*sched.binding_tasks, return_exceptions=True),
+                        BIND_DRAIN_SECONDS,
+                    )
+        if self.elector is not None:
+            await self.elector.release()
+        for task in self.tasks:
+            task.cancel()
+        await asyncio.gather(*self.tasks, return_exceptions=True)
+        if self.server is not None:
+            await self.server.stop()
+        if self.client is not None:
+            await self.client.aclose()
+
+
+async def run(options: RunOptions) -> int:
+    config = load_config(options.config) if options.config else default_config()
+    runner = Runner(options, config)
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(signum, runner.stop.set)
+    return await runner.run()

@@ -1,0 +1,261 @@
+"""Writes that tell users what happened, kept off the scheduling path.
+
+Events and pod status updates go through bounded background queues with a rate
+limit. Identical events for one pod are aggregated into an events.k8s.io
+series (count and lastObservedTime) instead of a new Event each time, and only
+the latest PodScheduled condition of a pod is written.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import socket
+import time
+import uuid
+from collections import OrderedDict
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from kubesched.api.objects import Pod
+from kubesched.kube.client import ApiError, KubeClient
+
+log = logging.getLogger("kubesched.writer")
+
+SERIES_WINDOW = 6 * 60.0  # events.k8s.io: repeats within this window join a series
+SERIES_FLUSH = 30.0  # how often a series' count is written back
+
+
+def micro_time(ts: float | None = None) -> str:
+    moment = datetime.fromtimestamp(time.time() if ts is None else ts, UTC)
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def rfc3339(ts: float | None = None) -> str:
+    moment = datetime.fromtimestamp(time.time() if ts is None else ts, UTC)
+    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+class TokenBucket:
+    def __init__(self, rate: float, burst: int) -> None:
+        self.rate = rate
+        self.burst = burst
+        self.tokens = float(burst)
+        self.updated = time.monotonic()
+
+    async def take(self) -> None:
+        while True:
+            now = time.monotonic()
+            self.tokens = min(self.burst, self.tokens + (now - self.updated) * self.rate)
+            self.updated = now
+            if self.tokens >= 1:
+                self.tokens -= 1
+                return
+            await asyncio.sleep((1 - self.tokens) / self.rate)
+
+
+@dataclass
+class _Series:
+    name: str
+    namespace: str
+    first_seen: float
+    count: int = 1
+    written_count: int = 1
+    last_observed: float = 0.0
+
+
+@dataclass
+class _PendingEvent:
+    pod: Pod
+    event_type: str
+    reason: str
+    action: str
+    message: str
+    reporting_controller: str
+    at: float
+
+
+class EventWriter:
+    def __init__(
+        self, client: KubeClient, *, qps: float = 25.0, burst: int = 50, max_pending: int = 10_000
+    ) -> None:
+        self.client = client
+        self.instance = f"{socket.gethostname()}"
+        self.bucket = TokenBucket(qps, burst)
+        self.queue: asyncio.Queue[_PendingEvent] = asyncio.Queue(max_pending)
+        self.series: OrderedDict[tuple[str, str, str, str], _Series] = OrderedDict()
+        self.dropped = 0
+        self.written = 0
+
+    def record(
+        self, pod: Pod, event_type: str, reason: str, message: str, reporting_controller: str
+    ) -> None:
+        action = "Binding" if reason == "Scheduled" else "Scheduling"
+        pending = _PendingEvent(
+            pod, event_type, reason, action, message[:1024], reporting_controller, time.time()
+        )
+        try:
+            self.queue.put_nowait(pending)
+        except asyncio.QueueFull:
+            self.dropped += 1  # better lose an event than slow scheduling down
+
+    async def run(self) -> None:
+        flusher = asyncio.get_event_loop().create_task(self._flush_series_forever())
+        try:
+            while True:
+                event = await self.queue.get()
+                try:
+                    await self._write(event)
+                except ApiError as exc:
+                    if exc.status not in (404, 409):
+                        log.warning(
+                            "event for %s/%s not written: %s",
+                            event.pod.metadata.namespace,
+                            event.pod.metadata.name,
+                            exc,
+                        )
+                except Exception as exc:
+                    log.warning("event not written: %s", exc)
+        finally:
+            flusher.cancel()
+
+    async def _write(self, event: _PendingEvent) -> None:
+        meta = event.pod.metadata
+        key = (meta.namespace, meta.uid or meta.name, event.reason, event.message)
+        series = self.series.get(key)
+        if series is not None and event.at - series.first_seen < SERIES_WINDOW:
+            series.count += 1
+            series.last_observed = event.at
+            return
+        await self.bucket.take()
+        name = f"{meta.name}.{uuid.uuid4().hex[:16]}"
+        body = {
+            "apiVersion": "events.k8s.io/v1",
+            "kind": "Event",
+            "metadata": {"name": name, "namespace": meta.namespace},
+            "eventTime": micro_time(event.at),
+            "reportingController": event.reporting_controller,
+            "reportingInstance": f"{event.reporting_controller}-{self.instance}",
+            "action": event.action,
+            "reason": event.reason,
+            "regarding": {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "namespace": meta.namespace,
+                "name": meta.name,
+                "uid": meta.uid,
+            },
+            "note": event.message,
+            "type": event.event_type,
+        }
+        await self.client.post(f"/apis/events.k8s.io/v1/namespaces/{meta.namespace}/events", body)
+        self.written += 1
+        self.series[key] = _Series(name, meta.namespace, event.at, last_observed=event.at)
+        while len(self.series) > 50_000:
+            self.series.popitem(last=False)
+
+    async def _flush_series_forever(self) -> None:
+        while True:
+            await asyncio.sleep(SERIES_FLUSH)
+            await self.flush_series()
+
+    async def flush_series(self) -> None:
+        now = time.time()
+        for key, series in list(self.series.items()):
+            if series.count > series.written_count:
+                await self.bucket.take()
+                patch = {
+                    "series": {
+                        "count": series.count,
+                        "lastObservedTime": micro_time(series.last_observed),
+                    }
+                }
+                try:
+                    await self.client.patch(
+                        f"/apis/events.k8s.io/v1/namespaces/{series.namespace}/events/{series.name}",
+                        patch,
+                        "merge-patch",
+                    )
+                    series.written_count = series.count
+                except ApiError as exc:
+                    log.debug("event series %s not updated: %s", series.name, exc)
+            if now - series.first_seen > SERIES_WINDOW:
+                del self.series[key]
+
+
+@dataclass
+class _StatusUpdate:
+    pod: Pod
+    reason: str
+    message: str
+    nominated_node: str
+
+
+class StatusWriter:
+    """PodScheduled=False conditions: the latest per pod wins, written in the background."""
+
+    def __init__(self, client: KubeClient, *, qps: float = 25.0, burst: int = 50) -> None:
+        self.client = client
+        self.bucket = TokenBucket(qps, burst)
+        self.pending: OrderedDict[str, _StatusUpdate] = OrderedDict()
+        self._wake = asyncio.Event()
+        self.written = 0
+
+    def set_unschedulable(self, pod: Pod, reason: str, message: str, nominated_node: str) -> None:
+        for condition in pod.status.conditions:
+            if (
+                condition.type == "PodScheduled"
+                and condition.status == "False"
+                and condition.reason == reason
+                and condition.message == message
+                and pod.status.nominated_node_name == nominated_node
+            ):
+                return  # already says exactly this: no write (as upstream)
+        key = f"{pod.metadata.namespace}/{pod.metadata.name}"
+        self.pending[key] = _StatusUpdate(pod, reason, message, nominated_node)
+        self.pending.move_to_end(key)
+        self._wake.set()
+
+    def forget(self, key: str) -> None:
+        self.pending.pop(key, None)
+
+    async def run(self) -> None:
+        while True:
+            await self._wake.wait()
+            self._wake.clear()
+            while self.pending:
+                _, update = self.pending.popitem(last=False)
+                await self.bucket.take()
+                try:
+                    await self._write(update)
+                except ApiError as exc:
+                    if exc.status != 404:
+                        log.warning(
+                            "status of %s/%s not updated: %s",
+                            update.pod.metadata.namespace,
+                            update.pod.metadata.name,
+                            exc,
+                        )
+                except Exception as exc:
+                    log.warning("status not updated: %s", exc)
+
+    async def _write(self, update: _StatusUpdate) -> None:
+        meta = update.pod.metadata
+        status: dict[str, object] = {
+            "conditions": [
+                {
+                    "type": "PodScheduled",
+                    "status": "False",
+                    "reason": update.reason,
+                    "message": update.message,
+                    "lastProbeTime": None,
+                    "lastTransitionTime": rfc3339(),
+                }
+            ],
+        }
+        if update.nominated_node:
+            status["nominatedNodeName"] = update.nominated_node
+        await self.client.patch(
+            f"/api/v1/namespaces/{meta.namespace}/pods/{meta.name}/status", {"status": status}
+        )
+        self.written += 1

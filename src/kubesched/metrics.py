@@ -1,0 +1,347 @@
+"""kube-scheduler's Prometheus metrics (pkg/scheduler/metrics/metrics.go, v1.36.3).
+
+Every metric has upstream's name, label names, buckets and help text, the help
+text carrying the ``[STABLE]`` / ``[BETA]`` / ``[ALPHA]`` prefix that
+component-base adds when it registers a metric, so ``/metrics`` reads like
+kube-scheduler's. The metrics live in their own ``CollectorRegistry``: several
+``SchedulerMetrics`` can coexist (tests, simulations) and nothing touches
+prometheus_client's global registry.
+
+prometheus_client appends ``_total`` to counter names, so counters are declared
+without it. It would also add a ``<name>_created`` series to every counter and
+histogram, which the Go client does not have; ``render`` leaves them out.
+
+The scheduler calls plain methods; nothing here knows the framework types.
+``status_label`` turns a ``framework.Code`` (an int) into upstream's string.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterable, Mapping
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client.exposition import CONTENT_TYPE_PLAIN_0_0_4, generate_latest
+from prometheus_client.metrics_core import Metric
+
+__all__ = [
+    "EXTENSION_POINTS",
+    "PLUGIN_METRICS_SAMPLE_PERCENT",
+    "STATUS_CODES",
+    "SchedulerMetrics",
+    "exponential_buckets",
+    "status_label",
+]
+
+SUBSYSTEM = "scheduler"
+
+# schedule_one.go: pluginMetricsSamplePercent.
+PLUGIN_METRICS_SAMPLE_PERCENT = 10
+
+# kube-scheduler/framework/interface.go: `codes`, indexed by Code.
+STATUS_CODES = (
+    "Success",
+    "Error",
+    "Unschedulable",
+    "UnschedulableAndUnresolvable",
+    "Wait",
+    "Skip",
+    "Pending",
+)
+
+# metrics.go: ExtensionPoints, the values of the extension_point label.
+EXTENSION_POINTS = (
+    "PreFilter",
+    "Filter",
+    "PreFilterExtensionAddPod",
+    "PreFilterExtensionRemovePod",
+    "PostFilter",
+    "PreScore",
+    "Score",
+    "ScoreExtensionNormalize",
+    "PreBind",
+    "PreBindPreFlight",
+    "Bind",
+    "PostBind",
+    "Reserve",
+    "Unreserve",
+    "Permit",
+    "Sign",
+    "PlacementGenerate",
+)
+
+PENDING_QUEUES = ("active", "backoff", "unschedulable", "gated")
+
+
+def status_label(code: int) -> str:
+    """Upstream's ``Code.String()``: 0 -> "Success", 3 -> "UnschedulableAndUnresolvable"."""
+    return STATUS_CODES[code] if 0 <= code < len(STATUS_CODES) else f"Unknown Code({code})"
+
+
+def exponential_buckets(start: float, factor: float, count: int) -> list[float]:
+    """client_golang's ExponentialBuckets, multiplying step by step as Go does,
+    so the ``le`` labels come out digit for digit the same."""
+    buckets = []
+    for _ in range(count):
+        buckets.append(start)
+        start *= factor
+    return buckets
+
+
+def _help(stability: str, text: str) -> str:
+    # component-base: annotateStabilityLevel -> "[%v] %v".
+    return f"[{stability}] {text}"
+
+
+class _WithoutCreated:
+    """A collector view of a registry minus the ``_created`` samples."""
+
+    def __init__(self, registry: CollectorRegistry) -> None:
+        self._registry = registry
+
+    def collect(self) -> Iterable[Metric]:
+        for metric in self._registry.collect():
+            out = Metric(metric.name, metric.documentation, metric.type, metric.unit)
+            out.samples = [s for s in metric.samples if not s.name.endswith("_created")]
+            yield out
+
+
+class SchedulerMetrics:
+    """kube-scheduler's metrics in a registry of their own.
+
+    ``seed`` seeds the generator behind ``should_sample_plugins``;
+    ``plugin_sample_percent`` is upstream's pluginMetricsSamplePercent.
+    """
+
+    content_type = CONTENT_TYPE_PLAIN_0_0_4
+
+    def __init__(
+        self, *, seed: int | None = 0, plugin_sample_percent: int = PLUGIN_METRICS_SAMPLE_PERCENT
+    ) -> None:
+        self.registry = CollectorRegistry(auto_describe=True)
+        self.plugin_sample_percent = plugin_sample_percent
+        self._rng = random.Random(seed)
+        self._incoming_seen: dict[tuple[str, str], int] = {}
+        self._unschedulable_seen: set[tuple[str, str]] = set()
+        r = self.registry
+
+        self.schedule_attempts = Counter(
+            f"{SUBSYSTEM}_schedule_attempts",
+            _help(
+                "STABLE",
+                "Number of attempts to schedule pods, by the result. 'unschedulable' means a pod "
+                "could not be scheduled, while 'error' means an internal scheduler problem.",
+            ),
+            ["result", "profile"],
+            registry=r,
+        )
+        self.scheduling_attempt_duration = Histogram(
+            f"{SUBSYSTEM}_scheduling_attempt_duration_seconds",
+            _help(
+                "STABLE", "Scheduling attempt latency in seconds (scheduling algorithm + binding)"
+            ),
+            ["result", "profile"],
+            buckets=exponential_buckets(0.001, 2, 15),
+            registry=r,
+        )
+        self.scheduling_algorithm_duration = Histogram(
+            f"{SUBSYSTEM}_scheduling_algorithm_duration_seconds",
+            _help("ALPHA", "Scheduling algorithm latency in seconds"),
+            buckets=exponential_buckets(0.001, 2, 15),
+            registry=r,
+        )
+        self.preemption_victims = Histogram(
+            f"{SUBSYSTEM}_preemption_victims",
+            _help("STABLE", "Number of selected preemption victims"),
+            buckets=exponential_buckets(1, 2, 7),
+            registry=r,
+        )
+        self.preemption_attempts = Counter(
+            f"{SUBSYSTEM}_preemption_attempts",
+            _help("STABLE", "Total preemption attempts in the cluster till now"),
+            registry=r,
+        )
+        self.pending_pods = Gauge(
+            f"{SUBSYSTEM}_pending_pods",
+            _help(
+                "STABLE",
+                "Number of pending pods, by the queue type. 'active' means number of pods in "
+                "activeQ; 'backoff' means number of pods in backoffQ; 'unschedulable' means "
+                "number of pods in unschedulablePods that the scheduler attempted to schedule and "
+                "failed; 'gated' is the number of unschedulable pods that the scheduler never "
+                "attempted to schedule because they are gated.",
+            ),
+            ["queue"],
+            registry=r,
+        )
+        self.pod_scheduling_sli_duration = Histogram(
+            f"{SUBSYSTEM}_pod_scheduling_sli_duration_seconds",
+            _help(
+                "BETA",
+                "E2e latency for a pod being scheduled, from the time the pod enters the "
+                "scheduling queue and might involve multiple scheduling attempts.",
+            ),
+            ["attempts"],
+            buckets=exponential_buckets(0.01, 2, 20),
+            registry=r,
+        )
+        self.pod_scheduling_attempts = Histogram(
+            f"{SUBSYSTEM}_pod_scheduling_attempts",
+            _help("STABLE", "Number of attempts to successfully schedule a pod."),
+            buckets=exponential_buckets(1, 2, 5),
+            registry=r,
+        )
+        self.framework_extension_point_duration = Histogram(
+            f"{SUBSYSTEM}_framework_extension_point_duration_seconds",
+            _help("STABLE", "Latency for running all plugins of a specific extension point."),
+            ["extension_point", "status", "profile"],
+            buckets=exponential_buckets(0.0001, 2, 12),
+            registry=r,
+        )
+        self.plugin_execution_duration = Histogram(
+            f"{SUBSYSTEM}_plugin_execution_duration_seconds",
+            _help("ALPHA", "Duration for running a plugin at a specific extension point."),
+            ["plugin", "extension_point", "status"],
+            buckets=exponential_buckets(0.00001, 1.5, 20),
+            registry=r,
+        )
+        self.queue_incoming_pods = Counter(
+            f"{SUBSYSTEM}_queue_incoming_pods",
+            _help("STABLE", "Number of pods added to scheduling queues by event and queue type."),
+            ["queue", "event"],
+            registry=r,
+        )
+        self.permit_wait_duration = Histogram(
+            f"{SUBSYSTEM}_permit_wait_duration_seconds",
+            _help("BETA", "Duration of waiting on permit."),
+            ["result"],
+            buckets=exponential_buckets(0.001, 2, 15),
+            registry=r,
+        )
+        self.cache_size = Gauge(
+            f"{SUBSYSTEM}_cache_size",
+            _help(
+                "ALPHA",
+                "Number of nodes, pods, and assumed (bound) pods in the scheduler cache.",
+            ),
+            ["type"],
+            registry=r,
+        )
+        self.unschedulable_pods = Gauge(
+            f"{SUBSYSTEM}_unschedulable_pods",
+            _help(
+                "BETA",
+                "The number of unschedulable pods broken down by plugin name. A pod will "
+                "increment the gauge for all plugins that caused it to not schedule and so this "
+                "metric have meaning only when broken down by plugin.",
+            ),
+            ["plugin", "profile"],
+            registry=r,
+        )
+        self.plugin_evaluation = Counter(
+            f"{SUBSYSTEM}_plugin_evaluation",
+            _help(
+                "BETA",
+                "Number of attempts to schedule pods by each plugin and the extension point "
+                "(available only in PreFilter, Filter, PreScore, and Score).",
+            ),
+            ["plugin", "extension_point", "profile"],
+            registry=r,
+        )
+
+    # --- scheduling cycles -----------------------------------------------------
+
+    def observe_attempt(self, result: str, profile: str, seconds: float) -> None:
+        """One scheduling attempt ended: result is scheduled, unschedulable or error
+        (profile_metrics.go: observeScheduleAttemptAndLatency)."""
+        self.scheduling_attempt_duration.labels(result, profile).observe(seconds)
+        self.schedule_attempts.labels(result, profile).inc()
+
+    def observe_algorithm(self, seconds: float) -> None:
+        """SchedulingAlgorithmLatency: the scheduling algorithm alone (filter + score)."""
+        self.scheduling_algorithm_duration.observe(seconds)
+
+    def observe_extension_point(
+        self, point: str, status: str, profile: str, seconds: float
+    ) -> None:
+        """All plugins of one extension point ran: point "Filter", status "Success", ..."""
+        self.framework_extension_point_duration.labels(point, status, profile).observe(seconds)
+
+    def should_sample_plugins(self) -> bool:
+        """Whether this cycle records plugin_execution_duration_seconds:
+        ``rand.Intn(100) < pluginMetricsSamplePercent`` upstream."""
+        return self._rng.randrange(100) < self.plugin_sample_percent
+
+    def observe_plugin(self, plugin: str, point: str, status: str, seconds: float) -> None:
+        """One plugin ran at one extension point (call it in sampled cycles only)."""
+        self.plugin_execution_duration.labels(plugin, point, status).observe(seconds)
+
+    def inc_plugin_evaluation(self, plugin: str, point: str, profile: str, n: int = 1) -> None:
+        """A plugin was evaluated (PreFilter, Filter, PreScore, Score; not skipped)."""
+        self.plugin_evaluation.labels(plugin, point, profile).inc(n)
+
+    def observe_permit_wait(self, result: str, seconds: float) -> None:
+        """A pod's wait on Permit ended; result is the status string (Success, ...)."""
+        self.permit_wait_duration.labels(result).observe(seconds)
+
+    def observe_pod_scheduled(self, attempts: int, seconds_since_first_attempt: float) -> None:
+        """A pod was bound: attempts it took, and the time since its first attempt
+        (the SLI histogram's ``attempts`` label is capped at "15+", as upstream)."""
+        self.pod_scheduling_attempts.observe(attempts)
+        label = "15+" if attempts >= 15 else str(attempts)
+        self.pod_scheduling_sli_duration.labels(label).observe(seconds_since_first_attempt)
+
+    # --- preemption ------------------------------------------------------------
+
+    def inc_preemption_attempts(self) -> None:
+        """DefaultPreemption's PostFilter tried to preempt."""
+        self.preemption_attempts.inc()
+
+    def observe_preemption_victims(self, victims: int) -> None:
+        """A preemption candidate was chosen with this many victims."""
+        self.preemption_victims.observe(victims)
+
+    # --- queue and cache -------------------------------------------------------
+
+    def set_pending(self, counts: Mapping[str, int]) -> None:
+        """Pods per queue: active, backoff, unschedulable, gated (missing ones are 0)."""
+        for queue in PENDING_QUEUES:
+            self.pending_pods.labels(queue).set(counts.get(queue, 0))
+        for queue, n in counts.items():
+            if queue not in PENDING_QUEUES:
+                self.pending_pods.labels(queue).set(n)
+
+    def set_incoming(self, counts: Mapping[tuple[str, str], int]) -> None:
+        """Mirror the queue's cumulative (queue, event) -> count into the counter by
+        adding what grew since the previous call. A count that went down means a new
+        queue started from zero: its whole value is added."""
+        for key, total in counts.items():
+            seen = self._incoming_seen.get(key, 0)
+            delta = total - seen if total >= seen else total
+            if delta > 0:
+                self.queue_incoming_pods.labels(*key).inc(delta)
+            self._incoming_seen[key] = total
+
+    def set_unschedulable(self, counts: Mapping[tuple[str, str], int]) -> None:
+        """Unschedulable pods per (plugin, profile); pairs gone since the last call drop to 0."""
+        for key in self._unschedulable_seen - counts.keys():
+            self.unschedulable_pods.labels(*key).set(0)
+        for key, n in counts.items():
+            self.unschedulable_pods.labels(*key).set(n)
+        self._unschedulable_seen = set(counts)
+
+    def set_cache_size(self, *, nodes: int, pods: int, assumed_pods: int) -> None:
+        """The scheduler cache's nodes, pods and assumed pods (cache.go: updateMetrics)."""
+        self.cache_size.labels("assumed_pods").set(assumed_pods)
+        self.cache_size.labels("pods").set(pods)
+        self.cache_size.labels("nodes").set(nodes)
+
+    # --- exposition ------------------------------------------------------------
+
+    def render(self) -> bytes:
+        """The Prometheus text exposition (format 0.0.4) of every metric."""
+        return generate_latest(_WithoutCreated(self.registry))
+
+    def value(self, name: str, labels: Mapping[str, str] | None = None) -> float | None:
+        """One sample's value by its exposed name, e.g. ``scheduler_pending_pods``."""
+        return self.registry.get_sample_value(name, dict(labels) if labels else None)
