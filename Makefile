@@ -35,11 +35,15 @@ integration: $(STAMP)
 test: $(STAMP) lint typecheck
 	$(BIN)/pytest -q
 
+CLUSTER_DIR ?= .cluster
+
+# A local control plane (etcd + kube-apiserver on loopback); DIR/kubeconfig is the admin's.
 cluster-up:
-	hack/cluster-up.sh .cluster
+	hack/build-k8s.sh >/dev/null && hack/build-etcd.sh >/dev/null
+	hack/cluster-up.sh $(CLUSTER_DIR)
 
 cluster-down:
-	hack/cluster-down.sh .cluster
+	hack/cluster-down.sh $(CLUSTER_DIR)
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -103,6 +103,14 @@ def ensure_binaries() -> tuple[Path, Path]:
     return _binaries
 
 
+def _binaries_cached() -> bool:
+    """Whether the default bin dir (as hack/lib.sh computes it) has all three binaries."""
+    version = os.environ.get("K8S_VERSION") or (HACK_DIR / "k8s-version").read_text().strip()
+    cache = Path(os.environ.get("KUBESCHED_CACHE") or Path.home() / ".cache" / "kubesched")
+    bin_dir = cache / "k8s" / version / "bin"
+    return all((bin_dir / b).exists() for b in ("kube-apiserver", "kube-scheduler", "etcd"))
+
+
 def pytest_collection_finish(session: pytest.Session) -> None:
     """Build the binaries before the first test when integration tests are selected.
 
@@ -113,11 +121,11 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     if not any(item.get_closest_marker("integration") for item in session.items):
         return
     reporter = session.config.pluginmanager.get_plugin("terminalreporter")
-    if reporter is not None and not all(
-        (Path(os.environ.get("KUBESCHED_CACHE", Path.home() / ".cache/kubesched")) / p).exists()
-        for p in ("k8s",)
-    ):
-        reporter.write_line("building kube-apiserver, kube-scheduler and etcd (hack/)...")
+    if reporter is not None and not _binaries_cached():
+        reporter.write_line(
+            "building kube-apiserver, kube-scheduler and etcd with hack/build-*.sh "
+            "(a cold build takes ~12 min)..."
+        )
     with contextlib.suppress(HackScriptError):
         ensure_binaries()
 
@@ -214,9 +222,11 @@ def control_plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControlP
         yield cp
     finally:
         logs = tmp_path_factory.mktemp("cluster-logs")
-        for log in cluster_dir.glob("*.log"):
+        for log in cluster_dir.glob("**/*.log"):
             with contextlib.suppress(OSError):
-                shutil.copy2(log, logs / log.name)
+                target = logs / log.relative_to(cluster_dir)
+                target.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(log, target)
         run_hack("cluster-down.sh", str(cluster_dir), timeout=120)
 
 
@@ -397,16 +407,32 @@ class AdminApi:
     ) -> dict[str, Any]:
         """patch_type: strategic-merge-patch, merge-patch or json-patch."""
         return self.request(
-            "PATCH", path, body, params=params or None, content_type=f"application/{patch_type}+json"
+            "PATCH",
+            path,
+            body,
+            params=params or None,
+            content_type=f"application/{patch_type}+json",
         )
 
     def delete(self, path: str, body: Any = None, **params: Any) -> dict[str, Any]:
         return self.request("DELETE", path, body, params=params or None)
 
-    def status_code(self, method: str, path: str, body: Any = None, **params: Any) -> int:
-        """Only the HTTP status of METHOD PATH (never raises ApiError)."""
+    def status_code(
+        self,
+        method: str,
+        path: str,
+        body: Any = None,
+        *,
+        content_type: str | None = None,
+        **params: Any,
+    ) -> int:
+        """Only the HTTP status of METHOD PATH (never raises ApiError). The body's
+        content type defaults to JSON, or to a merge patch for PATCH."""
         content = None if body is None else json.dumps(body)
-        headers = {"Content-Type": "application/json"} if body is not None else {}
+        headers = {}
+        if body is not None:
+            default = "application/merge-patch+json" if method == "PATCH" else "application/json"
+            headers["Content-Type"] = content_type or default
         return self._client.request(
             method, path, content=content, params=params or None, headers=headers
         ).status_code
@@ -418,11 +444,15 @@ class AdminApi:
             return False
 
     # ----------------------------------------------------------------- objects
-    def create_namespace(self, name: str, labels: Mapping[str, str] | None = None) -> dict[str, Any]:
+    def create_namespace(
+        self, name: str, labels: Mapping[str, str] | None = None
+    ) -> dict[str, Any]:
         meta: dict[str, Any] = {"name": name}
         if labels:
             meta["labels"] = dict(labels)
-        return self.post("/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": meta})
+        return self.post(
+            "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": meta}
+        )
 
     def create_node(
         self,
@@ -444,7 +474,10 @@ class AdminApi:
         node: dict[str, Any] = {
             "apiVersion": "v1",
             "kind": "Node",
-            "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name, **(labels or {})}},
+            "metadata": {
+                "name": name,
+                "labels": {"kubernetes.io/hostname": name, **(labels or {})},
+            },
             "spec": {},
             "status": {
                 "capacity": resources,
@@ -502,7 +535,11 @@ class AdminApi:
         if annotations:
             meta["annotations"] = dict(annotations)
         pod_spec = _merge(
-            {"schedulerName": scheduler_name, "containers": [container], "terminationGracePeriodSeconds": 0},
+            {
+                "schedulerName": scheduler_name,
+                "containers": [container],
+                "terminationGracePeriodSeconds": 0,
+            },
             spec,
         )
         created = self.post(
@@ -609,7 +646,9 @@ class AdminApi:
         """The collection path of OBJ (no name), e.g. /apis/apps/v1/namespaces/x/deployments."""
         kind = obj.get("kind", "")
         if kind not in KINDS:
-            raise ValueError(f"apply: kind {kind!r} not supported (known: {', '.join(sorted(KINDS))})")
+            raise ValueError(
+                f"apply: kind {kind!r} not supported (known: {', '.join(sorted(KINDS))})"
+            )
         plural, namespaced = KINDS[kind]
         api_version = obj["apiVersion"]
         prefix = f"/api/{api_version}" if "/" not in api_version else f"/apis/{api_version}"
@@ -768,7 +807,9 @@ class AdminApi:
                 last = exc
             if time.monotonic() >= deadline:
                 what = message or getattr(predicate, "__name__", repr(predicate))
-                raise WaitTimeout(f"timed out after {timeout:g}s waiting for {what}; last: {last!r}")
+                raise WaitTimeout(
+                    f"timed out after {timeout:g}s waiting for {what}; last: {last!r}"
+                )
             time.sleep(interval)
 
     def wait_for_node_name(self, ns: str, pod: str, timeout: float = 30.0) -> str:
@@ -948,7 +989,11 @@ def start_kube_scheduler(
     log_path = workdir / "kube-scheduler.log"
     with log_path.open("wb") as log:
         proc = KubeSchedulerProcess(
-            cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, env=cp.process_env()
+            cmd,
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env=cp.process_env(),
         )
     proc.port = port
     proc.workdir = workdir
@@ -994,7 +1039,9 @@ def kube_scheduler(control_plane: ControlPlane) -> Iterator[Callable[..., KubeSc
     session cluster; every scheduler started is stopped when the test ends."""
     started: list[KubeSchedulerProcess] = []
 
-    def start(config_path: str | Path | Mapping[str, Any] | None = None, **kwargs: Any) -> KubeSchedulerProcess:
+    def start(
+        config_path: str | Path | Mapping[str, Any] | None = None, **kwargs: Any
+    ) -> KubeSchedulerProcess:
         proc = start_kube_scheduler(control_plane, config_path, **kwargs)
         started.append(proc)
         return proc

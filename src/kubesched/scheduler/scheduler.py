@@ -37,6 +37,7 @@ from kubesched.framework.types import (
     Resource,
 )
 from kubesched.framework.waiting import WaitingPods
+from kubesched.logs import V, kv
 from kubesched.queue.scheduling_queue import QueueProfile, SchedulingQueue
 from kubesched.scheduler.fit_error import NO_NODES_AT_ALL, fit_error_message
 from kubesched.scheduler.node_events import node_update_events
@@ -431,6 +432,8 @@ class Scheduler:
             return
         self.cache.finish_binding(pod.key)
         self.queue.done(pod.key)
+        # klog V(2), as kube-scheduler logs it: operators grep for this line.
+        log.log(V(2), "Successfully bound pod to node", extra=kv(pod=pod.key, node=node))
         outcome = self.outcomes.setdefault(pod.key, Outcome(pod.key))
         outcome.node, outcome.reason, outcome.message, outcome.diagnosis = (
             node,

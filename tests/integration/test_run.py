@@ -1,0 +1,293 @@
+"""`kubesched run` on a real kube-apiserver: binding, reasons, leader election, restarts."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.integration.conftest import REPO_ROOT, AdminApi, ControlPlane
+from tests.integration.kubesched_proc import KubeschedProcess, start_kubesched
+
+pytestmark = pytest.mark.integration
+
+ZONES = ("zone-a", "zone-b", "zone-c")
+
+
+@pytest.fixture
+def kubesched(control_plane: ControlPlane, tmp_path: Path) -> Iterator[list[KubeschedProcess]]:
+    """Processes started with start(); all stopped at the end."""
+    started: list[KubeschedProcess] = []
+    yield started
+    for proc in started:
+        proc.stop()
+
+
+def run_kubesched(
+    cp: ControlPlane, tmp_path: Path, started: list[KubeschedProcess], *args: str
+) -> KubeschedProcess:
+    proc = start_kubesched(cp, tmp_path, *args, name=f"kubesched-{len(started)}")
+    started.append(proc)
+    return proc
+
+
+def wait_bound(api: AdminApi, ns: str, names: list[str], timeout: float) -> dict[str, str]:
+    deadline = time.monotonic() + timeout
+    while True:
+        pods = {p["metadata"]["name"]: p["spec"].get("nodeName") for p in api.list_pods(ns)}
+        if all(pods.get(n) for n in names):
+            return {n: pods[n] for n in names}
+        if time.monotonic() > deadline:
+            missing = [n for n in names if not pods.get(n)]
+            raise AssertionError(f"{len(missing)} pods not bound after {timeout}s: {missing[:10]}")
+        time.sleep(0.2)
+
+
+def make_nodes(api: AdminApi, prefix: str, count: int) -> list[str]:
+    names = []
+    for i in range(count):
+        name = f"{prefix}-{i:03d}"
+        api.create_node(
+            name,
+            cpu=("4", "8", "16")[i % 3],
+            memory=("16Gi", "32Gi", "64Gi")[i % 3],
+            labels={"topology.kubernetes.io/zone": ZONES[i % 3], "kubesched.test/pool": prefix},
+        )
+        names.append(name)
+    return names
+
+
+def test_200_pods_over_50_nodes_bound_as_simulate_predicts(
+    control_plane: ControlPlane,
+    api: AdminApi,
+    namespace: str,
+    kubesched: list[KubeschedProcess],
+    tmp_path: Path,
+) -> None:
+    nodes = make_nodes(api, unique_prefix("sim"), 50)
+    names = []
+    for i in range(200):
+        name = f"pod-{i:03d}"
+        api.create_pod(
+            namespace, name, cpu=f"{100 + (i % 7) * 150}m", memory=f"{128 * (1 + i % 5)}Mi"
+        )
+        names.append(name)
+
+    # What the simulator says for the very same state, read from the cluster.
+    simulated = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "kubesched.cli.main",
+            "simulate",
+            "--from-cluster",
+            "--kubeconfig",
+            str(control_plane.kubeconfig),
+            "-o",
+            "json",
+            "--seed",
+            "7",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    predicted = json.loads(simulated.stdout)["placements"]
+    assert all(api.node_of(namespace, n) is None for n in names)  # simulate wrote nothing
+
+    proc = run_kubesched(control_plane, tmp_path, kubesched, "--no-leader-elect", "--seed", "7")
+    placed = wait_bound(api, namespace, names, timeout=60)
+    assert set(placed.values()) <= set(nodes)
+    assert placed == {n: predicted[f"{namespace}/{n}"] for n in names}
+    assert all(count == 1 for count in proc.bound().values())
+
+
+def unique_prefix(prefix: str) -> str:
+    return f"{prefix}{int(time.time() * 1000) % 10_000_000}"
+
+
+def test_unschedulable_pod_gets_reason_then_binds_when_a_node_fits(
+    control_plane: ControlPlane,
+    api: AdminApi,
+    namespace: str,
+    kubesched: list[KubeschedProcess],
+    tmp_path: Path,
+) -> None:
+    prefix = unique_prefix("small")
+    make_nodes(api, prefix, 2)
+    proc = run_kubesched(control_plane, tmp_path, kubesched, "--no-leader-elect")
+    proc.wait_ready()
+    api.create_pod(namespace, "huge", cpu="64")
+    expected = "0/2 nodes are available: 2 Insufficient cpu."
+
+    def condition() -> dict[str, str] | None:
+        for c in api.get_pod(namespace, "huge")["status"].get("conditions", []):
+            if c["type"] == "PodScheduled":
+                return c
+        return None
+
+    api.wait_for(lambda: (condition() or {}).get("status") == "False", timeout=15)
+    cond = condition()
+    assert cond is not None
+    assert (cond["reason"], cond["message"]) == ("Unschedulable", expected)
+    api.wait_for(
+        lambda: any(e.get("reason") == "FailedScheduling" for e in api.list_events(namespace)),
+        timeout=15,
+    )
+    failed = [e for e in api.list_events(namespace) if e.get("reason") == "FailedScheduling"]
+    assert any((e.get("note") or e.get("message")) == expected for e in failed)
+    assert all(e.get("type") == "Warning" for e in failed)
+
+    started = time.monotonic()
+    api.create_node(f"{prefix}-big", cpu="96", memory="256Gi")
+    wait_bound(api, namespace, ["huge"], timeout=10)
+    assert time.monotonic() - started <= 2.0
+    assert api.node_of(namespace, "huge") == f"{prefix}-big"
+
+
+def test_pods_of_other_schedulers_are_never_touched(
+    control_plane: ControlPlane,
+    api: AdminApi,
+    namespace: str,
+    kubesched: list[KubeschedProcess],
+    tmp_path: Path,
+) -> None:
+    make_nodes(api, unique_prefix("other"), 3)
+    proc = run_kubesched(control_plane, tmp_path, kubesched, "--no-leader-elect")
+    proc.wait_ready()
+    api.create_pod(namespace, "theirs", cpu="100m", scheduler_name="someone-else")
+    api.create_pod(namespace, "ours", cpu="100m")
+    wait_bound(api, namespace, ["ours"], timeout=15)
+    time.sleep(2)
+    theirs = api.get_pod(namespace, "theirs")
+    assert not theirs["spec"].get("nodeName")
+    assert not theirs["status"].get("conditions")
+    about_theirs = [
+        e
+        for e in api.list_events(namespace)
+        if "theirs" in json.dumps(e.get("regarding") or e.get("involvedObject"))
+    ]
+    assert about_theirs == []
+    assert f"{namespace}/theirs" not in proc.bound()
+
+
+def test_only_the_leader_binds_and_the_other_takes_over(
+    control_plane: ControlPlane,
+    api: AdminApi,
+    namespace: str,
+    kubesched: list[KubeschedProcess],
+    tmp_path: Path,
+) -> None:
+    make_nodes(api, unique_prefix("le"), 4)
+    lease = f"kubesched-le-{namespace}"[:60]
+    config = tmp_path / "config.yaml"
+    config.write_text(
+        "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n"
+        "leaderElection:\n  leaderElect: true\n  resourceNamespace: default\n"
+        f"  resourceName: {lease}\n"
+        "profiles:\n- schedulerName: kubesched\n"
+    )
+    first = run_kubesched(control_plane, tmp_path, kubesched, "--config", str(config))
+    first.wait_ready()
+    api.wait_for(lambda: "became leader" in first.log(), timeout=20)
+    second = run_kubesched(control_plane, tmp_path, kubesched, "--config", str(config))
+    second.wait_ready()
+
+    before = [f"a-{i}" for i in range(10)]
+    for name in before:
+        api.create_pod(namespace, name, cpu="100m")
+    wait_bound(api, namespace, before, timeout=20)
+    assert set(first.bound()) == {f"{namespace}/{n}" for n in before}
+    assert not second.bound()
+    assert "became leader" not in second.log()
+
+    first.kill()  # no chance to release the lease: the follower must wait it out
+    killed = time.monotonic()
+    after = [f"b-{i}" for i in range(10)]
+    for name in after:
+        api.create_pod(namespace, name, cpu="100m")
+    wait_bound(api, namespace, after, timeout=30)
+    assert time.monotonic() - killed <= 15 + 2 + 3  # lease duration + retry period + slack
+    assert set(second.bound()) == {f"{namespace}/{n}" for n in after}
+    together: Counter[str] = first.bound() + second.bound()
+    assert all(count == 1 for count in together.values())
+
+
+def test_graceful_stop_releases_the_lease(
+    control_plane: ControlPlane,
+    api: AdminApi,
+    namespace: str,
+    kubesched: list[KubeschedProcess],
+    tmp_path: Path,
+) -> None:
+    lease = f"kubesched-stop-{namespace}"[:60]
+    config = tmp_path / "config.yaml"
+    config.write_text(
+        "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n"
+        "leaderElection:\n  leaderElect: true\n  resourceNamespace: default\n"
+        f"  resourceName: {lease}\n"
+        "profiles:\n- schedulerName: kubesched\n"
+    )
+    proc = run_kubesched(control_plane, tmp_path, kubesched, "--config", str(config))
+    api.wait_for(lambda: "became leader" in proc.log(), timeout=20)
+    assert proc.stop() == 0
+    spec = api.get(f"/apis/coordination.k8s.io/v1/namespaces/default/leases/{lease}")["spec"]
+    assert not spec.get("holderIdentity")
+
+
+def test_apiserver_restart_loses_no_pod(
+    control_plane: ControlPlane,
+    api: AdminApi,
+    namespace: str,
+    kubesched: list[KubeschedProcess],
+    tmp_path: Path,
+) -> None:
+    make_nodes(api, unique_prefix("rs"), 10)
+    proc = run_kubesched(control_plane, tmp_path, kubesched, "--no-leader-elect")
+    proc.wait_ready()
+    names = [f"p-{i:03d}" for i in range(120)]
+    for name in names[:60]:
+        api.create_pod(namespace, name, cpu="50m")
+    api.restart_apiserver(hard=True)
+    for name in names[60:]:
+        api.create_pod(namespace, name, cpu="50m")
+    wait_bound(api, namespace, names, timeout=90)
+    counts = proc.bound()
+    assert all(counts[f"{namespace}/{n}"] == 1 for n in names)
+    assert proc.proc.poll() is None  # it rode out the restart
+
+
+def test_make_cluster_up_then_run(tmp_path: Path) -> None:
+    """The README's path: `make cluster-up`, then `kubesched run --kubeconfig DIR/kubeconfig`."""
+    cluster = tmp_path / "cluster"
+    up = subprocess.run(
+        ["make", "-C", str(REPO_ROOT), "cluster-up", f"CLUSTER_DIR={cluster}"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert up.returncode == 0, up.stdout[-2000:] + up.stderr[-2000:]
+    try:
+        cp = ControlPlane.from_env_file(cluster / "env")
+        with AdminApi(cp) as admin:
+            admin.create_node("solo", cpu="2", memory="4Gi")
+            admin.create_namespace("demo")
+            admin.create_pod("demo", "hello", cpu="100m")
+            proc = start_kubesched(cp, tmp_path, "--no-leader-elect")
+            try:
+                assert wait_bound(admin, "demo", ["hello"], timeout=20) == {"hello": "solo"}
+            finally:
+                proc.stop()
+    finally:
+        subprocess.run(
+            ["make", "-C", str(REPO_ROOT), "cluster-down", f"CLUSTER_DIR={cluster}"],
+            capture_output=True,
+            timeout=120,
+        )
