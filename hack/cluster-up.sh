@@ -190,6 +190,7 @@ wait_for etcd 30 etcd_healthy
 # ---------------------------------------------------------------- kube-apiserver
 API_PORT="$(free_port)"
 APISERVER_URL="https://127.0.0.1:${API_PORT}"
+# shellcheck disable=SC2054  # the commas are inside flag values
 APISERVER_CMD=(
   "${K8S_BIN_DIR}/kube-apiserver"
   --etcd-servers="${ETCD_URL}"

@@ -814,9 +814,11 @@ class AdminApi:
 
     def wait_for_node_name(self, ns: str, pod: str, timeout: float = 30.0) -> str:
         """Wait until the pod is bound; its spec.nodeName."""
-        return self.wait_for(
+        node = self.wait_for(
             lambda: self.node_of(ns, pod), timeout=timeout, message=f"pod {ns}/{pod} to be bound"
         )
+        assert node is not None
+        return node
 
     # ----------------------------------------------------------------- teardown
     def cleanup(self) -> None:

@@ -8,10 +8,14 @@ the ServiceAccount's token, and real requests with that token.
 
 from __future__ import annotations
 
+import base64
+import dataclasses
 import datetime as dt
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
+import yaml
 
 from tests.integration.conftest import (
     DEPLOY_DIR,
@@ -21,6 +25,7 @@ from tests.integration.conftest import (
     sa_user,
     unique_name,
 )
+from tests.integration.kubesched_proc import start_kubesched
 
 pytestmark = pytest.mark.integration
 
@@ -303,3 +308,58 @@ def test_leader_election_lease(admin: AdminApi, sa_api: AdminApi) -> None:
 
     admin.request("DELETE", f"{leases}/{other}", ok=(404,))
     admin.request("DELETE", f"{leases}/{LEASE}", ok=(404,))
+
+
+def test_kubesched_runs_with_exactly_the_deployed_role(
+    control_plane: ControlPlane, admin: AdminApi, api: AdminApi, namespace: str, tmp_path: Path
+) -> None:
+    """kubesched itself, authenticated only by the ServiceAccount's token and
+    configured by deploy/config.yaml, schedules, reports and leads: no 403."""
+    admin.request("DELETE", f"/apis/{COORD}/v1/namespaces/{SA_NAMESPACE}/leases/{LEASE}", ok=(404,))
+    token = admin.create_token(SA_NAMESPACE, SA_NAME, expiration_seconds=3600)
+    ca = base64.b64encode(control_plane.ca_cert.read_bytes()).decode()
+    kubeconfig = tmp_path / "sa-kubeconfig"
+    kubeconfig.write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "clusters": [
+                    {
+                        "name": "c",
+                        "cluster": {"server": control_plane.url, "certificate-authority-data": ca},
+                    }
+                ],
+                "users": [{"name": "kubesched", "user": {"token": token}}],
+                "contexts": [{"name": "c", "context": {"cluster": "c", "user": "kubesched"}}],
+                "current-context": "c",
+            }
+        )
+    )
+    configmap = next(d for d in yaml.safe_load_all((DEPLOY_DIR / "config.yaml").read_text()) if d)
+    config_file = tmp_path / "config.yaml"
+    config_file.write_text(next(iter(configmap["data"].values())))
+
+    api.create_node(unique_name("rbac-node"), cpu="4", memory="8Gi")
+    cp = dataclasses.replace(control_plane, kubeconfig=kubeconfig)
+    proc = start_kubesched(cp, tmp_path, "--config", str(config_file))
+    try:
+        proc.wait_ready()
+        api.wait_for(lambda: "became leader" in proc.log(), timeout=30)
+        api.create_pod(namespace, "fits", cpu="100m")
+        api.create_pod(namespace, "too-big", cpu="64")
+        api.wait_for(lambda: api.node_of(namespace, "fits"), timeout=20)
+        api.wait_for(
+            lambda: (
+                {e.get("reason") for e in api.list_events(namespace)}
+                >= {"Scheduled", "FailedScheduling"}
+            ),
+            timeout=20,
+        )
+        conditions = api.get_pod(namespace, "too-big")["status"].get("conditions", [])
+        assert any(c["type"] == "PodScheduled" and c["status"] == "False" for c in conditions)
+        holder = admin.get(f"/apis/{COORD}/v1/namespaces/{SA_NAMESPACE}/leases/{LEASE}")
+        assert holder["spec"]["holderIdentity"]
+        assert "403" not in proc.log() and "forbidden" not in proc.log().lower()
+    finally:
+        assert proc.stop() == 0

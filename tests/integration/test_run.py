@@ -107,6 +107,15 @@ def test_200_pods_over_50_nodes_bound_as_simulate_predicts(
     assert set(placed.values()) <= set(nodes)
     assert placed == {n: predicted[f"{namespace}/{n}"] for n in names}
     assert all(count == 1 for count in proc.bound().values())
+    metrics = proc.get("/metrics").text
+    assert (
+        'scheduler_schedule_attempts_total{profile="kubesched",result="scheduled"} 200.0' in metrics
+    )
+    assert "scheduler_scheduling_attempt_duration_seconds_bucket" in metrics
+    assert (
+        'scheduler_framework_extension_point_duration_seconds_count{extension_point="Filter"'
+        in metrics
+    )
 
 
 def unique_prefix(prefix: str) -> str:

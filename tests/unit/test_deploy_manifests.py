@@ -168,6 +168,16 @@ def test_scheduler_configuration(scheduler_config: dict[str, Any]) -> None:
     }
 
 
+def test_kubesched_loads_the_configuration(scheduler_config: dict[str, Any]) -> None:
+    from kubesched.config.file import parse_config
+
+    cfg = parse_config(scheduler_config, "deploy/config.yaml")
+    assert [p.scheduler_name for p in cfg.profiles] == ["kubesched"]
+    assert cfg.leader_elect is True
+    assert (cfg.lease_namespace, cfg.lease_name) == ("kube-system", "kubesched")
+    assert cfg.kubeconfig == ""  # in-cluster credentials
+
+
 def test_deployment_shape(deployment: dict[str, Any]) -> None:
     spec = deployment["spec"]
     assert spec["replicas"] == 2

@@ -382,3 +382,26 @@ def test_prefilter_unschedulable_lets_the_other_prefilters_run() -> None:
     result = simulate(NODES, [make_pod("b", labels={"code": "unresolvable"})], [p])
     assert seen == ["test-Refuse"]
     assert result.reasons["default/b"] == "0/4 nodes are available: never here."
+
+
+def test_a_pod_deleted_while_binding_is_not_retried() -> None:
+    async def scenario() -> tuple[int, list[str]]:
+        clock = SimClock()
+        cluster = InMemoryCluster(nodes={"node-1": NODES[0]})
+        pod = make_pod("p")
+        cluster.pods[pod_key(pod)] = pod
+        sched = Scheduler([profile()], cluster, clock=clock)
+        cluster.watch(sched)
+        qpi = sched.queue.pop_nowait()
+        assert qpi is not None
+        # The pod disappears between the scheduling cycle and the bind, without
+        # the watch event having arrived yet (the API answers 404 / 409).
+        del cluster.pods["default/p"]
+        sched.schedule_one(qpi)
+        await run_until_quiet(sched, clock)
+        table_pods = int(sched.table.requested[sched.table.row_of("node-1"), 3])  # type: ignore[index]
+        return table_pods, [e.reason for e in cluster.events]
+
+    pods_on_node, events = asyncio.run(scenario())
+    assert pods_on_node == 0  # the assumed pod was forgotten
+    assert events == []  # and nothing was retried or reported

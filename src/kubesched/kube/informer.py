@@ -16,7 +16,6 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Generic, Protocol, TypeVar
 
-import httpx
 import msgspec
 
 from kubesched.api.objects import ObjectMeta
@@ -99,11 +98,13 @@ class Informer(Generic[T]):
                 self.resource_version = ""
             except asyncio.CancelledError:
                 raise
-            except (ApiError, httpx.HTTPError, OSError, msgspec.DecodeError) as exc:
+            except Exception as exc:  # whatever it is, the watch must come back
                 if isinstance(exc, ApiError) and exc.status == 410:
                     self.resource_version = ""
                     continue
-                log.warning("%s: %s; retrying in %.1fs", self.name, exc, backoff)
+                log.warning(
+                    "%s: %s: %s; retrying in %.1fs", self.name, type(exc).__name__, exc, backoff
+                )
                 await asyncio.sleep(backoff * random.uniform(1.0, 1.2))
                 backoff = min(backoff * 2, MAX_BACKOFF)
 

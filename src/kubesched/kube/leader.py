@@ -67,6 +67,7 @@ class LeaderElector:
         self.is_leader = asyncio.Event()
         self.lost = asyncio.Event()
         self._observed: Lease | None = None
+        self._told_holder = False
         self._observed_at = 0.0
         self._path = (
             f"/apis/coordination.k8s.io/v1/namespaces/{config.namespace}/leases/{config.name}"
@@ -112,8 +113,8 @@ class LeaderElector:
                 await self.client.post(
                     f"/apis/coordination.k8s.io/v1/namespaces/{cfg.namespace}/leases", lease
                 )
-            except ApiError as create_error:
-                log.info("lease %s/%s not created: %s", cfg.namespace, cfg.name, create_error)
+            except Exception as create_error:
+                log.warning("lease %s/%s not created: %s", cfg.namespace, cfg.name, create_error)
                 return False
             self._observe(lease)
             return True
@@ -127,6 +128,9 @@ class LeaderElector:
         duration = current.spec.lease_duration_seconds or int(cfg.lease_duration)
         held_by_other = holder not in ("", cfg.identity)
         if held_by_other and time.monotonic() - self._observed_at < duration:
+            if not self._told_holder:
+                log.info("lease %s/%s is held by %s", cfg.namespace, cfg.name, holder)
+                self._told_holder = True
             return False
         spec = LeaseSpec(
             cfg.identity,
@@ -138,8 +142,12 @@ class LeaderElector:
         updated = Lease(current.metadata, spec)
         try:
             await self.client.put(self._path, updated)
-        except Exception as exc:  # 409: someone else renewed or took it first
-            log.debug("lease %s/%s not updated: %s", cfg.namespace, cfg.name, exc)
+        except ApiError as exc:
+            if exc.status != 409:  # 409: someone else renewed or took it first
+                log.warning("lease %s/%s not updated: %s", cfg.namespace, cfg.name, exc)
+            return False
+        except Exception as exc:
+            log.warning("lease %s/%s not updated: %s", cfg.namespace, cfg.name, exc)
             return False
         self._observe(updated)
         return True
