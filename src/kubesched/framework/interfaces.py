@@ -154,6 +154,24 @@ class PreFilterPlugin(Plugin):
         raise NotImplementedError
 
 
+class PreFilterExtensions:
+    """For PreFilter plugins that keep per-cycle state about the pods on nodes.
+
+    Preemption and nominated pods ask "what if this pod were added to / removed
+    from that node?": the framework changes the node table, and these methods
+    bring the plugin's CycleState in line (upstream PreFilterExtensions)."""
+
+    def add_pod(
+        self, state: CycleState, pod: PodInfo, to_add: PodInfo, nodes: NodeTable, row: int
+    ) -> Status:
+        raise NotImplementedError
+
+    def remove_pod(
+        self, state: CycleState, pod: PodInfo, to_remove: PodInfo, nodes: NodeTable, row: int
+    ) -> Status:
+        raise NotImplementedError
+
+
 class FilterPlugin(Plugin):
     def filter(self, state: CycleState, pod: PodInfo, nodes: NodeTable, rows: Rows) -> NodeVerdicts:
         raise NotImplementedError
