@@ -4,9 +4,11 @@
 # and etcd stay the same and every object survives. For tests of how clients
 # cope with an apiserver that goes away and comes back.
 #
-# Usage: hack/restart-apiserver.sh [--hard] [DIR]   (DIR defaults to <repo>/.cluster)
-#   --hard   SIGKILL instead of SIGTERM (a crash: no graceful shutdown, open
-#            connections are reset rather than closed).
+# Usage: hack/restart-apiserver.sh [--hard] [--compact] [DIR]   (DIR defaults to <repo>/.cluster)
+#   --hard     SIGKILL instead of SIGTERM (a crash: no graceful shutdown, open
+#              connections are reset rather than closed).
+#   --compact  while the apiserver is down, compact etcd at its current revision, so
+#              clients that resume a watch from an older resourceVersion get 410 Gone.
 #
 # Waits (KUBESCHED_READY_TIMEOUT, 60 s) for /readyz of the new process. The
 # output goes on appending to DIR/kube-apiserver.log. The last line of stdout
@@ -16,10 +18,15 @@ set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 SIGNAL=TERM
-if [[ "${1:-}" == "--hard" ]]; then
-  SIGNAL=KILL
+COMPACT=0
+while [[ "${1:-}" == --* ]]; do
+  case "$1" in
+    --hard) SIGNAL=KILL ;;
+    --compact) COMPACT=1 ;;
+    *) die "unknown option $1" ;;
+  esac
   shift
-fi
+done
 DIR="${1:-${REPO_ROOT}/.cluster}"
 [[ -d "${DIR}" ]] || die "${DIR} does not exist (start a cluster with hack/cluster-up.sh)"
 DIR="$(cd "${DIR}" && pwd)"
@@ -57,6 +64,16 @@ else
   log "kube-apiserver of ${DIR} was not running"
 fi
 rm -f "${PID_FILE}"
+
+if ((COMPACT)); then
+  ETCD_URL="$(sed -n 's/^ETCD_URL=//p' "${DIR}/env")"
+  # etcd's JSON gateway: the current revision, then a compaction at it.
+  revision="$(curl --silent --max-time 5 -X POST "${ETCD_URL}/v3/kv/range" -d '{"key":"AA=="}' \
+    | python3 -c 'import json,sys; print(json.load(sys.stdin)["header"]["revision"])')"
+  curl --silent --max-time 10 -X POST "${ETCD_URL}/v3/kv/compaction" \
+    -d "{\"revision\": \"${revision}\", \"physical\": true}" >/dev/null
+  log "compacted etcd at revision ${revision}"
+fi
 
 # ---------------------------------------------------------------- start
 log "starting kube-apiserver on ${APISERVER_URL}"

@@ -195,11 +195,13 @@ class ControlPlane:
             return ""
         return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
 
-    def restart_apiserver(self, hard: bool = False) -> int:
+    def restart_apiserver(self, hard: bool = False, compact: bool = False) -> int:
         """Stop kube-apiserver (SIGTERM, or SIGKILL if hard) and start it again with
         the same flags (hack/restart-apiserver.sh). Returns once /readyz is ok; the
-        URL, certificates and all objects (etcd) are unchanged. Returns the new pid."""
-        args = ["--hard"] if hard else []
+        URL, certificates and all objects (etcd) are unchanged. Returns the new pid.
+        With compact, etcd is compacted while the apiserver is down (watches that
+        resume from an older resourceVersion then get 410 Gone)."""
+        args = (["--hard"] if hard else []) + (["--compact"] if compact else [])
         return int(run_hack("restart-apiserver.sh", *args, str(self.dir), timeout=120))
 
     def admin_api(self, **kwargs: Any) -> AdminApi:
@@ -771,10 +773,10 @@ class AdminApi:
         return bool(answer["status"].get("allowed"))
 
     # ----------------------------------------------------------------- control plane
-    def restart_apiserver(self, hard: bool = False) -> int:
+    def restart_apiserver(self, hard: bool = False, compact: bool = False) -> int:
         """Restart kube-apiserver with the same flags (see ControlPlane.restart_apiserver)
         and reconnect this client. Returns the new pid."""
-        pid = self.cp.restart_apiserver(hard=hard)
+        pid = self.cp.restart_apiserver(hard=hard, compact=compact)
         self.reconnect()
         self.wait_for(self.ready, timeout=30, message="apiserver /readyz after restart")
         return pid

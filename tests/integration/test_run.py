@@ -262,15 +262,22 @@ def test_apiserver_restart_loses_no_pod(
     proc = run_kubesched(control_plane, tmp_path, kubesched, "--no-leader-elect")
     proc.wait_ready()
     names = [f"p-{i:03d}" for i in range(120)]
-    for name in names[:60]:
+    for name in names[:40]:
         api.create_pod(namespace, name, cpu="50m")
     api.restart_apiserver(hard=True)
-    for name in names[60:]:
+    for name in names[40:80]:
+        api.create_pod(namespace, name, cpu="50m")
+    wait_bound(api, namespace, names[:80], timeout=60)
+    # Now with etcd compacted while the apiserver is down: the watches come back
+    # with a resourceVersion that is gone (410), and kubesched must list again.
+    api.restart_apiserver(hard=True, compact=True)
+    for name in names[80:]:
         api.create_pod(namespace, name, cpu="50m")
     wait_bound(api, namespace, names, timeout=90)
     counts = proc.bound()
     assert all(counts[f"{namespace}/{n}"] == 1 for n in names)
-    assert proc.proc.poll() is None  # it rode out the restart
+    assert proc.proc.poll() is None  # it rode out both restarts
+    assert "is gone, listing again" in proc.log()
 
 
 def test_make_cluster_up_then_run(tmp_path: Path) -> None:
