@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import sys
@@ -106,26 +107,23 @@ def simulate_command(
     pods = [*running_pods(state), *pending_pods(state)]
     pending = len(pods) - len(running_pods(state))
 
-    if output == "text" and pending >= PROGRESS_THRESHOLD and err.is_terminal:
-        with Progress(
-            "scheduling", BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=err
-        ) as bar:
-            task = bar.add_task("pods", total=pending)
-            result = simulate(
-                state.nodes,
-                pods,
-                profiles,
-                seed=seed,
-                percentage_of_nodes_to_score=percentage_of_nodes_to_score,
-                progress=lambda done, total: bar.update(task, completed=done, total=total),
-            )
-    else:
+    show_progress = output == "text" and pending >= PROGRESS_THRESHOLD and err.is_terminal
+    bar = Progress(
+        "scheduling", BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=err
+    )
+    with bar if show_progress else contextlib.nullcontext():
+        task = bar.add_task("pods", total=pending)
         result = simulate(
             state.nodes,
             pods,
             profiles,
             seed=seed,
             percentage_of_nodes_to_score=percentage_of_nodes_to_score,
+            progress=(
+                (lambda done, total: bar.update(task, completed=done, total=total))
+                if show_progress
+                else None
+            ),
         )
 
     if output == "json":
