@@ -47,3 +47,32 @@ cluster-down:
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
+
+# kubesched vs kube-scheduler (docs/benchmarks.md): in-process and end to end on
+# a control plane of its own. WORKLOAD=all|Name[,Name]  SIZE=tiny|small|500|5000
+# BENCH_MODE=all|inprocess|e2e, BENCH_ARGS (e.g. --kubesched-rev HEAD); see
+# python -m bench --help. Results in bench-results/ (JSON + PNG).
+WORKLOAD   ?= all
+SIZE       ?= small
+BENCH_MODE ?= all
+BENCH_ARGS ?=
+
+.PHONY: bench
+bench: $(STAMP)
+	hack/build-k8s.sh >/dev/null && hack/build-etcd.sh >/dev/null
+	$(BIN)/python -m bench --workload $(WORKLOAD) --size $(SIZE) --mode $(BENCH_MODE) $(BENCH_ARGS)
+
+# Differential run against the real kube-scheduler (docs/differential.md): N generated
+# scenarios of series SEED on a control plane of its own; agreement rates, and each
+# disagreement written to tests/differential/regressions/. Optional: FEATURES=spread,affinity,
+# preemption,volumes  DIFF_SIZE=small|normal|large  SHRINK=1 (minimise disagreements)
+# KUBESCHED_SRC=<dir holding a kubesched/ package> to test that source instead of src/.
+N ?= 50
+SEED ?= 1
+DIFF_SIZE ?= normal
+FEATURES ?=
+.PHONY: diff
+diff: $(STAMP)
+	PYTHONPATH=$(if $(KUBESCHED_SRC),$(KUBESCHED_SRC):).$(if $(PYTHONPATH),:$(PYTHONPATH)) \
+	$(BIN)/python -m tests.differential.run -n $(N) --seed $(SEED) --size $(DIFF_SIZE) \
+		$(if $(FEATURES),--features $(FEATURES)) $(if $(SHRINK),--shrink)

@@ -1,58 +1,223 @@
-"""In-process scheduling speed: decisions per second with no API in the way.
+"""In-process: kubesched's scheduling speed with no API in the way.
 
-    python bench/inprocess.py --nodes 5000 --pods 10000
+    python -m bench.inprocess --workload SchedulingBasic --size 5000
+    python -m bench.inprocess --workload SchedulingBasic --size 5000 --profile prof.pstats
 
-Prints decisions per second and peak memory. (The side-by-side comparison with
-kube-scheduler is the issue "Speed"; this is the in-process half.)
+The workload's manifests (the very dicts the end-to-end run POSTs) are turned
+into kubesched objects and scheduled by the scheduler `kubesched simulate`
+drives, configured from the same KubeSchedulerConfiguration as the end-to-end
+run: the init pods first (not measured), then the measured pods, timed from
+the first pod handed to the scheduler until the queue is quiet (every bind
+done). Peak memory is the process's VmHWM: run one workload per process
+(``measure_in_subprocess``) so that the figure is that workload's.
 """
 
 from __future__ import annotations
 
 import argparse
-import resource
+import asyncio
+import cProfile
+import io
+import json
+import os
+import pstats
+import subprocess
+import sys
 import time
+from pathlib import Path
+from typing import Any
 
-from kubesched.framework.profile import ProfileConfig
-from kubesched.simulator import simulate
-from kubesched.testing import make_node, make_pod
+import msgspec
 
-ZONES = ("a", "b", "c")
+from bench.workloads import (
+    HIGH_PRIORITY,
+    HIGH_PRIORITY_CLASS,
+    ROLE_CHURN,
+    ROLE_MEASURE,
+    WORKLOADS,
+    Manifest,
+    PodState,
+    Workload,
+    scheduler_config,
+)
+from kubesched.api.objects import Node, Pod
+from kubesched.cluster.memory import InMemoryCluster
+from kubesched.config.file import parse_config
+from kubesched.framework.clock import SimClock
+from kubesched.framework.registry import UnknownPluginError
+from kubesched.scheduler import Scheduler
+from kubesched.simulator import run_until_quiet
+
+PROFILE_NAME = "kubesched"
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--nodes", type=int, default=5000)
-    parser.add_argument("--pods", type=int, default=10000)
+def to_pod(manifest: Manifest) -> Pod:
+    """The manifest as kubesched decodes it; spec.priority as the Priority
+    admission plugin would set it from priorityClassName."""
+    pod = msgspec.convert(manifest, Pod)
+    if pod.spec.priority_class_name == HIGH_PRIORITY_CLASS:
+        pod.spec.priority = HIGH_PRIORITY
+    return pod
+
+
+def peak_rss_bytes() -> int:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) * 1024
+    return 0
+
+
+def run_inprocess(
+    workload: Workload, size_name: str, *, seed: int = 1, profiler: cProfile.Profile | None = None
+) -> dict[str, Any]:
+    """Schedule the workload in this process; the result as a JSON-able dict."""
+    size = workload.size(size_name)
+    run_id = "inproc"
+    namespaces = [f"bench-{i}" for i in range(workload.namespaces)]
+    plan = workload.plan(size, PROFILE_NAME, run_id, namespaces)
+    config = parse_config(scheduler_config(PROFILE_NAME, workload.required_plugins))
+    clock = SimClock()
+    cluster = InMemoryCluster()
+    try:
+        scheduler = Scheduler(
+            config.profiles,
+            cluster,
+            clock=clock,
+            seed=seed,
+            percentage_of_nodes_to_score=config.percentage_of_nodes_to_score,
+            pod_initial_backoff=config.pod_initial_backoff,
+            pod_max_backoff=config.pod_max_backoff,
+        )
+    except UnknownPluginError as exc:
+        plugin = exc.args[0] if exc.args else str(exc)
+        return {"status": "n/a", "reason": f"plugin not available ({plugin})", "plugin": plugin}
+    for manifest in plan.nodes:
+        cluster.add_node(msgspec.convert(manifest, Node))
+    cluster.watch(scheduler)
+    init = [to_pod(p) for p in plan.init_pods]
+    measure = [to_pod(p) for p in plan.measure_pods]
+
+    async def schedule(pods: list[Pod], churn: bool) -> float:
+        progress = _churner(workload, cluster, namespaces[0]) if churn else None
+        started = time.perf_counter()
+        for pod in pods:
+            cluster.add_pod(pod)
+        await run_until_quiet(scheduler, clock, progress, len(pods))
+        return time.perf_counter() - started
+
+    async def both_phases() -> tuple[float, int]:
+        await schedule(init, False)
+        attempts_before = sum(o.attempts for o in scheduler.outcomes.values())
+        if profiler is not None:
+            profiler.enable()
+        seconds = await schedule(measure, workload.churn is not None)
+        if profiler is not None:
+            profiler.disable()
+        return seconds, attempts_before
+
+    seconds, attempts_before = asyncio.run(both_phases())
+    attempts = sum(o.attempts for o in scheduler.outcomes.values()) - attempts_before
+    states = [
+        PodState(p.metadata.namespace, p.metadata.name, dict(p.metadata.labels), p.spec.node_name)
+        for p in cluster.pods.values()
+        if p.metadata.labels.get("bench.kubesched.io/role") != ROLE_CHURN
+    ]
+    bound = sum(1 for p in states if p.role == ROLE_MEASURE and p.node_name)
+    return {
+        "status": "ok" if bound == plan.measured else "incomplete",
+        "measured_pods": plan.measured,
+        "bound": bound,
+        "seconds": round(seconds, 3),
+        "pods_per_second": round(bound / seconds, 1) if seconds > 0 else None,
+        "attempts": attempts,
+        "attempts_per_second": round(attempts / seconds, 1) if seconds > 0 else None,
+        "peak_rss_mb": round(peak_rss_bytes() / 2**20, 1),
+        "violations": plan.verify(states),
+    }
+
+
+def _churner(workload: Workload, cluster: InMemoryCluster, namespace: str) -> Any:
+    """A progress callback (called every 32 scheduling cycles) that recreates a
+    no-pods node and an unschedulable pod every `every_decisions` decisions."""
+    churn = workload.churn
+    assert churn is not None
+    state = {"cycle": 0, "last": 0}
+
+    def progress(settled: int, total: int) -> None:
+        cycle = state["cycle"]
+        state["last"] += 32
+        if state["last"] < churn.every_decisions:
+            return
+        state["last"] = 0
+        node = msgspec.convert(churn.node("inproc", cycle), Node)
+        pod = to_pod(churn.pod("inproc", namespace, PROFILE_NAME, cycle))
+        cluster.add_node(node)
+        cluster.add_pod(pod)
+        if cycle > 0:
+            cluster.delete_node(f"inproc-churn-node-{cycle - 1}")
+            cluster.remove_pod(f"{namespace}/churn-{cycle - 1}")
+        state["cycle"] = cycle + 1
+
+    return progress
+
+
+def measure_in_subprocess(
+    workload: str,
+    size: str,
+    *,
+    seed: int = 1,
+    timeout: float = 3600,
+    kubesched_src: Path | None = None,
+) -> dict[str, Any]:
+    """run_inprocess in a fresh interpreter (its own peak RSS); errors become a
+    result. KUBESCHED_SRC: import kubesched from there instead of the installed one."""
+    repo = Path(__file__).resolve().parents[1]
+    env = dict(os.environ)
+    if kubesched_src is not None:
+        env["PYTHONPATH"] = os.pathsep.join([str(kubesched_src.resolve()), str(repo)])
+    command = [sys.executable, "-m", "bench.inprocess", "--workload", workload, "--size", size]
+    command += ["--seed", str(seed), "--json"]
+    try:
+        proc = subprocess.run(
+            command,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
+            cwd=repo,
+            env=env,
+        )
+    except subprocess.TimeoutExpired:
+        return {"status": "error", "reason": f"timed out after {timeout:.0f}s"}
+    lines = proc.stdout.strip().splitlines()
+    if proc.returncode != 0 or not lines:
+        tail = "\n".join(proc.stderr.strip().splitlines()[-5:])
+        return {"status": "error", "reason": f"exit {proc.returncode}: {tail}"}
+    result: dict[str, Any] = json.loads(lines[-1])
+    return result
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m bench.inprocess", description=__doc__)
+    parser.add_argument("--workload", default="SchedulingBasic", choices=sorted(WORKLOADS))
+    parser.add_argument("--size", default="small")
     parser.add_argument("--seed", type=int, default=1)
-    args = parser.parse_args()
-    nodes = [
-        make_node(
-            f"node-{i}",
-            cpu="32",
-            memory="128Gi",
-            labels={"topology.kubernetes.io/zone": ZONES[i % 3], "pool": f"p{i % 4}"},
-            images=[(["registry.example.com/app:1"], 300_000_000)] if i % 2 else [],
-        )
-        for i in range(args.nodes)
-    ]
-    pods = [
-        make_pod(
-            f"pod-{i}",
-            cpu=f"{100 + (i % 8) * 100}m",
-            memory=f"{256 * (1 + i % 4)}Mi",
-            image="registry.example.com/app:1",
-        )
-        for i in range(args.pods)
-    ]
-    started = time.perf_counter()
-    result = simulate(nodes, pods, [ProfileConfig.default()], seed=args.seed)
-    elapsed = time.perf_counter() - started
-    peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    print(
-        f"nodes={args.nodes} pods={args.pods} scheduled={result.scheduled} "
-        f"seconds={elapsed:.2f} decisions_per_second={args.pods / elapsed:.0f} "
-        f"peak_rss_mb={peak_mb:.0f}"
-    )
+    parser.add_argument("--json", action="store_true", help="print the result as one JSON line")
+    parser.add_argument("--profile", metavar="FILE", help="cProfile the measured phase into FILE")
+    parser.add_argument("--top", type=int, default=25, help="functions to list with --profile")
+    args = parser.parse_args(argv)
+    profiler = cProfile.Profile() if args.profile else None
+    result = run_inprocess(WORKLOADS[args.workload], args.size, seed=args.seed, profiler=profiler)
+    if profiler is not None:
+        profiler.dump_stats(args.profile)
+        for order in ("tottime", "cumulative"):
+            out = io.StringIO()
+            pstats.Stats(profiler, stream=out).sort_stats(order).print_stats(args.top)
+            print(out.getvalue(), file=sys.stderr)
+    if args.json:
+        print(json.dumps(result))
+    else:
+        print(f"{args.workload} size={args.size}: " + json.dumps(result, indent=2))
 
 
 if __name__ == "__main__":

@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from kubesched.api.objects import Node, Pod
-from kubesched.cluster.memory import InMemoryCluster, pod_key
+from kubesched.api.objects import Namespace, Node, Pod, PodDisruptionBudget
+from kubesched.cache.storage import StorageState
+from kubesched.cluster.memory import InMemoryCluster, RecordedEvent, pod_key
 from kubesched.framework.clock import SimClock
 from kubesched.framework.profile import ProfileConfig
 from kubesched.scheduler import Scheduler
@@ -43,6 +44,8 @@ class SimulationResult:
     wall_seconds: float
     simulated_seconds: float
     unhandled: dict[str, str] = field(default_factory=dict)  # pods of other schedulers
+    evicted: list[str] = field(default_factory=list)  # preemption victims, deleted
+    events: list[RecordedEvent] = field(default_factory=list)  # Scheduled, Preempted, ...
 
     @property
     def scheduled(self) -> int:
@@ -57,10 +60,24 @@ def simulate(
     seed: int | None = None,
     percentage_of_nodes_to_score: int = 0,
     progress: Progress | None = None,
+    pdbs: Sequence[PodDisruptionBudget] = (),
+    storage: StorageState | None = None,
+    namespaces: Mapping[str, Namespace] | None = None,
 ) -> SimulationResult:
-    """Schedule `pods` (in queue order; those with spec.nodeName already run) on `nodes`."""
+    """Schedule `pods` (in queue order; those with spec.nodeName already run) on `nodes`.
+    `pdbs` (with their status) are what preemption respects where it can."""
     return asyncio.run(
-        _simulate(nodes, pods, profiles, seed, percentage_of_nodes_to_score, progress)
+        _simulate(
+            nodes,
+            pods,
+            profiles,
+            seed,
+            percentage_of_nodes_to_score,
+            progress,
+            pdbs,
+            storage,
+            namespaces,
+        )
     )
 
 
@@ -71,6 +88,9 @@ async def _simulate(
     seed: int | None,
     percentage: int,
     progress: Progress | None,
+    pdbs: Sequence[PodDisruptionBudget] = (),
+    storage: StorageState | None = None,
+    namespaces: Mapping[str, Namespace] | None = None,
 ) -> SimulationResult:
     clock = SimClock()
     cluster = InMemoryCluster()
@@ -81,6 +101,13 @@ async def _simulate(
     scheduler = Scheduler(
         profiles, cluster, clock=clock, seed=seed, percentage_of_nodes_to_score=percentage
     )
+    scheduler.handle.pdbs = list(pdbs)
+    scheduler.handle.namespaces = dict(namespaces or {})
+    if storage is not None:
+        # The volume plugins' objects; PreBind binds claims in this copy, and every
+        # change reaches the queue as the informers' events would.
+        scheduler.handle.storage = storage.copy()
+        scheduler.handle.storage.subscribe(scheduler.queue.on_event)
     started = time.perf_counter()
     cluster.watch(scheduler)
     total = len(scheduler.queue.active) + len(scheduler.queue.unschedulable)
@@ -127,6 +154,8 @@ async def _simulate(
         wall,
         clock.now(),
         unhandled,
+        list(cluster.evicted),
+        list(cluster.events),
     )
 
 

@@ -134,7 +134,10 @@ def test_unschedulable_pod_gets_reason_then_binds_when_a_node_fits(
     proc = run_kubesched(control_plane, tmp_path, kubesched, "--no-leader-elect")
     proc.wait_ready()
     api.create_pod(namespace, "huge", cpu="64")
-    expected = "0/2 nodes are available: 2 Insufficient cpu."
+    expected = (
+        "0/2 nodes are available: 2 Insufficient cpu. "
+        "preemption: 0/2 nodes are available: 2 Preemption is not helpful for scheduling."
+    )
 
     def condition() -> dict[str, str] | None:
         for c in api.get_pod(namespace, "huge")["status"].get("conditions", []):

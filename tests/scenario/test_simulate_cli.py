@@ -61,7 +61,10 @@ def test_the_issue_example_message(simulate_yaml: Simulate) -> None:
     assert out["placements"] == {"default/big": None}
     assert out["reasons"]["default/big"] == (
         "0/4 nodes are available: 1 node(s) had untolerated taint(s), "
-        "1 node(s) were unschedulable, 2 Insufficient cpu."
+        "1 node(s) were unschedulable, 2 Insufficient cpu. "
+        # DefaultPreemption is in the default profile: 3 cpu exceeds every
+        # node's allocatable, which no eviction can change.
+        "preemption: 0/4 nodes are available: 4 Preemption is not helpful for scheduling."
     )
 
 

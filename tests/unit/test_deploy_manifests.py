@@ -26,13 +26,13 @@ ALLOWED_CLUSTER_VERBS: dict[tuple[str, str], set[str]] = {
         for r in (
             "nodes",
             "namespaces",
-            "persistentvolumes",
-            "persistentvolumeclaims",
             "replicationcontrollers",
             "services",
         )
     },
     ("", "pods"): READ | {"delete"},
+    ("", "persistentvolumes"): READ | {"patch"},
+    ("", "persistentvolumeclaims"): READ | {"patch"},
     ("", "pods/binding"): {"create"},
     ("", "pods/status"): {"patch", "update"},
     ("", "events"): {"create", "patch"},

@@ -154,9 +154,71 @@ class PersistentVolumeClaimVolumeSource(_Api):
     read_only: bool = False
 
 
+class GCEPersistentDiskVolumeSource(_Api):
+    pd_name: str = ""
+    read_only: bool = False
+
+
+class AWSElasticBlockStoreVolumeSource(_Api):
+    volume_id: str = msgspec.field(default="", name="volumeID")
+    read_only: bool = False
+
+
+class ISCSIVolumeSource(_Api):
+    iqn: str = ""
+    read_only: bool = False
+
+
+class RBDVolumeSource(_Api):
+    monitors: list[str] = []
+    image: str = ""
+    pool: str = "rbd"
+    read_only: bool = False
+
+
+class CSIVolumeSource(_Api):
+    driver: str = ""
+
+
+class VolumeResourceRequirements(_Api):
+    requests: ResourceList = {}
+    limits: ResourceList = {}
+
+
+class PersistentVolumeClaimSpec(_Api):
+    access_modes: list[str] = []
+    selector: LabelSelector | None = None
+    resources: VolumeResourceRequirements = msgspec.field(
+        default_factory=VolumeResourceRequirements
+    )
+    volume_name: str = ""
+    storage_class_name: str | None = None
+    volume_mode: str | None = None
+    volume_attributes_class_name: str | None = None
+
+
+class VolumeClaimTemplate(_Api):
+    """A generic ephemeral volume's PersistentVolumeClaimTemplate."""
+
+    metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)
+    spec: PersistentVolumeClaimSpec = msgspec.field(default_factory=PersistentVolumeClaimSpec)
+
+
+class EphemeralVolumeSource(_Api):
+    volume_claim_template: VolumeClaimTemplate | None = None
+
+
 class Volume(_Api):
     name: str = ""
     persistent_volume_claim: PersistentVolumeClaimVolumeSource | None = None
+    # The sources the volume plugins look at (VolumeBinding, VolumeRestrictions,
+    # NodeVolumeLimits); the others (configMap, secret, emptyDir, ...) are skipped.
+    ephemeral: EphemeralVolumeSource | None = None
+    gce_persistent_disk: GCEPersistentDiskVolumeSource | None = None
+    aws_elastic_block_store: AWSElasticBlockStoreVolumeSource | None = None
+    iscsi: ISCSIVolumeSource | None = None
+    rbd: RBDVolumeSource | None = None
+    csi: CSIVolumeSource | None = None
 
 
 class PodSpec(_Api):
@@ -190,6 +252,7 @@ class PodStatus(_Api):
     phase: str = ""
     nominated_node_name: str = ""
     conditions: list[PodCondition] = []
+    start_time: str | None = None  # RFC 3339; preemption prefers to keep older pods
 
 
 class Pod(_Api):
@@ -265,3 +328,174 @@ class Namespace(_Api):
     api_version: str = "v1"
     kind: str = "Namespace"
     metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)
+
+
+# --- storage ---------------------------------------------------------------------
+# What the volume plugins read: PersistentVolumes and claims, StorageClasses, and
+# the CSI objects (storage.k8s.io/v1) that describe drivers, nodes and capacity.
+
+
+class ObjectReference(_Api):
+    kind: str = ""
+    namespace: str = ""
+    name: str = ""
+    uid: str = ""
+    api_version: str = ""
+    resource_version: str = ""
+
+
+class PersistentVolumeClaimStatus(_Api):
+    phase: str = ""
+
+
+class PersistentVolumeClaim(_Api):
+    api_version: str = "v1"
+    kind: str = "PersistentVolumeClaim"
+    metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)
+    spec: PersistentVolumeClaimSpec = msgspec.field(default_factory=PersistentVolumeClaimSpec)
+    status: PersistentVolumeClaimStatus = msgspec.field(default_factory=PersistentVolumeClaimStatus)
+
+    @property
+    def key(self) -> str:
+        return f"{self.metadata.namespace}/{self.metadata.name}"
+
+
+class VolumeNodeAffinity(_Api):
+    required: NodeSelector | None = None
+
+
+class CSIPersistentVolumeSource(_Api):
+    driver: str = ""
+    volume_handle: str = ""
+
+
+class PersistentVolumeSpec(_Api):
+    capacity: ResourceList = {}
+    access_modes: list[str] = []
+    claim_ref: ObjectReference | None = None
+    storage_class_name: str = ""
+    node_affinity: VolumeNodeAffinity | None = None
+    volume_mode: str | None = None
+    volume_attributes_class_name: str | None = None
+    csi: CSIPersistentVolumeSource | None = None
+
+
+class PersistentVolumeStatus(_Api):
+    phase: str = ""
+
+
+class PersistentVolume(_Api):
+    api_version: str = "v1"
+    kind: str = "PersistentVolume"
+    metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)
+    spec: PersistentVolumeSpec = msgspec.field(default_factory=PersistentVolumeSpec)
+    status: PersistentVolumeStatus = msgspec.field(default_factory=PersistentVolumeStatus)
+
+
+class TopologySelectorLabelRequirement(_Api):
+    key: str = ""
+    values: list[str] = []
+
+
+class TopologySelectorTerm(_Api):
+    match_label_expressions: list[TopologySelectorLabelRequirement] = []
+
+
+class StorageClass(_Api):
+    api_version: str = "storage.k8s.io/v1"
+    kind: str = "StorageClass"
+    metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)
+    provisioner: str = ""
+    volume_binding_mode: str | None = None
+    allowed_topologies: list[TopologySelectorTerm] = []
+
+
+class VolumeNodeResources(_Api):
+    count: int | None = None
+
+
+class CSINodeDriver(_Api):
+    name: str = ""
+    node_id: str = msgspec.field(default="", name="nodeID")
+    topology_keys: list[str] = []
+    allocatable: VolumeNodeResources | None = None
+
+
+class CSINodeSpec(_Api):
+    drivers: list[CSINodeDriver] = []
+
+
+class CSINode(_Api):
+    api_version: str = "storage.k8s.io/v1"
+    kind: str = "CSINode"
+    metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)
+    spec: CSINodeSpec = msgspec.field(default_factory=CSINodeSpec)
+
+
+class CSIDriverSpec(_Api):
+    storage_capacity: bool | None = None
+    attach_required: bool | None = None
+
+
+class CSIDriver(_Api):
+    api_version: str = "storage.k8s.io/v1"
+    kind: str = "CSIDriver"
+    metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)
+    spec: CSIDriverSpec = msgspec.field(default_factory=CSIDriverSpec)
+
+
+class CSIStorageCapacity(_Api):
+    api_version: str = "storage.k8s.io/v1"
+    kind: str = "CSIStorageCapacity"
+    metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)
+    node_topology: LabelSelector | None = None
+    storage_class_name: str = ""
+    capacity: RawQuantity | None = None
+    maximum_volume_size: RawQuantity | None = None
+
+
+class VolumeAttachmentSource(_Api):
+    persistent_volume_name: str | None = None
+
+
+class VolumeAttachmentSpec(_Api):
+    attacher: str = ""
+    node_name: str = ""
+    source: VolumeAttachmentSource = msgspec.field(default_factory=VolumeAttachmentSource)
+
+
+class VolumeAttachment(_Api):
+    api_version: str = "storage.k8s.io/v1"
+    kind: str = "VolumeAttachment"
+    metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)
+    spec: VolumeAttachmentSpec = msgspec.field(default_factory=VolumeAttachmentSpec)
+
+
+# --- policy/v1 -------------------------------------------------------------------
+
+IntOrString = int | str
+
+
+class PodDisruptionBudgetSpec(_Api):
+    selector: LabelSelector | None = None
+    min_available: IntOrString | None = None
+    max_unavailable: IntOrString | None = None
+
+
+class PodDisruptionBudgetStatus(_Api):
+    disruptions_allowed: int = 0
+    current_healthy: int = 0
+    desired_healthy: int = 0
+    expected_pods: int = 0
+    # pod name -> when the eviction was accepted (counted as disrupted already)
+    disrupted_pods: dict[str, str] = {}
+
+
+class PodDisruptionBudget(_Api):
+    api_version: str = "policy/v1"
+    kind: str = "PodDisruptionBudget"
+    metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)
+    spec: PodDisruptionBudgetSpec = msgspec.field(default_factory=PodDisruptionBudgetSpec)
+    # None when the object was read without one (a manifest): the loader fills it
+    # in as the disruption controller would.
+    status: PodDisruptionBudgetStatus | None = None

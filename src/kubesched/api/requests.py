@@ -108,15 +108,17 @@ def _with_defaults(reqs: Amounts) -> Amounts:
     return out
 
 
-def non_zero_requests(pod: Pod) -> tuple[int, int]:
+def non_zero_requests(pod: Pod, pod_level: bool = True) -> tuple[int, int]:
     """(milli-CPU, memory bytes) for scoring: a container that states no cpu or
-    memory request counts as 100m / 200Mi, so that empty pods still spread."""
+    memory request counts as 100m / 200Mi, so that empty pods still spread.
+    kube-scheduler v1.36's NodeResourcesFit scorer builds its resource scorer
+    without the PodLevelResources gate, so it asks for `pod_level=False`."""
     total = _combine(
         (_with_defaults(container_requests(c)) for c in pod.spec.containers),
         ((_is_sidecar(c), _with_defaults(container_requests(c))) for c in pod.spec.init_containers),
     )
-    level = _pod_level(pod)
-    total.update(level)
+    if pod_level:
+        total.update(_pod_level(pod))
     if pod.spec.overhead:
         _add(total, amounts(pod.spec.overhead))
     return total.get("cpu", 0), total.get("memory", 0)

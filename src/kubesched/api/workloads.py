@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import msgspec
 
-from kubesched.api.objects import LabelSelector, ObjectMeta, PodSpec
+from kubesched.api.objects import LabelSelector, ObjectMeta, PersistentVolumeClaimSpec, PodSpec
 
 
 class _Api(msgspec.Struct, rename="camel", omit_defaults=True, kw_only=True):
@@ -23,9 +23,10 @@ class PodTemplateSpec(_Api):
 
 
 class PersistentVolumeClaimTemplate(_Api):
-    """A StatefulSet's volumeClaimTemplates entry: only its name matters here."""
+    """A StatefulSet's volumeClaimTemplates entry: the claims its pods get are made from it."""
 
     metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)
+    spec: PersistentVolumeClaimSpec = msgspec.field(default_factory=PersistentVolumeClaimSpec)
 
 
 class StatefulSetOrdinals(_Api):

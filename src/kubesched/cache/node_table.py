@@ -19,6 +19,7 @@ import numpy.typing as npt
 
 from kubesched.api.objects import Node, Taint
 from kubesched.api.requests import amounts
+from kubesched.cache.pod_index import PodIndex
 from kubesched.framework.types import HostPort, PodInfo
 
 IntArray = npt.NDArray[np.int64]
@@ -74,6 +75,19 @@ class LabelColumn:
 
 
 @dataclass(slots=True)
+class SavedRow:
+    """What `NodeTable.save_row` kept of one row, for `restore_row`."""
+
+    row: int
+    requested: IntArray
+    non_zero_requested: IntArray
+    pods: dict[str, PodInfo]
+    host_ports: dict[HostPort, int]
+    port_users: dict[tuple[str, int], dict[int, int]]
+    port_keys: int
+
+
+@dataclass(slots=True)
 class NodeRow:
     """Everything about one node that is not a number in a column."""
 
@@ -81,6 +95,8 @@ class NodeRow:
     pods: dict[str, PodInfo] = field(default_factory=dict)
     host_ports: dict[HostPort, int] = field(default_factory=dict)
     images: dict[str, int] = field(default_factory=dict)
+    # Pods with volumes the volume plugins count (claims, ephemeral, in-tree disks).
+    volume_pods: dict[str, PodInfo] = field(default_factory=dict)
 
 
 def normalized_image_name(name: str) -> str:
@@ -117,7 +133,11 @@ class NodeTable:
         self.images: dict[str, dict[int, int]] = {}
         # (protocol, port) -> {row: count of pods using it}; ports are rarely asked for
         self.ports: dict[tuple[str, int], dict[int, int]] = {}
+        # "namespace/claim" -> {row: pods there using it} (PVCRefCounts upstream)
+        self.pvc_refs: dict[str, dict[int, int]] = {}
         self.generation = 0  # bumped on every change, for plugins that cache per snapshot
+        # the placed pods by namespace and labels (PodTopologySpread, InterPodAffinity)
+        self.pod_index = PodIndex()
 
     # --- shape -----------------------------------------------------------------
 
@@ -300,6 +320,106 @@ class NodeTable:
                 users[row] = total
             else:
                 users.pop(row, None)
+        if pod.pod.spec.volumes:
+            self._account_volumes(pod, row, node_row, sign)
+        self.pod_index.account(pod, row, sign)
+        self.generation += 1
+
+    def _account_volumes(self, pod: PodInfo, row: int, node_row: NodeRow, sign: int) -> None:
+        counted = False
+        for volume in pod.pod.spec.volumes:
+            claim = volume.persistent_volume_claim
+            if claim is not None:
+                counted = True
+                key = f"{pod.namespace}/{claim.claim_name}"
+                refs = self.pvc_refs.setdefault(key, {})
+                count = refs.get(row, 0) + sign
+                if count > 0:
+                    refs[row] = count
+                else:
+                    refs.pop(row, None)
+                    if not refs:
+                        del self.pvc_refs[key]
+            elif (
+                volume.ephemeral is not None
+                or volume.gce_persistent_disk is not None
+                or volume.aws_elastic_block_store is not None
+                or volume.iscsi is not None
+                or volume.rbd is not None
+            ):
+                counted = True
+        if counted:
+            if sign > 0:
+                node_row.volume_pods[pod.key] = pod
+            else:
+                node_row.volume_pods.pop(pod.key, None)
+
+    def _recount_volumes(self, row: int, node_row: NodeRow) -> None:
+        """Bring the row's volume counts in line with its pods (after restore_row)."""
+        for pod in list(node_row.volume_pods.values()):
+            self._account_volumes(pod, row, node_row, -1)
+        for pod in node_row.pods.values():
+            if pod.pod.spec.volumes:
+                self._account_volumes(pod, row, node_row, +1)
+
+    # --- what-if changes to one row ----------------------------------------------
+
+    def save_row(self, row: int) -> SavedRow:
+        """Remember a row's pods and amounts, to try pods on it with `add_pod` and
+        `remove_pod` (preemption, nominated pods) and then `restore_row`."""
+        node_row = self.rows[row]
+        assert node_row is not None
+        users = {
+            (port.protocol, port.port): dict(self.ports[(port.protocol, port.port)])
+            for port in node_row.host_ports
+        }
+        return SavedRow(
+            row,
+            self.requested[row].copy(),
+            self.non_zero_requested[row].copy(),
+            dict(node_row.pods),
+            dict(node_row.host_ports),
+            users,
+            len(self.ports),
+        )
+
+    def restore_row(self, saved: SavedRow) -> None:
+        """Put a row back exactly as `save_row` found it: amounts, pods and ports
+        (in their order). Only `generation` moves on, as after any change.
+
+        Pods tried on the row are taken off and pods taken off are put back through
+        the same accounting as add_pod/remove_pod, so every index kept per pod
+        (ports, volumes, the pod index) is back too; then the orders are restored."""
+        row = saved.row
+        node_row = self.rows[row]
+        assert node_row is not None
+        touched = {(p.protocol, p.port) for p in node_row.host_ports}
+        for pod_key, pod in list(node_row.pods.items()):
+            if saved.pods.get(pod_key) is not pod:
+                del node_row.pods[pod_key]
+                self._account(pod, row, -1)
+        for pod_key, pod in saved.pods.items():
+            if node_row.pods.get(pod_key) is not pod:
+                node_row.pods[pod_key] = pod
+                self._account(pod, row, +1)
+        width = len(saved.requested)
+        self.requested[row, :width] = saved.requested
+        self.requested[row, width:] = 0  # a column a tried pod brought in
+        self.non_zero_requested[row] = saved.non_zero_requested
+        node_row.pods.clear()
+        node_row.pods.update(saved.pods)
+        self._recount_volumes(row, node_row)
+        node_row.host_ports.clear()
+        node_row.host_ports.update(saved.host_ports)
+        # Port keys are only ever added (at the end): drop the ones added since.
+        while len(self.ports) > saved.port_keys:
+            self.ports.popitem()
+        for key in touched:
+            users = self.ports.get(key)
+            if users is not None and key not in saved.port_users:
+                users.pop(row, None)
+        for key, users in saved.port_users.items():
+            self.ports[key] = dict(users)
         self.generation += 1
 
     # --- reading ---------------------------------------------------------------

@@ -124,6 +124,9 @@ def simulate_command(
                 if show_progress
                 else None
             ),
+            pdbs=state.pdbs,
+            namespaces=state.namespaces,
+            storage=state.storage,
         )
 
     if output == "json":

@@ -18,6 +18,11 @@ class ClusterClient(Protocol):
 
     async def delete_pod(self, pod: Pod, reason: str) -> None: ...
 
+    async def set_disruption_target(self, pod: Pod, reason: str, message: str) -> bool:
+        """The DisruptionTarget=True condition, written on a victim before preemption
+        deletes it (a status patch). False if the pod is gone already."""
+        ...
+
     def record_event(self, pod: Pod, event_type: str, reason: str, message: str) -> None:
         """A Kubernetes Event about the pod; must not block."""
         ...

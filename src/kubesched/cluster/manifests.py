@@ -60,6 +60,7 @@ from typing import Any, TypeVar
 import msgspec
 import yaml
 
+from kubesched.api.disruption import compute_status
 from kubesched.api.objects import (
     Affinity,
     LabelSelector,
@@ -73,6 +74,7 @@ from kubesched.api.objects import (
     OwnerReference,
     PersistentVolumeClaimVolumeSource,
     Pod,
+    PodDisruptionBudget,
     PodSpec,
     PriorityClass,
     ResourceList,
@@ -90,6 +92,15 @@ from kubesched.api.workloads import (
     ReplicaSet,
     StatefulSet,
     Workload,
+)
+from kubesched.cache.storage import StorageState
+from kubesched.cluster.volume_manifests import (
+    CLUSTER_SCOPED_STORAGE,
+    STORAGE_GROUPS,
+    STORAGE_KINDS,
+    StatefulSetClaim,
+    StorageObjects,
+    build_storage,
 )
 
 try:
@@ -138,13 +149,15 @@ _GROUPS: Mapping[str, tuple[str, ...]] = {
     "Node": ("",),
     "Namespace": ("",),
     "PriorityClass": ("scheduling.k8s.io",),
+    "PodDisruptionBudget": ("policy",),
     "Deployment": ("apps", "extensions"),
     "ReplicaSet": ("apps", "extensions"),
     "DaemonSet": ("apps", "extensions"),
     "StatefulSet": ("apps",),
     "Job": ("batch",),
+    **STORAGE_GROUPS,
 }
-_CLUSTER_SCOPED = frozenset({"Node", "Namespace", "PriorityClass"})
+_CLUSTER_SCOPED = frozenset({"Node", "Namespace", "PriorityClass"}) | CLUSTER_SCOPED_STORAGE
 
 # The tolerations the DaemonSet controller adds (AddOrUpdateDaemonPodTolerations).
 _DAEMON_TOLERATIONS = (
@@ -200,6 +213,10 @@ class ClusterState:
     pods: list[Pod] = field(default_factory=list)
     priority_classes: dict[str, PriorityClass] = field(default_factory=dict)
     namespaces: dict[str, Namespace] = field(default_factory=dict)
+    # With a status: as read, or computed as the disruption controller would.
+    pdbs: list[PodDisruptionBudget] = field(default_factory=list)
+    # PVs, PVCs (with those controllers create), StorageClasses, CSI objects.
+    storage: StorageState = field(default_factory=StorageState)
     problems: list[LoadProblem] = field(default_factory=list)  # errors: objects skipped
     notes: list[str] = field(default_factory=list)  # informational
 
@@ -813,7 +830,10 @@ class _Loader:
         self.items: list[_PodItem | _WorkloadItem] = []
         self.priority_classes: dict[str, tuple[PriorityClass, _Origin]] = {}
         self.namespaces: dict[str, tuple[Namespace, _Origin]] = {}
+        self.pdbs: dict[str, tuple[PodDisruptionBudget, _Origin]] = {}
         self.workload_origin: dict[tuple[str, str], _Origin] = {}
+        self.storage_objects = StorageObjects()
+        self.stateful_set_claims: list[StatefulSetClaim] = []
         self.deployments_with_replicasets: set[tuple[str, str]] = set()
         self.generated: Counter[str] = Counter()
         self.taken: set[str] = set()  # pod keys in use
@@ -904,6 +924,10 @@ class _Loader:
             self.add_priority_class(origin, obj)
         elif kind == "Namespace":
             self.add_namespace(origin, obj)
+        elif kind in STORAGE_KINDS:
+            self.add_storage_object(origin, kind, obj)
+        elif kind == "PodDisruptionBudget":
+            self.add_pdb(origin, obj)
         else:
             self.add_workload(origin, kind, obj)
 
@@ -1104,6 +1128,41 @@ class _Loader:
             ns.metadata.uid = _uid("Namespace", "", name)
         self.namespaces[name] = (ns, origin)
 
+    def add_pdb(self, origin: _Origin, obj: Mapping[str, Any]) -> None:
+        pdb = self.decode(origin, obj, "PodDisruptionBudget", PodDisruptionBudget)
+        if pdb is None:
+            return
+        meta = pdb.metadata
+        if not meta.namespace:
+            meta.namespace = "default"
+        if not meta.name:
+            self.problem(origin, "PodDisruptionBudget", "", "metadata.name", "name is required")
+            return
+        key = f"{meta.namespace}/{meta.name}"
+        if key in self.pdbs:
+            self.problem(
+                origin,
+                "PodDisruptionBudget",
+                key,
+                "metadata.name",
+                f"duplicate: a PodDisruptionBudget named {key} was already loaded from "
+                f"{self.pdbs[key][1]}",
+            )
+            return
+        if not meta.uid:
+            meta.uid = _uid("PodDisruptionBudget", meta.namespace, meta.name)
+        self.pdbs[key] = (pdb, origin)
+
+    def add_storage_object(self, origin: _Origin, kind: str, obj: Mapping[str, Any]) -> None:
+        decoded = self.decode(origin, obj, kind, STORAGE_KINDS[kind][0])
+        if decoded is None:
+            return
+        problem = self.storage_objects.add(kind, decoded, str(origin))
+        if problem is not None:
+            meta = decoded.metadata
+            name = meta.name if kind in _CLUSTER_SCOPED else f"{meta.namespace}/{meta.name}"
+            self.problem(origin, kind, name if meta.name else "", *problem)
+
     def add_workload(self, origin: _Origin, kind: str, obj: Mapping[str, Any]) -> None:
         types: dict[str, type[Workload]] = {
             "Deployment": Deployment,
@@ -1237,11 +1296,20 @@ class _Loader:
             )
         # Problems found after reading (priorities, duplicates) go to their place.
         self.problems.sort(key=lambda p: (self.sources.get(p.source, 0), p.document, p.item or 0))
+        pdbs = [pdb for pdb, _ in self.pdbs.values()]
+        for pdb in pdbs:
+            if pdb.status is None:
+                pdb.status = compute_status(pdb, pods)
+        storage = build_storage(
+            self.storage_objects, pods, self.stateful_set_claims, self.notes.append
+        )
         return ClusterState(
+            storage=storage,
             nodes=self.nodes,
             pods=pods,
             priority_classes=classes,
             namespaces=namespaces,
+            pdbs=pdbs,
             problems=self.problems,
             notes=self.notes,
         )
@@ -1529,7 +1597,17 @@ class _Expander:
         start = spec.ordinals.start if spec.ordinals is not None else 0
         replicas = 1 if spec.replicas is None else spec.replicas
         pods: list[_PodItem] = []
+        selector_labels = spec.selector.match_labels if spec.selector is not None else {}
         for ordinal in range(start, start + replicas):
+            for claim_template in spec.volume_claim_templates:
+                self.loader.stateful_set_claims.append(
+                    StatefulSetClaim(
+                        meta.namespace,
+                        f"{claim_template.metadata.name}-{meta.name}-{ordinal}",
+                        claim_template,
+                        selector_labels,
+                    )
+                )
             name = f"{meta.name}-{ordinal}"
             if name in present:
                 continue

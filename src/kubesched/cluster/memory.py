@@ -118,10 +118,26 @@ class InMemoryCluster:
         for w in self.watchers:
             w.on_pod_update(current, bound)
 
+    async def set_disruption_target(self, pod: Pod, reason: str, message: str) -> bool:
+        key = pod_key(pod)
+        current = self.pods.get(key)
+        if current is None:
+            return False
+        conditions = [c for c in current.status.conditions if c.type != "DisruptionTarget"]
+        conditions.append(
+            PodCondition(type="DisruptionTarget", status="True", reason=reason, message=message)
+        )
+        # A status write, not delivered to watchers (as set_unschedulable).
+        self.pods[key] = msgspec.structs.replace(
+            current, status=msgspec.structs.replace(current.status, conditions=conditions)
+        )
+        return True
+
     async def delete_pod(self, pod: Pod, reason: str) -> None:
         key = pod_key(pod)
-        self.evicted.append(key)
-        self.remove_pod(key)
+        if key in self.pods:  # deleting a pod that is gone is a 404, ignored
+            self.evicted.append(key)
+            self.remove_pod(key)
 
     def record_event(self, pod: Pod, event_type: str, reason: str, message: str) -> None:
         self.events.append(RecordedEvent(pod_key(pod), event_type, reason, message))

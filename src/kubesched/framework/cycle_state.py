@@ -34,8 +34,15 @@ class CycleState:
         return self._data.get(key)
 
     def clone(self) -> CycleState:
+        """A copy for what-if runs (preemption, nominated pods). As upstream's
+        StateData.Clone, a value with a `clone()` method is cloned with it (plugins
+        whose PreFilterExtensions change their state in place need one); other
+        values are shared, so they must not be changed in place."""
         copy = CycleState()
-        copy._data = dict(self._data)
+        copy._data = {
+            key: value.clone() if callable(getattr(value, "clone", None)) else value
+            for key, value in self._data.items()
+        }
         copy.skip_filter_plugins = set(self.skip_filter_plugins)
         copy.skip_score_plugins = set(self.skip_score_plugins)
         return copy

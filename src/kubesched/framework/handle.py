@@ -2,17 +2,60 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import asyncio
+from collections.abc import Callable, Collection, Coroutine
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Protocol
 
-from kubesched.api.objects import PriorityClass
+import numpy as np
+
+from kubesched.api.objects import (
+    LabelSelector,
+    Namespace,
+    PodDisruptionBudget,
+    PriorityClass,
+)
 from kubesched.cache.node_table import NodeTable
+from kubesched.cache.storage import StorageState
 from kubesched.framework.clock import Clock, SimClock
+from kubesched.framework.types import PodInfo
 
 if TYPE_CHECKING:
     from kubesched.cluster.client import ClusterClient
     from kubesched.framework.waiting import WaitingPods
+
+
+class NominatedPods(Protocol):
+    """The pods nominated to nodes by preemption (upstream PodNominator)."""
+
+    def nominated_nodes(self) -> Collection[str]:
+        """Names of the nodes some pod is nominated to."""
+        ...
+
+    def nominated_pods_for_node(self, node_name: str) -> list[PodInfo]: ...
+
+
+class NoNominations:
+    def nominated_nodes(self) -> Collection[str]:
+        return ()
+
+    def nominated_pods_for_node(self, node_name: str) -> list[PodInfo]:
+        return []
+
+
+_background: set[asyncio.Task[None]] = set()
+
+
+def run_in_background(coro: Coroutine[Any, Any, None]) -> None:
+    """Start `coro` as a task (run it to the end at once when no loop is running)."""
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:
+        asyncio.run(coro)
+        return
+    task = loop.create_task(coro)
+    _background.add(task)
+    task.add_done_callback(_background.discard)
 
 
 @dataclass
@@ -25,3 +68,21 @@ class Handle:
     parallelism: int = 16
     # Ask the queue to retry pods (used by plugins that free or reserve resources).
     activate: Callable[[list[str]], None] = lambda keys: None
+    # PVs, PVCs, StorageClasses and CSI objects, for the volume plugins.
+    storage: StorageState = field(default_factory=StorageState)
+    # The cluster's PodDisruptionBudgets (preemption prefers not to violate them).
+    pdbs: list[PodDisruptionBudget] = field(default_factory=list)
+    nominated: NominatedPods = field(default_factory=NoNominations)
+    # Take away the nominations of these pods (status and scheduler memory).
+    clear_nominated_node: Callable[[list[PodInfo]], None] = lambda pods: None
+    # The scheduler's seeded random source.
+    rng: np.random.Generator = field(default_factory=np.random.default_rng)
+    # Run API calls after the scheduling cycle (the scheduler tracks the tasks).
+    spawn: Callable[[Coroutine[Any, Any, None]], None] = run_in_background
+    # Namespaces by name, for InterPodAffinity's namespaceSelector.
+    namespaces: dict[str, Namespace] = field(default_factory=dict)
+    # The selectors PodTopologySpread's default constraints are built from, by
+    # (namespace, kind, name): kind "Service" (its spec.selector as matchLabels),
+    # "ReplicaSet", "StatefulSet", "ReplicationController". None: not known, and
+    # the pod's own labels stand in for its controller's selector.
+    workload_selectors: dict[tuple[str, str, str], LabelSelector] | None = None

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -202,7 +202,28 @@ class NodeFilterPlugin(FilterPlugin):
         return verdicts
 
 
+class FrameworkRunner(Protocol):
+    """What a PostFilter plugin may run of its profile's framework (the framework
+    handle upstream): Filter on one node, with nominated pods, and the
+    PreFilterExtensions of a what-if change to that node."""
+
+    def filter_status_with_nominated_pods(
+        self, state: CycleState, pod: PodInfo, nodes: NodeTable, row: int
+    ) -> Status: ...
+
+    def run_pre_filter_extension_add_pod(
+        self, state: CycleState, pod: PodInfo, to_add: PodInfo, nodes: NodeTable, row: int
+    ) -> None: ...
+
+    def run_pre_filter_extension_remove_pod(
+        self, state: CycleState, pod: PodInfo, to_remove: PodInfo, nodes: NodeTable, row: int
+    ) -> None: ...
+
+
 class PostFilterPlugin(Plugin):
+    # The framework of the profile this instance runs in; the framework sets it.
+    framework: FrameworkRunner | None = None
+
     def post_filter(
         self, state: CycleState, pod: PodInfo, diagnosis: Any
     ) -> tuple[PostFilterResult | None, Status]:

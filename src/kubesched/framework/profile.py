@@ -27,8 +27,7 @@ class PluginSet:
 
 
 # kube-scheduler's default profile (apis/config/v1 getDefaultPlugins), in its order.
-# The volume plugins, PodTopologySpread, InterPodAffinity and DefaultPreemption
-# join this list as they are built.
+# Feature-gated additions upstream (DynamicResources, NodeDeclaredFeatures) are not built.
 DEFAULT_MULTI_POINT: tuple[PluginRef, ...] = (
     PluginRef("SchedulingGates"),
     PluginRef("PrioritySort"),
@@ -38,6 +37,13 @@ DEFAULT_MULTI_POINT: tuple[PluginRef, ...] = (
     PluginRef("NodeAffinity", 2),
     PluginRef("NodePorts"),
     PluginRef("NodeResourcesFit", 1),
+    PluginRef("VolumeRestrictions"),
+    PluginRef("NodeVolumeLimits"),
+    PluginRef("VolumeBinding"),
+    PluginRef("VolumeZone"),
+    PluginRef("PodTopologySpread", 2),
+    PluginRef("InterPodAffinity", 2),
+    PluginRef("DefaultPreemption"),
     PluginRef("NodeResourcesBalancedAllocation", 1),
     PluginRef("ImageLocality", 1),
     PluginRef("DefaultBinder"),
@@ -77,7 +83,8 @@ def resolve(profile: ProfileConfig, extension_points: Mapping[str, type]) -> Res
         specific_names = [p.name for p in specific.enabled]
         multi_names = []
         for ref in multi.enabled:
-            if specific.disables(ref.name) or ref.name in specific_names:
+            skipped = multi.disables(ref.name) or specific.disables(ref.name)
+            if skipped or ref.name in specific_names:
                 continue
             if issubclass(lookup(ref.name), base):
                 multi_names.append(ref.name)

@@ -37,6 +37,13 @@ _BUILTINS = {
     ),
     "ImageLocality": "kubesched.plugins.imagelocality:ImageLocality",
     "DefaultBinder": "kubesched.plugins.defaultbinder:DefaultBinder",
+    "VolumeBinding": "kubesched.plugins.volumebinding:VolumeBinding",
+    "VolumeZone": "kubesched.plugins.volumezone:VolumeZone",
+    "VolumeRestrictions": "kubesched.plugins.volumerestrictions:VolumeRestrictions",
+    "NodeVolumeLimits": "kubesched.plugins.nodevolumelimits:NodeVolumeLimits",
+    "DefaultPreemption": "kubesched.plugins.defaultpreemption:DefaultPreemption",
+    "PodTopologySpread": "kubesched.plugins.podtopologyspread:PodTopologySpread",
+    "InterPodAffinity": "kubesched.plugins.interpodaffinity:InterPodAffinity",
 }
 
 _registered: dict[str, type[Plugin]] = {}

@@ -82,6 +82,32 @@ class Diagnosis:
         hit = np.nonzero(self.rows == row)[0]
         return Code(int(self.codes[hit[0]])) if len(hit) else None
 
+    def status_of(self, row: int) -> Status | None:
+        """The Filter status of a node that failed (None if it did not)."""
+        hit = np.nonzero(self.rows == row)[0]
+        if not len(hit):
+            return None
+        index = int(hit[0])
+        return Status(Code(int(self.codes[index])), self.reasons_of(row), self.plugins[index])
+
+    def extend(self, other: Diagnosis) -> None:
+        """Add the failed nodes of `other` (which this one does not have)."""
+        self.rows = np.concatenate([self.rows, other.rows])
+        self.codes = np.concatenate([self.codes, other.codes])
+        self.plugins = [*self.plugins, *other.plugins]
+        self.reasons.extend(other.reasons)
+        self.unschedulable_plugins |= other.unschedulable_plugins
+        self.pending_plugins |= other.pending_plugins
+
+    def sort_rows(self, order: Rows, capacity: int) -> None:
+        """Put the failed nodes in the order they have in `order`."""
+        position = np.empty(capacity, dtype=np.intp)
+        position[order] = np.arange(len(order))
+        ranks = np.argsort(position[self.rows], kind="stable")
+        self.rows = self.rows[ranks]
+        self.codes = self.codes[ranks]
+        self.plugins = [self.plugins[int(i)] for i in ranks]
+
 
 class Framework:
     """The plugins of one profile, ready to run."""
@@ -124,6 +150,8 @@ class Framework:
         self.pre_filter = plugins("preFilter", ifc.PreFilterPlugin)
         self.filter = plugins("filter", ifc.FilterPlugin)
         self.post_filter = plugins("postFilter", ifc.PostFilterPlugin)
+        for post_filter in self.post_filter:
+            post_filter.framework = self
         self.pre_score = plugins("preScore", ifc.PreScorePlugin)
         self.score = plugins("score", ifc.ScorePlugin)
         self.reserve = plugins("reserve", ifc.ReservePlugin)
@@ -239,18 +267,138 @@ class Framework:
     def run_post_filter(
         self, state: CycleState, pod: PodInfo, diagnosis: Diagnosis
     ) -> tuple[ifc.PostFilterResult | None, Status]:
-        status = Status.unschedulable()
+        """RunPostFilterPlugins: the first success or unresolvable answer wins; an
+        error is returned (not raised: the pod stays merely unschedulable, with the
+        error in its message); otherwise every plugin's reasons, and the last
+        result that nominates (or clears the nomination)."""
+        result: ifc.PostFilterResult | None = None
+        reasons: list[str] = []
+        rejector = ""
         for plugin in self.post_filter:
             started = time.perf_counter()
-            result, status = plugin.post_filter(state, pod, diagnosis)
+            try:
+                found, status = plugin.post_filter(state, pod, diagnosis)
+            except Exception as exc:
+                found, status = None, Status.as_error(exc)
             self._timed("PostFilter", plugin.name, started, status)
             if status.is_success():
-                return result, status.with_plugin(plugin.name)
-            if status.code == Code.ERROR:
-                raise PluginError(plugin.name, "PostFilter", status.message())
+                return found, status
             if status.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
-                return result, status.with_plugin(plugin.name)
-        return None, status
+                return found, status.with_plugin(plugin.name)
+            if not status.is_rejected():
+                return None, Status.as_error(status.message(), plugin.name)
+            if found is not None:
+                result = found
+            reasons.extend(status.reasons)
+            rejector = rejector or plugin.name
+        return result, Status(Code.UNSCHEDULABLE, reasons, rejector)
+
+    # --- what-if runs: preemption and nominated pods ------------------------------
+
+    def _extensions(self, state: CycleState) -> list[ifc.PreFilterPlugin]:
+        return [
+            p
+            for p in self.pre_filter
+            if isinstance(p, ifc.PreFilterExtensions) and p.name not in state.skip_filter_plugins
+        ]
+
+    def run_pre_filter_extension_add_pod(
+        self, state: CycleState, pod: PodInfo, to_add: PodInfo, nodes: NodeTable, row: int
+    ) -> None:
+        """Tell the PreFilter plugins that `to_add` was added to the row (the table
+        has it already); raises PluginError if one fails."""
+        for plugin in self._extensions(state):
+            assert isinstance(plugin, ifc.PreFilterExtensions)
+            try:
+                status = plugin.add_pod(state, pod, to_add, nodes, row)
+            except Exception as exc:
+                raise PluginError(plugin.name, "PreFilterExtension AddPod", exc) from exc
+            if not status.is_success():
+                raise PluginError(plugin.name, "PreFilterExtension AddPod", status.message())
+
+    def run_pre_filter_extension_remove_pod(
+        self, state: CycleState, pod: PodInfo, to_remove: PodInfo, nodes: NodeTable, row: int
+    ) -> None:
+        """Tell the PreFilter plugins that `to_remove` left the row (the table no
+        longer has it); raises PluginError if one fails."""
+        for plugin in self._extensions(state):
+            assert isinstance(plugin, ifc.PreFilterExtensions)
+            try:
+                status = plugin.remove_pod(state, pod, to_remove, nodes, row)
+            except Exception as exc:
+                raise PluginError(plugin.name, "PreFilterExtension RemovePod", exc) from exc
+            if not status.is_success():
+                raise PluginError(plugin.name, "PreFilterExtension RemovePod", status.message())
+
+    def _nominated_on(self, pod: PodInfo, nodes: NodeTable, rows: Rows) -> dict[int, list[PodInfo]]:
+        """Rows among `rows` with pods nominated to them of the pod's priority or
+        higher (the pod itself aside), with those pods."""
+        names = self.handle.nominated.nominated_nodes()
+        if not names or not len(rows):
+            return {}
+        wanted = np.zeros(nodes.capacity, dtype=np.bool_)
+        wanted[rows] = True
+        found: dict[int, list[PodInfo]] = {}
+        for name in names:
+            row = nodes.row_of(name)
+            if row is None or not wanted[row]:
+                continue
+            pods = [
+                p
+                for p in self.handle.nominated.nominated_pods_for_node(name)
+                if p.priority >= pod.priority and p.key != pod.key
+            ]
+            if pods:
+                found[row] = pods
+        return found
+
+    def run_filters_with_nominated_pods(
+        self, state: CycleState, pod: PodInfo, nodes: NodeTable, rows: Rows
+    ) -> tuple[Rows, Diagnosis]:
+        """run_filters, as RunFilterPluginsWithNominatedPods: on a node with pods of
+        the same or higher priority nominated to it, the filters run first with those
+        pods added (node and PreFilter state), then, if they pass, without them."""
+        nominated = self._nominated_on(pod, nodes, rows)
+        if not nominated:
+            return self.run_filters(state, pod, nodes, rows)
+        special = np.fromiter(nominated, dtype=np.intp, count=len(nominated))
+        feasible, diagnosis = self.run_filters(state, pod, nodes, rows[~np.isin(rows, special)])
+        passed = [feasible]
+        for row, pods in nominated.items():
+            one = np.array([row], dtype=np.intp)
+            saved = nodes.save_row(row)
+            state_out = state.clone()
+            try:
+                for other in pods:
+                    nodes.add_pod(other, row)
+                    self.run_pre_filter_extension_add_pod(state_out, pod, other, nodes, row)
+                fits, failed = self.run_filters(state_out, pod, nodes, one)
+            finally:
+                nodes.restore_row(saved)
+            if len(fits):
+                fits, failed = self.run_filters(state, pod, nodes, one)
+            if len(fits):
+                passed.append(fits)
+            else:
+                diagnosis.extend(failed)
+        feasible = np.concatenate(passed)
+        position = np.empty(nodes.capacity, dtype=np.intp)
+        position[rows] = np.arange(len(rows))
+        feasible = feasible[np.argsort(position[feasible], kind="stable")]
+        diagnosis.sort_rows(rows, nodes.capacity)
+        return feasible, diagnosis
+
+    def filter_status_with_nominated_pods(
+        self, state: CycleState, pod: PodInfo, nodes: NodeTable, row: int
+    ) -> Status:
+        """RunFilterPluginsWithNominatedPods for one node, as a Status."""
+        one = np.array([row], dtype=np.intp)
+        feasible, diagnosis = self.run_filters_with_nominated_pods(state, pod, nodes, one)
+        if len(feasible):
+            return Status()
+        status = diagnosis.status_of(row)
+        assert status is not None
+        return status
 
     def run_pre_score(self, state: CycleState, pod: PodInfo, nodes: NodeTable, rows: Rows) -> None:
         for plugin in self.pre_score:

@@ -32,6 +32,14 @@ class WaitingPod:
     def reject(self, plugin: str, message: str) -> None:
         self._finish(Status.unschedulable(message, plugin=plugin))
 
+    def preempt(self, plugin: str, message: str) -> bool:
+        """Stop waiting as preempted: an error, not unschedulable, so that the pod is
+        retried after its backoff. False if the pod was no longer waiting."""
+        if self._result.done():
+            return False
+        self._finish(Status.as_error(message, plugin))
+        return True
+
     def _finish(self, status: Status) -> None:
         for cancel in self._cancel_timers:
             cancel()

@@ -62,6 +62,12 @@ class KubeClient:
         self._timeout = timeout
         self._http2 = http2
         self._client = self._make_client()
+        # Each watch path streams on a connection of its own. On one shared HTTP/2
+        # connection, httpcore lets a stream's reader hold the read lock while it
+        # waits for its own data: with three or more streams waiting (watches, or
+        # watches and a request), an event read for one stream can sit in its queue
+        # until some other data arrives, minutes later for quiet watches.
+        self._watch_clients: dict[str, httpx.AsyncClient] = {}
 
     def _make_client(self) -> httpx.AsyncClient:
         return httpx.AsyncClient(
@@ -75,6 +81,8 @@ class KubeClient:
 
     async def aclose(self) -> None:
         await self._client.aclose()
+        for client in self._watch_clients.values():
+            await client.aclose()
 
     def _headers(self, extra: Mapping[str, str] | None = None) -> dict[str, str]:
         headers = dict(extra or {})
@@ -112,9 +120,11 @@ class KubeClient:
 
     async def _reauthenticate(self) -> None:
         await self.connection.reload()
-        old = self._client
+        old = [self._client, *self._watch_clients.values()]
         self._client = self._make_client()
-        await old.aclose()
+        self._watch_clients = {}
+        for client in old:
+            await client.aclose()
 
     async def get(self, path: str, kind: type[T], params: Mapping[str, str] | None = None) -> T:
         return msgspec.json.decode(await self.request("GET", path, params=params), type=kind)
@@ -153,7 +163,10 @@ class KubeClient:
         query = {**params, "watch": "true", "timeoutSeconds": str(timeout_seconds)}
         timeout = httpx.Timeout(self._timeout, connect=5.0, read=timeout_seconds + 30.0)
         decoder = msgspec.json.Decoder(WatchEvent)
-        async with self._client.stream(
+        client = self._watch_clients.get(path)
+        if client is None:
+            client = self._watch_clients[path] = self._make_client()
+        async with client.stream(
             "GET", path, params=query, headers=self._headers(), timeout=timeout
         ) as response:
             if response.status_code >= 400:

@@ -7,7 +7,7 @@ import asyncio
 from kubesched.api.objects import Pod
 from kubesched.cluster.client import BindConflict
 from kubesched.kube.client import ApiError, KubeClient
-from kubesched.kube.writer import EventWriter, StatusWriter
+from kubesched.kube.writer import EventWriter, StatusWriter, rfc3339
 
 MAX_CONCURRENT_BINDS = 64
 
@@ -54,6 +54,34 @@ class KubeCluster:
         except ApiError as exc:
             if exc.status != 404:
                 raise
+
+    async def set_disruption_target(self, pod: Pod, reason: str, message: str) -> bool:
+        for condition in pod.status.conditions:
+            if (
+                condition.type == "DisruptionTarget"
+                and condition.status == "True"
+                and condition.reason == reason
+                and condition.message == message
+            ):
+                return True  # UpdatePodCondition would change nothing: no patch
+        meta = pod.metadata
+        condition_patch = {
+            "type": "DisruptionTarget",
+            "status": "True",
+            "reason": reason,
+            "message": message,
+            "lastTransitionTime": rfc3339(),
+        }
+        try:
+            await self.client.patch(
+                f"/api/v1/namespaces/{meta.namespace}/pods/{meta.name}/status",
+                {"status": {"conditions": [condition_patch]}},
+            )
+        except ApiError as exc:
+            if exc.status != 404:
+                raise
+            return False
+        return True
 
     def record_event(self, pod: Pod, event_type: str, reason: str, message: str) -> None:
         self.events.record(pod, event_type, reason, message, pod.spec.scheduler_name)

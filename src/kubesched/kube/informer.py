@@ -36,6 +36,10 @@ MAX_BACKOFF = 30.0
 WATCH_TIMEOUT = (300, 600)  # seconds, chosen at random per watch as client-go does
 
 
+class _Bookmark(msgspec.Struct):
+    metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)
+
+
 class ApiStatus(msgspec.Struct):
     code: int = 0
     reason: str = ""
@@ -142,11 +146,16 @@ class Informer(Generic[T]):
                 if status.code == 410:
                     raise Gone()
                 raise ApiError(status.code, status.reason, status.message, "WATCH", self.path)
+            if event.type == "BOOKMARK":
+                # A bookmark carries only metadata.resourceVersion: its object is not
+                # a valid Pod or Node (e.g. spec.containers is null).
+                mark = msgspec.json.decode(event.object, type=_Bookmark)
+                if mark.metadata.resource_version:
+                    self.resource_version = mark.metadata.resource_version
+                continue
             obj = self._decoder.decode(event.object)
             if obj.metadata.resource_version:
                 self.resource_version = obj.metadata.resource_version
-            if event.type == "BOOKMARK":
-                continue
             key = object_key(obj)
             if event.type == "DELETED":
                 gone = self.store.pop(key, None)

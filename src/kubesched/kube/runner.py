@@ -14,8 +14,9 @@ import logging
 import signal
 from collections.abc import Awaitable
 from dataclasses import dataclass
+from typing import Any
 
-from kubesched.api.objects import Node, Pod
+from kubesched.api.objects import Namespace, Node, Pod, PodDisruptionBudget
 from kubesched.config import SchedulerConfig, load_config
 from kubesched.framework.clock import RealClock
 from kubesched.framework.profile import ProfileConfig
@@ -24,6 +25,7 @@ from kubesched.kube.cluster import KubeCluster
 from kubesched.kube.config import load_connection
 from kubesched.kube.informer import Handlers, Informer
 from kubesched.kube.leader import LeaderElectionConfig, LeaderElector
+from kubesched.kube.storage import KubeVolumeWriter, storage_informers
 from kubesched.kube.writer import EventWriter, StatusWriter
 from kubesched.metrics import SchedulerMetrics
 from kubesched.scheduler import Scheduler
@@ -64,7 +66,7 @@ class Runner:
         self.tasks: list[asyncio.Task[None]] = []
         self.scheduler: Scheduler | None = None
         self.elector: LeaderElector | None = None
-        self.informers: list[Informer[Node] | Informer[Pod]] = []
+        self.informers: list[Informer[Any]] = []
         self.server: HealthServer | None = None
         self.client: KubeClient | None = None
         self.scheduling = asyncio.Event()  # set while the scheduling loop runs
@@ -109,7 +111,51 @@ class Runner:
             params={"fieldSelector": LIVE_PODS},
             name="pods",
         )
-        self.informers = [nodes, pods]
+
+        def refresh_pdbs() -> None:
+            sched.handle.pdbs = list(pdbs.store.values())
+
+        # Preemption reads the budgets as a list (the PDB lister upstream).
+        pdbs: Informer[PodDisruptionBudget] = Informer(
+            client,
+            "/apis/policy/v1/poddisruptionbudgets",
+            PodDisruptionBudget,
+            Handlers(
+                lambda _: refresh_pdbs(),
+                lambda _old, _new: refresh_pdbs(),
+                lambda _: refresh_pdbs(),
+            ),
+            name="poddisruptionbudgets",
+        )
+        # InterPodAffinity's namespaceSelector reads namespaces' labels.
+        known = sched.handle.namespaces
+
+        def namespace_gone(ns: Namespace) -> None:
+            known.pop(ns.metadata.name, None)
+
+        namespaces: Informer[Namespace] = Informer(
+            client,
+            "/api/v1/namespaces",
+            Namespace,
+            Handlers(
+                lambda ns: known.__setitem__(ns.metadata.name, ns),
+                lambda _old, ns: known.__setitem__(ns.metadata.name, ns),
+                namespace_gone,
+            ),
+            name="namespaces",
+        )
+        self.informers = [nodes, pods, pdbs, namespaces]
+        # PVs, PVCs, StorageClasses and CSI objects, if a profile's plugins read them.
+        volumes: list[Informer[Any]] = []
+        if any(
+            getattr(plugin, "uses_storage", False)
+            for fw in sched.frameworks.values()
+            for plugin in fw.instances.values()
+        ):
+            sched.handle.storage.writer = KubeVolumeWriter(client)
+            sched.handle.storage.subscribe(sched.queue.on_event)
+            volumes = storage_informers(client, sched.handle.storage)
+            self.informers.extend(volumes)
 
         self.server = HealthServer(self.metrics, self.options.health_host, self.options.health_port)
         self.server.add_ready_check(
@@ -122,7 +168,15 @@ class Runner:
         self._spawn(statuses.run(), "statuses")
         # Nodes first, so that pods arriving find their nodes (as upstream waits for sync).
         self._spawn(nodes.run(), "informer-nodes")
+        self._spawn(pdbs.run(), "informer-pdbs")
+        self._spawn(namespaces.run(), "informer-namespaces")
+        for informer in volumes:
+            self._spawn(informer.run(), f"informer-{informer.name}")
         await self._until(nodes.synced.wait())
+        await self._until(pdbs.synced.wait())
+        await self._until(namespaces.synced.wait())
+        for informer in volumes:
+            await self._until(informer.synced.wait())
         self._spawn(pods.run(), "informer-pods")
         await self._until(pods.synced.wait())
 

@@ -13,6 +13,20 @@ _SOURCES: tuple[tuple[str, str, str, dict[str, str]], ...] = (
     ("/apis/scheduling.k8s.io/v1/priorityclasses", "PriorityClass", "scheduling.k8s.io/v1", {}),
     ("/api/v1/namespaces", "Namespace", "v1", {}),
     ("/api/v1/nodes", "Node", "v1", {}),
+    ("/apis/policy/v1/poddisruptionbudgets", "PodDisruptionBudget", "policy/v1", {}),
+    # The volume plugins' objects.
+    ("/apis/storage.k8s.io/v1/storageclasses", "StorageClass", "storage.k8s.io/v1", {}),
+    ("/api/v1/persistentvolumes", "PersistentVolume", "v1", {}),
+    ("/api/v1/persistentvolumeclaims", "PersistentVolumeClaim", "v1", {}),
+    ("/apis/storage.k8s.io/v1/csinodes", "CSINode", "storage.k8s.io/v1", {}),
+    ("/apis/storage.k8s.io/v1/csidrivers", "CSIDriver", "storage.k8s.io/v1", {}),
+    (
+        "/apis/storage.k8s.io/v1/csistoragecapacities",
+        "CSIStorageCapacity",
+        "storage.k8s.io/v1",
+        {},
+    ),
+    ("/apis/storage.k8s.io/v1/volumeattachments", "VolumeAttachment", "storage.k8s.io/v1", {}),
     (
         "/api/v1/pods",
         "Pod",

@@ -90,7 +90,7 @@ class EventWriter:
     def record(
         self, pod: Pod, event_type: str, reason: str, message: str, reporting_controller: str
     ) -> None:
-        action = "Binding" if reason == "Scheduled" else "Scheduling"
+        action = {"Scheduled": "Binding", "Preempted": "Preempting"}.get(reason, "Scheduling")
         pending = _PendingEvent(
             pod, event_type, reason, action, message[:1024], reporting_controller, time.time()
         )
@@ -189,6 +189,8 @@ class _StatusUpdate:
     reason: str
     message: str
     nominated_node: str
+    # The nominatedNodeName the API has (as of the first update not yet written).
+    known_nominated: str = ""
 
 
 class StatusWriter:
@@ -202,17 +204,20 @@ class StatusWriter:
         self.written = 0
 
     def set_unschedulable(self, pod: Pod, reason: str, message: str, nominated_node: str) -> None:
+        key = f"{pod.metadata.namespace}/{pod.metadata.name}"
+        previous = self.pending.get(key)
         for condition in pod.status.conditions:
             if (
-                condition.type == "PodScheduled"
+                previous is None
+                and condition.type == "PodScheduled"
                 and condition.status == "False"
                 and condition.reason == reason
                 and condition.message == message
                 and pod.status.nominated_node_name == nominated_node
             ):
                 return  # already says exactly this: no write (as upstream)
-        key = f"{pod.metadata.namespace}/{pod.metadata.name}"
-        self.pending[key] = _StatusUpdate(pod, reason, message, nominated_node)
+        known = pod.status.nominated_node_name if previous is None else previous.known_nominated
+        self.pending[key] = _StatusUpdate(pod, reason, message, nominated_node, known)
         self.pending.move_to_end(key)
         self._wake.set()
 
@@ -253,8 +258,9 @@ class StatusWriter:
                 }
             ],
         }
-        if update.nominated_node:
-            status["nominatedNodeName"] = update.nominated_node
+        if update.nominated_node != update.known_nominated:
+            # Set, or cleared (null deletes the field in a strategic merge patch).
+            status["nominatedNodeName"] = update.nominated_node or None
         await self.client.patch(
             f"/api/v1/namespaces/{meta.namespace}/pods/{meta.name}/status", {"status": status}
         )

@@ -259,11 +259,20 @@ class SchedulingQueue:
             self._count("active", event)
             self._ready.set()
 
-    def on_event(self, event: ClusterEvent, old: object = None, new: object = None) -> int:
-        """MoveAllToActiveOrBackoffQueue for one cluster event; returns how many moved."""
+    def on_event(
+        self,
+        event: ClusterEvent,
+        old: object = None,
+        new: object = None,
+        precheck: Callable[[Pod], bool] | None = None,
+    ) -> int:
+        """MoveAllToActiveOrBackoffQueue for one cluster event; returns how many moved.
+        `precheck` (PreEnqueueCheck upstream) limits the pods considered."""
         self.move_request_cycle = self.scheduling_cycle
         moved = 0
         for qpi in list(self.unschedulable.values()):
+            if precheck is not None and not precheck(qpi.pod):
+                continue
             if self._worth_requeuing(qpi, event, old, new):
                 self._requeue(qpi, event.label or str(event.resource))
                 moved += 1

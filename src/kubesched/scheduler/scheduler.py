@@ -10,13 +10,14 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Collection, Coroutine, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
+import msgspec
 import numpy as np
 
-from kubesched.api.objects import Node, Pod
+from kubesched.api.objects import Node, ObjectMeta, Pod
 from kubesched.cache.cache import Cache
 from kubesched.cache.node_table import Rows
 from kubesched.cluster.client import BindConflict, ClusterClient
@@ -38,6 +39,7 @@ from kubesched.framework.types import (
 )
 from kubesched.framework.waiting import WaitingPods
 from kubesched.logs import V, kv
+from kubesched.queue.nominator import Nominator
 from kubesched.queue.scheduling_queue import QueueProfile, SchedulingQueue
 from kubesched.scheduler.fit_error import NO_NODES_AT_ALL, fit_error_message
 from kubesched.scheduler.node_events import node_update_events
@@ -143,6 +145,11 @@ class Scheduler:
             max_backoff=pod_max_backoff,
         )
         self.rng = np.random.default_rng(seed)
+        self.nominator = Nominator()
+        self.handle.rng = self.rng
+        self.handle.nominated = _QueuedNominations(self)
+        self.handle.clear_nominated_node = self._clear_nominations
+        self.handle.spawn = self._spawn
         self.percentage_of_nodes_to_score = percentage_of_nodes_to_score
         self.next_start_node_index = 0
         self.binding_tasks: set[asyncio.Task[None]] = set()
@@ -181,12 +188,15 @@ class Scheduler:
     def on_pod_add(self, pod: Pod) -> None:
         if pod.spec.node_name:
             self.cache.add_pod(PodInfo(pod))
-            self.queue.delete(pod.metadata.namespace + "/" + pod.metadata.name)
+            self.queue.delete(pod.key)
+            self.nominator.delete(pod.key)
             self.queue.on_event(EVENT_ASSIGNED_POD_ADD, None, pod)
         elif self.responsible_for(pod) and pod.metadata.deletion_timestamp is None:
             info = PodInfo(pod)
             self.outcomes.setdefault(info.key, Outcome(info.key, reason="Pending"))
             self.queue.add(info)
+            if info.key in self.queue.active:  # not held back by PreEnqueue
+                self.nominator.add(pod, None)
 
     def on_pod_update(self, old: Pod | None, new: Pod) -> None:
         key = f"{new.metadata.namespace}/{new.metadata.name}"
@@ -194,6 +204,7 @@ class Scheduler:
             was_assigned = old is not None and bool(old.spec.node_name)
             if key in self.queue and not self.cache.is_assumed(key):
                 self.queue.delete(key)
+            self.nominator.delete(key)
             self.cache.add_pod(PodInfo(new))
             if not was_assigned:
                 self.queue.on_event(EVENT_ASSIGNED_POD_ADD, old, new)
@@ -206,7 +217,11 @@ class Scheduler:
         elif self.responsible_for(new):
             if new.metadata.deletion_timestamp is not None:
                 self.queue.delete(key)
-            elif old is not None and not _scheduling_relevant_change(old, new):
+                self.nominator.delete(key)
+                return
+            if key not in self.queue.in_flight:
+                self.nominator.update(old or new, new)
+            if old is not None and not _scheduling_relevant_change(old, new):
                 # Our own status writes come back as updates: they change nothing
                 # the scheduler decides on, so they must not trigger a retry.
                 self.queue.refresh(PodInfo(new))
@@ -216,12 +231,22 @@ class Scheduler:
     def on_pod_delete(self, pod: Pod) -> None:
         key = f"{pod.metadata.namespace}/{pod.metadata.name}"
         self.queue.delete(key)
+        self.nominator.delete(key)
         waiting = self.waiting_pods.get(key)
         if waiting is not None:
             waiting.reject("", "pod deleted while waiting at Permit")
         if self.cache.node_of(key) is not None:
             self.cache.remove_pod(key)
             self.queue.on_event(EVENT_ASSIGNED_POD_DELETE, pod, None)
+        elif pod.status.nominated_node_name:
+            # A nominated pod held room that lower or equal priority pods can now take.
+            priority = pod.spec.priority or 0
+            self.queue.on_event(
+                EVENT_ASSIGNED_POD_DELETE,
+                pod,
+                None,
+                precheck=lambda other: (other.spec.priority or 0) <= priority,
+            )
 
     # --- the scheduling cycle ------------------------------------------------------
 
@@ -259,6 +284,20 @@ class Scheduler:
                     diagnosis.unschedulable_plugins.add(status.plugin)
             return np.empty(0, np.intp), diagnosis, 0
 
+        # A pod nominated by an earlier preemption tries that node first
+        # (evaluateNominatedNode): it is likely the only one that fits.
+        nominated_row: int | None = None
+        nominated: Diagnosis | None = None
+        if pod.pod.status.nominated_node_name:
+            nominated_row = table.row_of(pod.pod.status.nominated_node_name)
+        if nominated_row is not None:
+            point_started = time.perf_counter()
+            one = np.array([nominated_row], dtype=np.intp)
+            fits, nominated = fw.run_filters_with_nominated_pods(state, pod, table, one)
+            self._observe_point(fw, "Filter", point_started)
+            if len(fits):
+                return fits, Diagnosis.empty(), 1
+
         absent: Status | None = None
         candidates = order
         if pre_result.node_names is not None:
@@ -274,7 +313,7 @@ class Scheduler:
         if not fw.score:
             num_to_find = 1  # with nothing to compare, the first feasible node will do
         point_started = time.perf_counter()
-        feasible, diagnosis = fw.run_filters(state, pod, table, rotated)
+        feasible, diagnosis = fw.run_filters_with_nominated_pods(state, pod, table, rotated)
         self._observe_point(fw, "Filter", point_started)
         processed = len(rotated)
         if len(feasible) > num_to_find:
@@ -292,11 +331,22 @@ class Scheduler:
             diagnosis.reasons = [
                 (reason, rows[position[rows] <= cut]) for reason, rows in diagnosis.reasons
             ]
+        explicit = len(candidates)
+        if nominated is not None and nominated_row is not None:
+            # The nominated node's verdict stays in the diagnosis (upstream shares the
+            # NodeToStatus map), also where the full pass did not reach that node.
+            diagnosis.unschedulable_plugins |= nominated.unschedulable_plugins
+            diagnosis.pending_plugins |= nominated.pending_plugins
+            if nominated_row not in diagnosis.rows and nominated_row not in feasible:
+                diagnosis.extend(nominated)
+                processed += 1
+                if nominated_row not in candidates:
+                    explicit += 1
         if num_all:
             self.next_start_node_index = (self.next_start_node_index + processed) % num_all
         if absent is not None:
             diagnosis.absent_status = absent
-            diagnosis.absent_count = num_all - len(candidates)
+            diagnosis.absent_count = num_all - explicit
         return feasible, diagnosis, processed
 
     def schedule_pod(self, fw: Framework, state: CycleState, pod: PodInfo) -> ScheduleResult:
@@ -339,8 +389,10 @@ class Scheduler:
         try:
             result = self.schedule_pod(fw, state, pod)
         except FitError as fit:
-            self._post_filter(fw, state, qpi, fit)
-            self._failure(fw, qpi, cycle, "Unschedulable", str(fit), fit.diagnosis)
+            nominating = self._post_filter(fw, state, qpi, fit)
+            # What-if runs changed the table and put it back: the attempt saw this one.
+            qpi.tried_at_generation = self.table.generation
+            self._failure(fw, qpi, cycle, "Unschedulable", str(fit), fit.diagnosis, nominating)
             self._observe("unschedulable", fw, started)
             return
         except (NoNodesError, PluginError) as exc:
@@ -348,12 +400,14 @@ class Scheduler:
             if isinstance(exc, PluginError):
                 log.error("pod %s: %s", pod.key, exc)
             qpi.unschedulable_plugins = set()
+            qpi.tried_at_generation = self.table.generation
             self._failure(fw, qpi, cycle, reason, str(exc), None)
             self._observe("error" if reason == "SchedulerError" else "unschedulable", fw, started)
             return
 
         node = result.node_name
         self.cache.assume_pod(pod, node)
+        self.nominator.delete(pod.key)
         point_started = time.perf_counter()
         status = fw.run_reserve(state, pod, node)
         self._observe_point(fw, "Reserve", point_started, status)
@@ -397,15 +451,17 @@ class Scheduler:
 
     def _post_filter(
         self, fw: Framework, state: CycleState, qpi: QueuedPodInfo, fit: FitError
-    ) -> None:
+    ) -> str | None:
+        """Run PostFilter (preemption); returns the pod's new nominated node: a name,
+        "" to clear it, or None to leave it as it is."""
         if not fw.post_filter:
-            return
+            return ""
         result, status = fw.run_post_filter(state, qpi.pod_info, fit.diagnosis)
-        if status.message():
-            fit.diagnosis.post_filter_message = status.message()
-        if result is not None and result.nominated_node_name:
-            qpi.pod.status.nominated_node_name = result.nominated_node_name
+        fit.diagnosis.post_filter_message = status.message()
+        if status.code == Code.ERROR:
+            log.error("pod %s: PostFilter: %s", qpi.pod_info.key, status.message())
         fit.args = (fit_error_message(fit.num_all_nodes, fit.diagnosis),)
+        return None if result is None else result.nominated_node_name
 
     # --- the binding cycle ---------------------------------------------------------
 
@@ -487,20 +543,94 @@ class Scheduler:
         reason: str,
         message: str,
         diagnosis: Diagnosis | None,
+        nominated: str | None = "",
     ) -> None:
-        """handleSchedulingFailure: requeue, then tell the user (event and condition)."""
+        """handleSchedulingFailure: requeue, nominate, then tell the user (event and
+        condition). `nominated`: the pod's nominated node from now on, "" to clear it
+        (every failure but PostFilter's), None to keep it."""
         if diagnosis is not None:
             qpi.unschedulable_plugins = set(diagnosis.unschedulable_plugins)
             qpi.pending_plugins = set(diagnosis.pending_plugins)
         key = qpi.pod_info.key
         if key in self.queue.in_flight:
             self.queue.requeue_failed(qpi, cycle)
+            # (A pod deleted meanwhile is no longer in flight: it is not nominated.)
+            self.nominator.add(qpi.pod, nominated)
         outcome = self.outcomes.setdefault(key, Outcome(key))
         outcome.node, outcome.reason, outcome.message = None, reason, message
         outcome.diagnosis = diagnosis
         pod = qpi.pod
+        node = pod.status.nominated_node_name if nominated is None else nominated
         self.cluster.record_event(pod, "Warning", "FailedScheduling", message)
-        self.cluster.set_unschedulable(pod, reason, message, pod.status.nominated_node_name)
+        self.cluster.set_unschedulable(pod, reason, message, node)
+        if node != pod.status.nominated_node_name:
+            _set_nominated_node_name(qpi, node)
+
+    # --- preemption's requests -----------------------------------------------------
+
+    def _spawn(self, coro: Coroutine[Any, Any, None]) -> None:
+        """Run a plugin's API calls (preemption's evictions) as a task that the
+        simulator waits for and shutdown drains, like binding cycles."""
+        task = asyncio.get_event_loop().create_task(coro)
+        self.binding_tasks.add(task)
+        task.add_done_callback(self.binding_tasks.discard)
+
+    def _queued(self, key: str) -> QueuedPodInfo | None:
+        queue = self.queue
+        return (
+            queue.active.get(key)
+            or queue.backoff.get(key)
+            or queue.unschedulable.get(key)
+            or queue.in_flight.get(key)
+        )
+
+    def _clear_nominations(self, pods: list[PodInfo]) -> None:
+        """clearNominatedNodeName: lower priority pods nominated to a node preemption
+        picked lose the nomination (in memory and in their status)."""
+        for info in pods:
+            self.nominator.delete(info.key)
+            qpi = self._queued(info.key)
+            pod = qpi.pod if qpi is not None else info.pod
+            if not pod.status.nominated_node_name:
+                continue
+            # The status write keeps the pod's PodScheduled=False condition as it is.
+            outcome = self.outcomes.get(info.key)
+            reason, message = "Unschedulable", ""
+            if outcome is not None and outcome.reason in ("Unschedulable", "SchedulerError"):
+                reason, message = outcome.reason, outcome.message
+            self.cluster.set_unschedulable(pod, reason, message, "")
+            if qpi is not None:
+                _set_nominated_node_name(qpi, "")
+
+
+class _QueuedNominations:
+    """The nominated pods as plugins see them (NominatedPodsForNode upstream): the
+    queue's copy of each pod; a pod being scheduled right now is only a name."""
+
+    def __init__(self, scheduler: Scheduler) -> None:
+        self.scheduler = scheduler
+
+    def nominated_nodes(self) -> Collection[str]:
+        return self.scheduler.nominator.nodes()
+
+    def nominated_pods_for_node(self, node_name: str) -> list[PodInfo]:
+        queue = self.scheduler.queue
+        found: list[PodInfo] = []
+        for key in self.scheduler.nominator.pods_for_node(node_name):
+            qpi = queue.active.get(key) or queue.unschedulable.get(key) or queue.backoff.get(key)
+            if qpi is not None:
+                found.append(qpi.pod_info)
+            else:
+                namespace, _, name = key.partition("/")
+                found.append(PodInfo(Pod(metadata=ObjectMeta(name=name, namespace=namespace))))
+        return found
+
+
+def _set_nominated_node_name(qpi: QueuedPodInfo, node: str) -> None:
+    """Give the queue's copy of the pod the nominatedNodeName just written."""
+    pod = qpi.pod
+    status = msgspec.structs.replace(pod.status, nominated_node_name=node)
+    qpi.pod_info = PodInfo(msgspec.structs.replace(pod, status=status))
 
 
 def _scheduling_relevant_change(old: Pod, new: Pod) -> bool:

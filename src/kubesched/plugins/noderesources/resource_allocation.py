@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from kubesched.api.requests import non_zero_requests
 from kubesched.cache.node_table import CPU, EPHEMERAL_STORAGE, MEMORY, IntArray, NodeTable, Rows
 from kubesched.framework.interfaces import MAX_NODE_SCORE
 from kubesched.framework.types import PodInfo
@@ -104,11 +105,16 @@ def pod_request_list(
     """The pod's request for each resource. Without `use_requested`, cpu and memory
     count containers that state none as 100m / 200Mi (the non-zero requests)."""
     out = []
+    non_zero = (pod.non_zero_cpu, pod.non_zero_memory)
+    if not use_requested and pod.pod.spec.resources is not None:
+        # Fit's scorer ignores pod-level resources for the incoming pod (upstream
+        # builds it without the PodLevelResources gate), unlike the node's totals.
+        non_zero = non_zero_requests(pod.pod, pod_level=False)
     for spec in resources:
         if not use_requested and spec.name == "cpu":
-            out.append(pod.non_zero_cpu)
+            out.append(non_zero[0])
         elif not use_requested and spec.name == "memory":
-            out.append(pod.non_zero_memory)
+            out.append(non_zero[1])
         else:
             out.append(pod.requests.get(spec.name, 0))
     return out

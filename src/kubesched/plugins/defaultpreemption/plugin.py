@@ -1,0 +1,538 @@
+"""DefaultPreemption: make room for a pod that fits nowhere by evicting lower priority pods.
+
+kube-scheduler v1.36's PostFilter plugin (defaultpreemption and the preemption
+Evaluator), with asynchronous preemption (SchedulerAsyncPreemption, on by default):
+
+1. PodEligibleToPreemptOthers: not with preemptionPolicy Never; not while pods
+   that this pod's earlier preemption evicts are still terminating on its
+   nominated node (unless that node is now unresolvable for it).
+2. Candidates: only nodes whose Filter verdict was Unschedulable (never
+   UnschedulableAndUnresolvable). From a random offset, each is dry-run:
+   every lower priority pod is removed (node table and PreFilterExtensions),
+   the filters must then pass (with nominated pods); the victims are then
+   reprieved one by one, PDB-violating ones first, each group from the most
+   important (priority, then start time), as long as the pod still fits. The
+   table is put back exactly afterwards. The dry run stops once it has
+   max(minCandidateNodesPercentage% of the nodes, minCandidateNodesAbsolute)
+   candidates and at least one that violates no PDB.
+3. pickOneNodeForPreemption: fewest PDB violations, then the lowest highest
+   victim priority, the smallest sum of priorities, the fewest victims, the
+   latest start of the highest priority victims, then the first.
+4. The victims get the DisruptionTarget condition and are deleted in a task
+   after the scheduling cycle (pods waiting at Permit are just rejected);
+   lower priority pods nominated to that node lose their nomination. The
+   pod is nominated to the node and retried when the victims are gone.
+
+Messages are upstream's: "preemption: " and the reason, or, when no node
+helps, a FitError of the dry run ("0/N nodes are available: 4 No preemption
+victims found for incoming pod."), with "Preemption is not helpful for
+scheduling" for every node that was not a candidate.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from kubesched.api.disruption import selector_matches
+from kubesched.api.objects import Pod, PodDisruptionBudget
+from kubesched.cache.node_table import NodeTable
+from kubesched.framework.cycle_state import CycleState
+from kubesched.framework.interfaces import FrameworkRunner, PostFilterPlugin, PostFilterResult
+from kubesched.framework.runtime import Diagnosis
+from kubesched.framework.status import Code, Status
+from kubesched.framework.types import PodInfo
+from kubesched.scheduler.fit_error import fit_error_message
+
+if TYPE_CHECKING:
+    from kubesched.framework.handle import Handle
+
+log = logging.getLogger("kubesched.preemption")
+
+NAME = "DefaultPreemption"
+
+NOT_ELIGIBLE_NEVER = "not eligible due to preemptionPolicy=Never."
+NOT_ELIGIBLE_TERMINATING = "not eligible due to a terminating pod on the nominated node."
+NO_VICTIMS = "No preemption victims found for incoming pod"
+NOT_HELPFUL = "Preemption is not helpful for scheduling"
+NO_CANDIDATE = "no candidate node for preemption"
+
+DISRUPTION_TARGET = "DisruptionTarget"
+PREEMPTION_BY_SCHEDULER = "PreemptionByScheduler"
+PREEMPT_NEVER = "Never"
+
+_MAX_INT32 = 2**31 - 1
+# GetPodStartTime gives pods that have not started "now": later than any start.
+_NOW = 2**63 - 1
+
+
+class ArgsError(ValueError):
+    """DefaultPreemptionArgs that kube-scheduler's validation would refuse."""
+
+
+@dataclass(frozen=True, slots=True)
+class DefaultPreemptionArgs:
+    min_candidate_nodes_percentage: int = 10
+    min_candidate_nodes_absolute: int = 100
+
+    @classmethod
+    def parse(cls, args: Mapping[str, Any]) -> DefaultPreemptionArgs:
+        """v1 defaulting and ValidateDefaultPreemptionArgs."""
+        percentage = args.get("minCandidateNodesPercentage")
+        absolute = args.get("minCandidateNodesAbsolute")
+        percentage = 10 if percentage is None else percentage
+        absolute = 100 if absolute is None else absolute
+        for name, value in (
+            ("minCandidateNodesPercentage", percentage),
+            ("minCandidateNodesAbsolute", absolute),
+        ):
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise ArgsError(f"{name}: must be an integer, got {value!r}")
+        errors: list[str] = []
+        if percentage < 0 or percentage > 100:
+            errors.append(
+                f"minCandidateNodesPercentage: Invalid value: {percentage}: "
+                "not in valid range [0, 100]"
+            )
+        if absolute < 0:
+            errors.append(
+                f"minCandidateNodesAbsolute: Invalid value: {absolute}: not in valid range [0, inf)"
+            )
+        if percentage == 0 and absolute == 0:
+            errors.append(
+                "minCandidateNodesPercentage: Invalid value: 0: "
+                "cannot be zero at the same time as minCandidateNodesAbsolute"
+            )
+            errors.append(
+                "minCandidateNodesAbsolute: Invalid value: 0: "
+                "cannot be zero at the same time as minCandidateNodesPercentage"
+            )
+        if errors:
+            raise ArgsError(errors[0] if len(errors) == 1 else "[" + ", ".join(errors) + "]")
+        return cls(percentage, absolute)
+
+
+@dataclass(slots=True)
+class Candidate:
+    """A node where evicting `victims` (most important first) makes the pod fit."""
+
+    name: str
+    row: int
+    victims: list[PodInfo]
+    num_pdb_violations: int
+
+
+# --- pods: importance, start times, PDBs, termination ----------------------------------
+
+
+def start_time(pod: Pod) -> int:
+    """util.GetPodStartTime in nanoseconds; pods not started yet count as started now."""
+    text = pod.status.start_time
+    if not text:
+        return _NOW
+    try:
+        moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        return _NOW
+    return int(moment.timestamp()) * 1_000_000_000 + moment.microsecond * 1000
+
+
+def importance(pod: PodInfo) -> tuple[int, int]:
+    """Sort key for util.MoreImportantPod: higher priority first, then the older pod."""
+    return (-pod.priority, start_time(pod.pod))
+
+
+def terminating_by_preemption(pod: Pod) -> bool:
+    """podTerminatingByPreemption: being deleted, with DisruptionTarget=True set by a
+    scheduler's preemption (the first DisruptionTarget condition decides)."""
+    if pod.metadata.deletion_timestamp is None:
+        return False
+    for condition in pod.status.conditions:
+        if condition.type == DISRUPTION_TARGET:
+            return condition.status == "True" and condition.reason == PREEMPTION_BY_SCHEDULER
+    return False
+
+
+def filter_pods_with_pdb_violation(
+    pods: Sequence[PodInfo], pdbs: Sequence[PodDisruptionBudget]
+) -> tuple[list[PodInfo], list[PodInfo]]:
+    """filterPodsWithPDBViolation: (violating, non-violating), each in input order. Each
+    matching budget's allowance is spent pod by pod; a pod the budget already counts as
+    disrupted spends nothing."""
+    allowed = [pdb.status.disruptions_allowed if pdb.status is not None else 0 for pdb in pdbs]
+    violating: list[PodInfo] = []
+    non_violating: list[PodInfo] = []
+    for info in pods:
+        pod = info.pod
+        violated = False
+        if pod.metadata.labels:
+            for i, pdb in enumerate(pdbs):
+                if pdb.metadata.namespace != pod.metadata.namespace:
+                    continue
+                if not selector_matches(pdb.spec.selector, pod.metadata.labels):
+                    continue
+                if pdb.status is not None and pod.metadata.name in pdb.status.disrupted_pods:
+                    continue
+                allowed[i] -= 1
+                if allowed[i] < 0:
+                    violated = True
+        (violating if violated else non_violating).append(info)
+    return violating, non_violating
+
+
+def earliest_start_of_highest_priority(victims: Sequence[PodInfo]) -> int:
+    """util.GetEarliestPodStartTime: among the victims of the highest priority."""
+    earliest = start_time(victims[0].pod)
+    highest = victims[0].priority
+    for victim in victims:
+        if victim.priority == highest:
+            earliest = min(earliest, start_time(victim.pod))
+        elif victim.priority > highest:
+            highest = victim.priority
+            earliest = start_time(victim.pod)
+    return earliest
+
+
+def pick_one_node_for_preemption(candidates: Sequence[Candidate]) -> Candidate:
+    """pickOneNodeForPreemption with the default score functions, in their order; ties
+    left after the last one go to the first candidate."""
+    scores: list[Callable[[Candidate], int]] = [
+        lambda c: -c.num_pdb_violations,
+        lambda c: -c.victims[0].priority,
+        lambda c: -sum(v.priority + _MAX_INT32 + 1 for v in c.victims),
+        lambda c: -len(c.victims),
+        lambda c: earliest_start_of_highest_priority(c.victims),
+    ]
+    remaining = list(candidates)
+    for score in scores:
+        values = [score(c) for c in remaining]
+        best = max(values)
+        remaining = [c for c, v in zip(remaining, values, strict=True) if v == best]
+        if len(remaining) == 1:
+            break
+    return remaining[0]
+
+
+# --- the plugin --------------------------------------------------------------------------
+
+
+class DefaultPreemption(PostFilterPlugin):
+    name = NAME
+
+    def __init__(self, args: Mapping[str, Any] | None = None, handle: Handle | None = None):
+        super().__init__(args, handle)
+        self.preemption_args = DefaultPreemptionArgs.parse(self.args)
+
+    # --- PostFilter ----------------------------------------------------------------
+
+    def post_filter(
+        self, state: CycleState, pod: PodInfo, diagnosis: Any
+    ) -> tuple[PostFilterResult | None, Status]:
+        assert isinstance(diagnosis, Diagnosis)
+        result, status = self.preempt(state, pod, diagnosis)
+        message = status.message()
+        if message:
+            return result, Status(status.code, ["preemption: " + message], status.plugin)
+        return result, status
+
+    def preempt(
+        self, state: CycleState, pod: PodInfo, diagnosis: Diagnosis
+    ) -> tuple[PostFilterResult | None, Status]:
+        """Evaluator.Preempt: (None, Unschedulable) leaves the pod's nomination as it is;
+        (result "", Unschedulable) clears it; (result node, Success) nominates."""
+        table = self.handle.nodes
+        nominated_status = self.node_status(diagnosis, pod.pod.status.nominated_node_name)
+        eligible, reason = self.pod_eligible_to_preempt_others(pod, nominated_status)
+        if not eligible:
+            return None, Status.unschedulable(reason)
+
+        num_all = len(table)
+        if num_all == 0:
+            return None, Status.as_error("no nodes available")
+        candidates, statuses = self.find_candidates(state, pod, diagnosis)
+        errors = [s.message() for s in statuses.values() if s.code == Code.ERROR]
+        if errors and not candidates:
+            # utilerrors.NewAggregate's text
+            text = errors[0] if len(errors) == 1 else f"[{', '.join(errors)}]"
+            return None, Status.as_error(text)
+        if not candidates:
+            return PostFilterResult(""), Status.unschedulable(
+                self.no_candidate_message(num_all, statuses)
+            )
+        best = self.select_candidate(candidates)
+        if best is None or not best.name:
+            return None, Status.unschedulable(NO_CANDIDATE)
+        self.prepare_candidate_async(best, pod)
+        return PostFilterResult(best.name), Status()
+
+    # --- eligibility ------------------------------------------------------------------
+
+    def pod_eligible_to_preempt_others(
+        self, pod: PodInfo, nominated_status: Status
+    ) -> tuple[bool, str]:
+        if pod.pod.spec.preemption_policy == PREEMPT_NEVER:
+            return False, NOT_ELIGIBLE_NEVER
+        nominated = pod.pod.status.nominated_node_name
+        if nominated:
+            if nominated_status.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
+                return True, ""
+            table = self.handle.nodes
+            row = table.row_of(nominated)
+            if row is not None:
+                for other in table.pods_on(row):
+                    if self.is_preemption_allowed(other, pod) and terminating_by_preemption(
+                        other.pod
+                    ):
+                        return False, NOT_ELIGIBLE_TERMINATING
+        return True, ""
+
+    @staticmethod
+    def is_preemption_allowed(victim: PodInfo, preemptor: PodInfo) -> bool:
+        """isPreemptionAllowed: only lower priority pods (IsEligiblePod allows all)."""
+        return victim.priority < preemptor.priority
+
+    def node_status(self, diagnosis: Diagnosis, node_name: str) -> Status:
+        """NodeToStatus.Get: the node's Filter verdict, or the status of absent nodes
+        (UnschedulableAndUnresolvable by default)."""
+        row = self.handle.nodes.row_of(node_name) if node_name else None
+        if row is not None:
+            status = diagnosis.status_of(row)
+            if status is not None:
+                return status
+        return diagnosis.absent_status or Status.unresolvable()
+
+    # --- candidates --------------------------------------------------------------------
+
+    def nodes_for_status_code(self, diagnosis: Diagnosis, code: Code) -> list[int]:
+        """NodeToStatus.NodesForStatusCode: every node when the absent nodes have that
+        code (minus the explicit ones that do not), else the explicit nodes with it."""
+        absent = diagnosis.absent_status
+        absent_code = absent.code if absent is not None else Code.UNSCHEDULABLE_AND_UNRESOLVABLE
+        explicit = dict(zip(diagnosis.rows.tolist(), diagnosis.codes.tolist(), strict=True))
+        if absent_code == code:
+            order = self.handle.nodes.order().tolist()
+            return [r for r in order if explicit.get(r, absent_code) == code]
+        return [row for row, c in explicit.items() if c == code]
+
+    def calculate_num_candidates(self, num_nodes: int) -> int:
+        args = self.preemption_args
+        n = num_nodes * args.min_candidate_nodes_percentage // 100
+        n = max(n, args.min_candidate_nodes_absolute)
+        return min(n, num_nodes)
+
+    def get_offset_and_num_candidates(self, num_nodes: int) -> tuple[int, int]:
+        offset = int(self.handle.rng.integers(num_nodes))
+        return offset, self.calculate_num_candidates(num_nodes)
+
+    def find_candidates(
+        self, state: CycleState, pod: PodInfo, diagnosis: Diagnosis
+    ) -> tuple[list[Candidate], dict[int, Status]]:
+        potential = self.nodes_for_status_code(diagnosis, Code.UNSCHEDULABLE)
+        if not potential:
+            return [], {}
+        offset, count = self.get_offset_and_num_candidates(len(potential))
+        return self.dry_run_preemption(state, pod, potential, self.handle.pdbs, offset, count)
+
+    def dry_run_preemption(
+        self,
+        state: CycleState,
+        pod: PodInfo,
+        potential: Sequence[int],
+        pdbs: Sequence[PodDisruptionBudget],
+        offset: int,
+        count: int,
+    ) -> tuple[list[Candidate], dict[int, Status]]:
+        """DryRunPreemption, one node after another from `offset`: the candidates (those
+        violating no PDB first) and the verdict of every node that is not one."""
+        table = self.handle.nodes
+        non_violating: list[Candidate] = []
+        violating: list[Candidate] = []
+        statuses: dict[int, Status] = {}
+        for i in range(len(potential)):
+            row = potential[(offset + i) % len(potential)]
+            victims, violations, status = self.select_victims_on_node(
+                state.clone(), pod, table, row, pdbs
+            )
+            if status.is_success() and victims:
+                chosen = non_violating if violations == 0 else violating
+                if len(chosen) < count:
+                    chosen.append(Candidate(table.names[row], row, victims, violations))
+                if non_violating and len(non_violating) + len(violating) >= count:
+                    break
+                continue
+            if status.is_success():
+                status = Status.as_error(
+                    f'expected at least one victim pod on node "{table.names[row]}"'
+                )
+            statuses[row] = status
+        return non_violating + violating, statuses
+
+    def _framework(self) -> FrameworkRunner:
+        if self.framework is None:
+            raise RuntimeError(f"plugin {NAME} runs outside a framework")
+        return self.framework
+
+    def select_victims_on_node(
+        self,
+        state: CycleState,
+        pod: PodInfo,
+        table: NodeTable,
+        row: int,
+        pdbs: Sequence[PodDisruptionBudget],
+    ) -> tuple[list[PodInfo], int, Status]:
+        """SelectVictimsOnNode: the fewest pods to evict from the row (most important
+        first) and how many of them violate a PDB. The table is left as it was."""
+        fw = self._framework()
+        saved = table.save_row(row)
+        try:
+            return self._select_victims(fw, state, pod, table, row, pdbs)
+        except Exception as exc:
+            return [], 0, Status.as_error(exc)
+        finally:
+            table.restore_row(saved)
+
+    def _select_victims(
+        self,
+        fw: FrameworkRunner,
+        state: CycleState,
+        pod: PodInfo,
+        table: NodeTable,
+        row: int,
+        pdbs: Sequence[PodDisruptionBudget],
+    ) -> tuple[list[PodInfo], int, Status]:
+        def remove(victim: PodInfo) -> None:
+            table.remove_pod(victim, row)
+            fw.run_pre_filter_extension_remove_pod(state, pod, victim, table, row)
+
+        def add(victim: PodInfo) -> None:
+            table.add_pod(victim, row)
+            fw.run_pre_filter_extension_add_pod(state, pod, victim, table, row)
+
+        potential = [p for p in table.pods_on(row) if self.is_preemption_allowed(p, pod)]
+        for victim in potential:
+            remove(victim)
+        if not potential:
+            return [], 0, Status.unresolvable(NO_VICTIMS)
+        status = fw.filter_status_with_nominated_pods(state, pod, table, row)
+        if not status.is_success():
+            return [], 0, status
+
+        potential.sort(key=importance)
+        violating, non_violating = filter_pods_with_pdb_violation(potential, pdbs)
+        victims: list[PodInfo] = []
+
+        def reprieve(victim: PodInfo) -> bool:
+            add(victim)
+            fits = fw.filter_status_with_nominated_pods(state, pod, table, row).is_success()
+            if not fits:
+                remove(victim)
+                victims.append(victim)
+            return fits
+
+        violations = 0
+        for victim in violating:
+            if not reprieve(victim):
+                violations += 1
+        for victim in non_violating:
+            reprieve(victim)
+        if violating and non_violating:
+            victims.sort(key=importance)
+        return victims, violations, Status()
+
+    def select_candidate(self, candidates: Sequence[Candidate]) -> Candidate | None:
+        if not candidates:
+            return None
+        if len(candidates) == 1:
+            return candidates[0]
+        return pick_one_node_for_preemption(candidates)
+
+    def no_candidate_message(self, num_all: int, statuses: Mapping[int, Status]) -> str:
+        """The dry run's FitError: each node's verdict, the others not helped."""
+        rows = list(statuses)
+        diagnosis = Diagnosis(
+            np.array(rows, dtype=np.intp),
+            np.array([int(s.code) for s in statuses.values()], dtype=np.int8),
+            [s.plugin for s in statuses.values()],
+            [
+                (reason, np.array([row], dtype=np.intp))
+                for row, status in statuses.items()
+                for reason in status.reasons
+            ],
+        )
+        diagnosis.absent_status = Status.unresolvable(NOT_HELPFUL)
+        diagnosis.absent_count = num_all - len(rows)
+        return fit_error_message(num_all, diagnosis)
+
+    # --- actuation ---------------------------------------------------------------------
+
+    def prepare_candidate_async(self, candidate: Candidate, preemptor: PodInfo) -> None:
+        """prepareCandidateAsync: evict the victims (those not already being deleted)
+        in a task, after this scheduling cycle."""
+        victims = [v for v in candidate.victims if v.pod.metadata.deletion_timestamp is None]
+        if not victims:
+            return
+        self.handle.spawn(self._preempt(candidate.name, victims, preemptor))
+
+    async def _preempt(self, node: str, victims: Iterable[PodInfo], preemptor: PodInfo) -> None:
+        handle = self.handle
+        try:
+            # Lower priority pods nominated to the node may no longer fit there.
+            lower = [
+                p
+                for p in handle.nominated.nominated_pods_for_node(node)
+                if p.priority < preemptor.priority
+            ]
+            if lower:
+                handle.clear_nominated_node(lower)
+            for victim in victims:
+                await self.preempt_pod(node, preemptor, victim)
+        except Exception:
+            log.exception("preemption for pod %s on node %s failed", preemptor.key, node)
+            # Do not leave the preemptor waiting for deletions that will not come.
+            handle.activate([preemptor.key])
+
+    async def preempt_pod(self, node: str, preemptor: PodInfo, victim: PodInfo) -> None:
+        """Executor.PreemptPod: a victim waiting at Permit is just told so; any other
+        gets DisruptionTarget=True and is deleted. Either way a Preempted event."""
+        handle = self.handle
+        cluster = handle.cluster
+        if cluster is None:
+            raise RuntimeError("no cluster to delete preemption victims from")
+        message = f"Preempted by pod {preemptor.pod.metadata.uid} on node {node}"
+        waiting = handle.waiting_pods.get(victim.key) if handle.waiting_pods else None
+        if waiting is not None and waiting.preempt(NAME, "preempted"):
+            message += " (in kube-scheduler memory)."
+        else:
+            found = await cluster.set_disruption_target(
+                victim.pod,
+                PREEMPTION_BY_SCHEDULER,
+                f"{preemptor.pod.spec.scheduler_name}: "
+                "preempting to accommodate a higher priority pod",
+            )
+            if not found:
+                log.info("Victim Pod is already deleted: victim=%s node=%s", victim.key, node)
+                return
+            await cluster.delete_pod(victim.pod, "Preempted")
+            log.info(
+                "Preemptor Pod preempted victim Pod: preemptor=%s victim=%s node=%s",
+                preemptor.key,
+                victim.key,
+                node,
+            )
+        cluster.record_event(victim.pod, "Normal", "Preempted", message)
+
+
+__all__ = [
+    "NAME",
+    "ArgsError",
+    "Candidate",
+    "DefaultPreemption",
+    "DefaultPreemptionArgs",
+    "filter_pods_with_pdb_violation",
+    "pick_one_node_for_preemption",
+]

@@ -1,0 +1,5 @@
+"""VolumeRestrictions filter plugin."""
+
+from kubesched.plugins.volumerestrictions.plugin import VolumeRestrictions
+
+__all__ = ["VolumeRestrictions"]

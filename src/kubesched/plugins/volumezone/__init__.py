@@ -1,0 +1,5 @@
+"""VolumeZone filter plugin."""
+
+from kubesched.plugins.volumezone.plugin import VolumeZone
+
+__all__ = ["VolumeZone"]

@@ -1,0 +1,68 @@
+"""The nominator: which pending pods are nominated to which nodes (upstream's nominator).
+
+Preemption nominates the preemptor to the node it made room on. Until the pod
+is bound, lower-or-equal priority pods must not take that room: the framework
+runs their filters as if the nominated pods were on the node. The scheduler
+keeps it in step with the pods: failures nominate (or clear), updates carry the
+nomination over, binding (assume) and deletion end it. Pods are known by key
+("namespace/name"), as in the scheduling queue.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+
+from kubesched.api.objects import Pod
+
+
+def _key(pod: Pod) -> str:
+    return f"{pod.metadata.namespace}/{pod.metadata.name}"
+
+
+class Nominator:
+    def __init__(self) -> None:
+        self._by_node: dict[str, list[str]] = {}
+        self._node_of: dict[str, str] = {}
+
+    def add(self, pod: Pod, nominated: str | None) -> None:
+        """addNominatedPod: `nominated` None keeps the pod's own nominatedNodeName
+        (ModeNoop), a string overrides it ("" clears the nomination)."""
+        key = _key(pod)
+        self.delete(key)
+        node = pod.status.nominated_node_name if nominated is None else nominated
+        if not node:
+            return
+        self._node_of[key] = node
+        keys = self._by_node.setdefault(node, [])
+        if key not in keys:
+            keys.append(key)
+
+    def update(self, old: Pod, new: Pod) -> None:
+        """UpdateNominatedPod: an update that neither sets nor clears the field keeps
+        the nomination the scheduler made (its status write may still be on its way)."""
+        nominated = None
+        if not old.status.nominated_node_name and not new.status.nominated_node_name:
+            nominated = self._node_of.get(_key(old))
+        self.delete(_key(old))
+        self.add(new, nominated)
+
+    def delete(self, key: str) -> None:
+        node = self._node_of.pop(key, None)
+        if node is None:
+            return
+        keys = self._by_node[node]
+        keys.remove(key)
+        if not keys:
+            del self._by_node[node]
+
+    def node_of(self, key: str) -> str | None:
+        return self._node_of.get(key)
+
+    def nodes(self) -> Collection[str]:
+        return self._by_node.keys()
+
+    def pods_for_node(self, node: str) -> list[str]:
+        return list(self._by_node.get(node, ()))
+
+    def __len__(self) -> int:
+        return len(self._node_of)

@@ -1,0 +1,270 @@
+"""The generator and the comparison logic, without a cluster."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+
+from kubesched.config.file import parse_config
+from tests.differential import generator as gen
+from tests.differential.harness import (
+    KUBE,
+    KUBESCHED,
+    MODE_DIRECT,
+    Run,
+    Step,
+    compare,
+    isomorphic,
+    score_step,
+    simulate,
+)
+
+
+def test_generate_is_a_pure_function_of_its_arguments() -> None:
+    assert gen.generate(7, 3) == gen.generate(7, 3)
+    assert gen.generate(7, 3) != gen.generate(7, 4)
+    assert gen.generate(7, 3, size="small") != gen.generate(7, 3)
+
+
+def test_profiles_take_turns_and_each_config_is_accepted_by_kubesched() -> None:
+    names = [gen.generate(1, i)["profile"] for i in range(len(gen.PROFILES))]
+    assert names == list(gen.PROFILES)
+    for name in gen.PROFILES:
+        scenario = gen.generate(1, 0, profile=name)
+        config = parse_config(gen.scheduler_config(scenario, "differential"))
+        assert [p.scheduler_name for p in config.profiles] == ["differential"]
+
+
+def test_plugins_kubesched_lacks_are_disabled_unless_their_feature_is_on() -> None:
+    off = gen.disabled_plugins([])
+    assert {"PodTopologySpread", "InterPodAffinity", "DefaultPreemption"} <= set(off)
+    assert {"VolumeBinding", "DynamicResources", "NodeDeclaredFeatures"} <= set(off)
+    assert not set(off) & {"NodeResourcesFit", "TaintToleration", "ImageLocality"}
+    assert "PodTopologySpread" not in gen.disabled_plugins(["spread"])
+    assert "DynamicResources" in gen.disabled_plugins(list(gen.FEATURES))
+    with pytest.raises(ValueError, match="unknown feature"):
+        gen.parse_features("spread,teleport")
+    assert gen.parse_features("volumes, spread") == ["spread", "volumes"]
+
+
+def test_features_add_their_objects() -> None:
+    plain = [gen.generate(3, i) for i in range(20)]
+    assert not any("topologySpreadConstraints" in p["spec"] for s in plain for p in s["pods"])
+    spread = [gen.generate(3, i, features=["spread"]) for i in range(20)]
+    assert any("topologySpreadConstraints" in p["spec"] for s in spread for p in s["pods"])
+    both = gen.generate(3, 1, features=["preemption", "volumes"])
+    assert "pdbs" in both and "volumes" in both
+
+
+def test_non_default_profiles_are_what_the_brief_asks_for() -> None:
+    most = gen.profile_config("most-allocated", [])
+    fit = next(c for c in most["pluginConfig"] if c["name"] == "NodeResourcesFit")
+    assert fit["args"]["scoringStrategy"]["type"] == "MostAllocated"
+    assert {"name": "ImageLocality"} in most["plugins"]["multiPoint"]["disabled"]
+    assert {"name": "NodeAffinity", "weight": 5} in most["plugins"]["multiPoint"]["enabled"]
+    weights = gen.profile_config("weights", [])
+    assert {"name": "NodeResourcesBalancedAllocation"} in weights["plugins"]["multiPoint"][
+        "disabled"
+    ]
+
+
+def test_generated_scenarios_load_and_schedule_in_kubesched() -> None:
+    bound = total = 0
+    for i in range(12):
+        result = simulate(gen.generate(5, i))
+        total += len(result.placements)
+        bound += result.scheduled
+    # A useful mix: most pods fit somewhere, and many do not.
+    assert 0.3 * total < bound < 0.9 * total
+
+
+def test_rename_nodes_maps_every_reference() -> None:
+    spec = {
+        "nodeSelector": {gen.HOSTNAME_LABEL: "n1"},
+        "affinity": {
+            "nodeAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": {
+                    "nodeSelectorTerms": [
+                        {
+                            "matchFields": [
+                                {"key": "metadata.name", "operator": "In", "values": ["n0"]}
+                            ]
+                        }
+                    ]
+                },
+                "preferredDuringSchedulingIgnoredDuringExecution": [
+                    {
+                        "weight": 1,
+                        "preference": {
+                            "matchExpressions": [
+                                {"key": gen.HOSTNAME_LABEL, "operator": "In", "values": ["n2"]}
+                            ]
+                        },
+                    }
+                ],
+            }
+        },
+    }
+    out = gen.rename_nodes(spec, {"n0": "x-n0", "n1": "x-n1", "n2": "x-n2"})
+    text = repr(out)
+    assert "'x-n0'" in text and "'x-n1'" in text and "'x-n2'" in text
+    assert spec["nodeSelector"][gen.HOSTNAME_LABEL] == "n1"  # the input is left alone
+
+
+# --------------------------------------------------------------------- comparison
+def _node(name: str, zone: str = "zone-a", cpu: str = "4") -> dict[str, Any]:
+    return {
+        "name": name,
+        "labels": {gen.ZONE_LABEL: zone},
+        "allocatable": {"cpu": cpu, "memory": "8Gi", "pods": "110"},
+    }
+
+
+def _pod(name: str, cpu: str = "1", **spec: Any) -> dict[str, Any]:
+    container = {"name": "c", "image": gen.DEFAULT_IMAGE, "resources": {"requests": {"cpu": cpu}}}
+    return {"name": name, "labels": {"app": "web"}, "spec": {"containers": [container], **spec}}
+
+
+def _scenario(nodes: list[dict[str, Any]], pods: list[dict[str, Any]]) -> dict[str, Any]:
+    return {
+        "name": "t",
+        "features": [],
+        "profile": "default",
+        "config": gen.profile_config("default", []),
+        "nodes": nodes,
+        "pods": pods,
+    }
+
+
+def _run(
+    side: str,
+    scenario: dict[str, Any],
+    outcomes: list[tuple[str, str | None, str]],
+    events: dict[str, list[str]] | None = None,
+) -> Run:
+    """A Run as the harness would record it: OUTCOMES is (outcome, node, message) per pod."""
+    ns = "ns-" + side
+    names = {n["name"]: n["name"] for n in scenario["nodes"]}
+    run = Run(side, ns, events=events or {})
+    run.nodes = [gen.node_manifest(n, n["name"]) for n in scenario["nodes"]]
+    placements: dict[str, str | None] = {}
+    for pod, (outcome, node, message) in zip(scenario["pods"], outcomes, strict=True):
+        created = gen.pod_manifest(pod, ns, "differential", names)
+        created["spec"]["priority"] = 0
+        placements[pod["name"]] = node if outcome == "bound" else None
+        run.steps.append(
+            Step(
+                pod["name"],
+                outcome,
+                node=node if outcome == "bound" else None,
+                reason="Unschedulable" if outcome == "unschedulable" else "",
+                message=message,
+                placements=dict(placements),
+                created=created,
+            )
+        )
+    run.final = dict(placements)
+    return run
+
+
+def _compare(scenario: dict[str, Any], kube: Run, ks: Run) -> Any:
+    return compare(scenario, kube, ks, {n["name"]: n["name"] for n in scenario["nodes"]})
+
+
+def test_identical_runs_agree_and_the_unique_best_node_is_checked() -> None:
+    scenario = _scenario([_node("n0", cpu="4"), _node("n1", cpu="8")], [_pod("p0"), _pod("p1")])
+    runs = [_run(side, scenario, [("bound", "n1", ""), ("bound", "n1", "")]) for side in (KUBE,)]
+    ks = _run(KUBESCHED, scenario, [("bound", "n1", ""), ("bound", "n1", "")])
+    result = _compare(scenario, runs[0], ks)
+    assert result.ok, result.summary()
+    assert (result.compared, result.unique, result.unique_agree) == (2, 2, 2)
+
+
+def test_a_different_node_where_the_best_is_unique_is_a_disagreement() -> None:
+    scenario = _scenario([_node("n0", cpu="4"), _node("n1", cpu="8")], [_pod("p0")])
+    kube = _run(KUBE, scenario, [("bound", "n1", "")])
+    ks = _run(KUBESCHED, scenario, [("bound", "n0", "")])
+    result = _compare(scenario, kube, ks)
+    assert [(d.kind, d.pod, d.mode) for d in result.disagreements] == [("node", "p0", MODE_DIRECT)]
+
+
+def test_a_tie_between_interchangeable_nodes_swaps_their_names() -> None:
+    scenario = _scenario([_node("n0"), _node("n1")], [_pod("p0"), _pod("p1", cpu="3")])
+    kube = _run(KUBE, scenario, [("bound", "n0", ""), ("bound", "n1", "")])
+    ks = _run(KUBESCHED, scenario, [("bound", "n1", ""), ("bound", "n0", "")])
+    result = _compare(scenario, kube, ks)
+    assert result.ok, result.summary()
+    assert (result.ties, result.swaps, result.diverged_at, result.unique_agree) == (1, 1, None, 1)
+
+
+def test_a_tie_between_different_nodes_goes_on_in_process() -> None:
+    # Zones differ and a later pod selects on the zone: not interchangeable.
+    scenario = _scenario(
+        [_node("n0", "zone-a"), _node("n1", "zone-b")],
+        [_pod("p0", cpu="3"), _pod("p1", cpu="3", nodeSelector={gen.ZONE_LABEL: "zone-a"})],
+    )
+    message = (
+        "0/2 nodes are available: 1 Insufficient cpu, "
+        "1 node(s) didn't match Pod's node affinity/selector."
+    )
+    kube = _run(
+        KUBE,
+        scenario,
+        [("bound", "n0", ""), ("unschedulable", None, message)],
+        events={"p1": [message]},
+    )
+    ks = _run(KUBESCHED, scenario, [("bound", "n1", ""), ("bound", "n0", "")])
+    result = _compare(scenario, kube, ks)
+    assert result.diverged_at == 0
+    assert result.indirect == 1
+    assert result.ok, result.summary()
+
+
+def test_message_and_event_differences_are_reported() -> None:
+    scenario = _scenario([_node("n0", cpu="1")], [_pod("p0", cpu="2"), _pod("p1", cpu="2")])
+    right = "0/1 nodes are available: 1 Insufficient cpu."
+    kube = _run(
+        KUBE, scenario, [("unschedulable", None, right)] * 2, {"p0": [right], "p1": [right]}
+    )
+    wrong = copy.deepcopy(kube)
+    wrong.side = KUBESCHED
+    wrong.steps[0].message = "0/1 nodes are available: 1 Insufficient cpu"
+    wrong.events = {"p0": [right], "p1": [right, "other"]}
+    result = _compare(scenario, kube, wrong)
+    assert [(d.kind, d.pod) for d in result.disagreements] == [("message", "p0"), ("event", "p1")]
+    assert (result.unbound_both, result.message_agree) == (2, 0)
+
+
+def test_bound_in_one_run_only_is_reported_with_kubesched_in_process_view() -> None:
+    scenario = _scenario([_node("n0", cpu="1")], [_pod("p0", cpu="2")])
+    message = "0/1 nodes are available: 1 Insufficient cpu."
+    kube = _run(KUBE, scenario, [("unschedulable", None, message)], {"p0": [message]})
+    ks = _run(KUBESCHED, scenario, [("bound", "n0", "")])
+    result = _compare(scenario, kube, ks)
+    (d,) = result.disagreements
+    assert (d.kind, d.kube, d.kubesched) == ("bound", message, "n0")
+    assert "no feasible node" in d.detail
+
+
+def test_isomorphic_reads_nodes_through_the_permutation() -> None:
+    scenario = _scenario([_node("n0"), _node("n1"), _node("n2", cpu="8")], [_pod("p0")])
+    assert isomorphic(scenario, {"p0": "n0"}, {"p0": "n1"}, {"n0": "n1", "n1": "n0", "n2": "n2"})
+    assert not isomorphic(
+        scenario, {"p0": "n0"}, {"p0": "n1"}, {"n0": "n0", "n1": "n1", "n2": "n2"}
+    )
+    assert not isomorphic(
+        scenario, {"p0": "n0"}, {"p0": "n2"}, {"n0": "n2", "n1": "n1", "n2": "n0"}
+    )
+    assert not isomorphic(
+        scenario, {"p0": "n0"}, {"p0": None}, {"n0": "n0", "n1": "n1", "n2": "n2"}
+    )
+
+
+def test_score_step_ranks_like_the_simulator() -> None:
+    scenario = _scenario([_node("n0", cpu="2"), _node("n1", cpu="8")], [_pod("p0")])
+    run = _run(KUBESCHED, scenario, [("bound", "n1", "")])
+    prediction = score_step(scenario, run.nodes, [], run.steps[0].created, {})
+    assert prediction.best == ["n1"] and prediction.unique
+    assert simulate(scenario).placements["default/p0"] == "n1"
