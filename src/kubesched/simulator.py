@@ -167,6 +167,7 @@ async def run_until_quiet(
     pool, or backing off after an attempt on the very cluster that is still
     there, stay where they are: they would fail the same way again."""
     queue = scheduler.queue
+    queue.is_stale = lambda q: q.tried_at_generation == scheduler.table.generation
     cycles = 0
     while True:
         qpi = queue.pop_nowait()

@@ -167,3 +167,23 @@ def test_delete_removes_from_every_queue() -> None:
     q.delete("default/a")
     assert pop(q).pod_info.name == "b"
     assert q.pop_nowait() is None
+
+
+def test_idle_queue_pops_event_moved_pods_from_backoff_but_not_errored_ones() -> None:
+    """SchedulerPopFromBackoffQ: with activeQ empty, a pod moved by an event is tried
+    at once; a pod that failed with an error waits out its backoff."""
+    events = {"X": [ClusterEventWithHint(ClusterEvent(Resource.NODE, ActionType.ADD))]}
+    q, clock = queue(events)
+    q.add(PodInfo(make_pod("moved")))
+    q.add(PodInfo(make_pod("errored")))
+    moved, errored = pop(q), pop(q)
+    moved.unschedulable_plugins = {"X"}
+    q.requeue_failed(moved, q.scheduling_cycle)
+    q.requeue_failed(errored, q.scheduling_cycle)  # no rejecting plugin: an error
+    q.on_event(EVENT_NODE_ADD)
+    assert "default/moved" in q.backoff and clock.now() < q.backoff_expiry(moved)
+    assert pop(q).pod_info.name == "moved"
+    assert q.pop_nowait() is None  # the errored one keeps its backoff
+    clock.advance_to(1.0)
+    q.flush_backoff_completed()
+    assert pop(q).pod_info.name == "errored"

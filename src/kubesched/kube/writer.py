@@ -115,7 +115,7 @@ class EventWriter:
                             exc,
                         )
                 except Exception as exc:
-                    log.warning("event not written: %s", exc)
+                    log.warning("event not written: %s: %s", type(exc).__name__, exc)
         finally:
             flusher.cancel()
 
@@ -242,7 +242,7 @@ class StatusWriter:
                             exc,
                         )
                 except Exception as exc:
-                    log.warning("status not updated: %s", exc)
+                    log.warning("status not updated: %s: %s", type(exc).__name__, exc)
 
     async def _write(self, update: _StatusUpdate) -> None:
         meta = update.pod.metadata

@@ -76,6 +76,10 @@ class SchedulingQueue:
         self._ready = asyncio.Event()
         self._closed = False
         self.incoming: dict[tuple[str, str], int] = {}  # (queue, event) -> count, for metrics
+        self.pop_from_backoff = True
+        # The simulator's "nothing changed since this pod was last tried": such a pod
+        # would fail the same way again, so it is not popped early.
+        self.is_stale: Callable[[QueuedPodInfo], bool] | None = None
 
     # --- adding ----------------------------------------------------------------
 
@@ -163,11 +167,34 @@ class SchedulingQueue:
 
     # --- popping ---------------------------------------------------------------
 
-    def pop_nowait(self) -> QueuedPodInfo | None:
-        if not self.active:
-            self._ready.clear()
+    def _early_from_backoff(self) -> QueuedPodInfo | None:
+        """SchedulerPopFromBackoffQ (on by default since 1.33): with activeQ empty, a pod
+        that a cluster event moved to backoffQ is tried at once instead of idling out its
+        backoff. Pods that failed with an error keep their backoff (podErrorBackoffQ)."""
+        if not self.pop_from_backoff or not self.backoff:
             return None
-        qpi = self.active.pop()
+        candidates = [
+            q
+            for q in self.backoff
+            if (q.unschedulable_plugins or q.pending_plugins)
+            and (self.is_stale is None or not self.is_stale(q))
+        ]
+        if not candidates:
+            return None
+        head = min(candidates, key=lambda q: (self.backoff_expiry(q), q.seq))
+        self.backoff.delete(head.pod_info.key)
+        self._count("active", "PopFromBackoffQ")
+        return head
+
+    def pop_nowait(self) -> QueuedPodInfo | None:
+        if self.active:
+            qpi = self.active.pop()
+        else:
+            early = self._early_from_backoff()
+            if early is None:
+                self._ready.clear()
+                return None
+            qpi = early
         qpi.attempts += 1
         if qpi.initial_attempt_timestamp is None:
             qpi.initial_attempt_timestamp = self.clock.now()
@@ -221,6 +248,7 @@ class SchedulingQueue:
         if failed_by_error or self.move_request_cycle >= pod_scheduling_cycle:
             self.backoff.push(qpi)
             self._count("backoff", "ScheduleAttemptFailure")
+            self._ready.set()  # an idle scheduler may take it at once
         else:
             self.unschedulable[key] = qpi
             self._count("unschedulable", "ScheduleAttemptFailure")
@@ -254,6 +282,7 @@ class SchedulingQueue:
         elif self.clock.now() < self.backoff_expiry(qpi):
             self.backoff.push(qpi)
             self._count("backoff", event)
+            self._ready.set()  # an idle scheduler may take it at once
         else:
             self.active.push(qpi)
             self._count("active", event)
