@@ -497,20 +497,25 @@ def score_step(
     bound: Sequence[Mapping[str, Any]],
     pod: Mapping[str, Any],
     logical: Mapping[str, str],
+    namespace: str | None = None,
 ) -> Prediction:
     """Run kubesched's framework for POD on NODES with the BOUND pods (API objects)
-    exactly as Scheduler.schedule_pod does, and return the score totals."""
+    exactly as Scheduler.schedule_pod does, and return the score totals; when no
+    node fits, the FailedScheduling message with PostFilter's (preemption's) part,
+    as Scheduler.schedule_one writes it (nothing is evicted). With NAMESPACE (the
+    run's), the scenario's Namespace, PDBs and volumes are there as the run made them."""
     from kubesched.cluster.manifests import load_documents
     from kubesched.cluster.memory import InMemoryCluster
     from kubesched.config.file import parse_config
     from kubesched.framework.cycle_state import CycleState
-    from kubesched.framework.types import PodInfo
+    from kubesched.framework.types import PodInfo, QueuedPodInfo
     from kubesched.scheduler import Scheduler
-    from kubesched.scheduler.fit_error import fit_error_message
+    from kubesched.scheduler.scheduler import FitError
 
     docs: list[tuple[str, int, object]] = []
     objects: list[Mapping[str, Any]] = [
         *gen.priority_class_manifests(),
+        *(namespace_objects(scenario, namespace) if namespace else []),
         *({"apiVersion": "v1", "kind": "Node", **n} for n in nodes),
         *({"apiVersion": "v1", "kind": "Pod", **p} for p in bound),
         {"apiVersion": "v1", "kind": "Pod", **pod},
@@ -534,6 +539,15 @@ def score_step(
     if pending is None:
         raise HarnessError(f"in-process state: pod {name} not loaded")
     sched = Scheduler(config.profiles, cluster, seed=0)
+    # As the simulator sets them up.
+    sched.handle.pdbs = list(state.pdbs)
+    sched.handle.namespaces = dict(state.namespaces)
+    sched.handle.priority_classes = dict(state.priority_classes)
+    # Not state.storage: the manifest loader plays the PV controller (and completes
+    # the bindings), which the harness's API server does not run.
+    sched.handle.storage = _storage(scenario, namespace)
+    # Preemption's evictions (if it finds victims) must not happen: drop them.
+    sched.handle.spawn = lambda coro: coro.close()
     cluster.watch(sched)
     fw = sched.frameworks[SCHEDULER_NAME]
     cycle = CycleState()
@@ -542,7 +556,10 @@ def score_step(
     table = sched.table
     names = [logical.get(table.names[int(r)], table.names[int(r)]) for r in feasible]
     if len(feasible) == 0:
-        return Prediction([], {}, [], fit_error_message(len(table), diagnosis))
+        # What Scheduler.schedule_one does with the FitError: PostFilter, then the message.
+        fit = FitError(info, len(table), diagnosis)
+        sched._post_filter(fw, cycle, QueuedPodInfo(info, timestamp=0.0), fit)
+        return Prediction([], {}, [], str(fit))
     if len(feasible) == 1:
         return Prediction(names, {names[0]: 0}, names)
     fw.run_pre_score(cycle, info, table, feasible)
@@ -555,6 +572,50 @@ def score_step(
     top = max(by_node.values())
     best = sorted(n for n, t in by_node.items() if t == top)
     return Prediction(names, by_node, best, by_plugin=by_plugin)
+
+
+def namespace_objects(scenario: Mapping[str, Any], ns: str) -> list[dict[str, Any]]:
+    """The Namespace, PDBs, PVs and PVCs Harness._create_namespace_objects makes for
+    a run in NS, with the statuses it patches in."""
+    # The run's namespace is <prefix>-kube or <prefix>-ks; the API server adds the name label.
+    labels = {
+        "kubesched.test/differential": ns.rsplit("-", 1)[0],
+        "kubernetes.io/metadata.name": ns,
+    }
+    out: list[dict[str, Any]] = [
+        {
+            "apiVersion": "v1",
+            "kind": "Namespace",
+            "metadata": {"name": ns, "labels": labels},
+        },
+        *(gen.pdb_manifest(pdb, ns) for pdb in scenario.get("pdbs", [])),
+    ]
+    volumes = scenario.get("volumes")
+    if volumes:
+        pvs, pvcs = gen.volume_manifests(volumes, ns, ns)
+        for pv in pvs:
+            out.append({**pv, "status": {"phase": "Bound"}})
+        for pvc in pvcs:
+            status = {"phase": "Bound", "accessModes": pvc["spec"]["accessModes"]}
+            out.append({**pvc, "status": status})
+    return out
+
+
+def _storage(scenario: Mapping[str, Any], namespace: str | None) -> Any:
+    """A StorageState with the run's PVs and PVCs exactly as the API server has them."""
+    import msgspec
+
+    from kubesched.api.objects import PersistentVolume, PersistentVolumeClaim
+    from kubesched.cache.storage import StorageState
+
+    storage = StorageState()
+    for obj in namespace_objects(scenario, namespace) if namespace else []:
+        raw = json.dumps(obj).encode()
+        if obj["kind"] == "PersistentVolume":
+            storage.upsert_pv(msgspec.json.decode(raw, type=PersistentVolume))
+        elif obj["kind"] == "PersistentVolumeClaim":
+            storage.upsert_pvc(msgspec.json.decode(raw, type=PersistentVolumeClaim))
+    return storage
 
 
 def _plain(obj: Mapping[str, Any]) -> dict[str, Any]:
@@ -637,7 +698,7 @@ def _predict(
             obj["spec"]["nodeName"] = names.get(node, node)
             bound.append(obj)
     logical = {v: k for k, v in names.items()}
-    return score_step(scenario, run.nodes, bound, step.created, logical)
+    return score_step(scenario, run.nodes, bound, step.created, logical, run.namespace)
 
 
 def _against(
