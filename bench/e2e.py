@@ -23,6 +23,7 @@ import contextlib
 import math
 import secrets
 import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -39,7 +40,7 @@ from bench.cluster import (
 )
 from bench.machine import CpuMeter, wait_quiet
 from bench.promtext import counters, histograms, select
-from bench.schedulers import PROFILE_NAMES, PluginUnavailable, start_scheduler
+from bench.schedulers import PROFILE_NAMES, PluginUnavailable, SchedulerProcess, start_scheduler
 from bench.workloads import (
     PRIORITY_CLASS,
     ROLE_CHURN,
@@ -76,7 +77,7 @@ async def run_e2e(
     client: str = "aiohttp",
     kubesched_src: Path | None = None,
     quiet_wait: float = 60.0,
-    log: Any = None,
+    log: Callable[[str], None] | None = None,
 ) -> dict[str, Any]:
     """Run WORKLOAD at SIZE_NAME with scheduler KIND; the result as a JSON-able dict
     (``status``: ok, timeout, n/a or error). First waits up to QUIET_WAIT seconds
@@ -138,13 +139,13 @@ async def run_e2e(
 
 async def _measure(
     api: Api,
-    sched: Any,
+    sched: SchedulerProcess,
     plan: Plan,
     run_id: str,
     namespaces: list[str],
     profile: str,
     result: dict[str, Any],
-    say: Any,
+    say: Callable[[str], None],
 ) -> None:
     run = f"{RUN_LABEL}={run_id}"
     if plan.init_pods:
@@ -160,7 +161,7 @@ async def _measure(
 
     measure = bodies(plan.measure_pods)  # encoded before the clock starts
     created_at: dict[str, float] = {}
-    before = await asyncio.to_thread(sched.metrics)
+    before = await asyncio.to_thread(_settled_metrics, sched, profile)
     cpu_before = sched.cpu_seconds()
     stop_churn = asyncio.Event()
     churn_task = None
@@ -181,7 +182,7 @@ async def _measure(
         stop_churn.set()
         if churn_task is not None:
             result["churn_cycles"] = await churn_task
-    after = await asyncio.to_thread(sched.metrics)
+    after = await asyncio.to_thread(_settled_metrics, sched, profile)
     cpu = sched.cpu_seconds() - cpu_before
     seconds = end - t0
     bound = len(b.bound)
@@ -205,6 +206,32 @@ async def _measure(
         f"({result['pods_per_second']} pods/s; created in {created:.2f}s)"
     )
     result.update(_latency(before, after, profile))
+
+
+def _settled_metrics(sched: SchedulerProcess, profile: str, timeout: float = 10.0) -> str:
+    """/metrics once the count of scheduled attempts has stopped moving.
+
+    kube-scheduler records a scheduled attempt after the bind call returns, so
+    the watch can show a pod bound a moment before its attempt is counted:
+    scraping at once would move the last few observations of one phase into the
+    next (or out of the measurement)."""
+    deadline = time.monotonic() + timeout
+    text = sched.metrics()
+    while time.monotonic() < deadline:
+        time.sleep(0.3)
+        again = sched.metrics()
+        if _scheduled(again, profile) == _scheduled(text, profile):
+            return again
+        text = again
+    return text
+
+
+def _scheduled(text: str, profile: str) -> float:
+    return sum(
+        v
+        for labels, v in counters(text, ATTEMPTS).items()
+        if ("profile", profile) in labels and ("result", "scheduled") in labels
+    )
 
 
 def _timeline(bindings: Bindings, t0: float) -> list[int]:
@@ -285,10 +312,10 @@ async def _cleanup(api: Api, run_id: str) -> None:
     await _all(api, [api.request("DELETE", f"/api/v1/nodes/{n}", ok=(404,)) for n in names])
 
 
-async def _all(api: Api, calls: list[Any]) -> None:
+async def _all(api: Api, calls: list[Awaitable[Any]]) -> None:
     semaphore = asyncio.Semaphore(api.concurrency)
 
-    async def one(call: Any) -> None:
+    async def one(call: Awaitable[Any]) -> None:
         async with semaphore:
             await call
 

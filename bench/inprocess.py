@@ -24,6 +24,7 @@ import pstats
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -136,7 +137,9 @@ def run_inprocess(
     }
 
 
-def _churner(workload: Workload, cluster: InMemoryCluster, namespace: str) -> Any:
+def _churner(
+    workload: Workload, cluster: InMemoryCluster, namespace: str
+) -> Callable[[int, int], None]:
     """A progress callback (called every 32 scheduling cycles) that recreates a
     no-pods node and an unschedulable pod every `every_decisions` decisions."""
     churn = workload.churn

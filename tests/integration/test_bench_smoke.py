@@ -1,0 +1,98 @@
+"""`make bench` in miniature: the smallest workload through bench.run.run_bench,
+in-process and end to end against the session's control plane, both schedulers.
+
+Checks that the harness works and that both schedulers bound every pod; it
+asserts nothing about speed.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from bench.run import run_bench
+from bench.schedulers import KUBE_SCHEDULER, KUBESCHED, SCHEDULERS
+from tests.integration.conftest import ControlPlane
+
+pytestmark = pytest.mark.integration
+
+TOP_KEYS = {
+    "schema",
+    "timestamp",
+    "size",
+    "modes",
+    "kubernetes_version",
+    "kubesched_commit",
+    "machine",
+    "workloads",
+    "plot",
+}
+E2E_KEYS = {
+    "status",
+    "scheduler",
+    "measured_pods",
+    "bound",
+    "seconds",
+    "pods_per_second",
+    "attempt_latency_ms",
+    "create_to_bound_ms",
+    "attempts",
+    "peak_rss_mb",
+    "scheduler_cpu_seconds",
+    "violations",
+}
+
+
+@pytest.mark.timeout(180)
+def test_smallest_workload_end_to_end(control_plane: ControlPlane, tmp_path: Path) -> None:
+    doc, path = run_bench(
+        ["SchedulingBasic"],
+        "tiny",
+        cluster_env=control_plane.dir / "env",
+        out_dir=tmp_path,
+        show_table=False,
+        log=None,
+    )
+
+    saved = json.loads(path.read_text())
+    assert saved == json.loads(json.dumps(doc))
+    assert path.name.startswith("results-") and path.suffix == ".json"
+    assert set(saved) >= TOP_KEYS
+    assert Path(saved["plot"]).is_file()
+    assert {"nproc", "memory_gib", "cpu_model"} <= set(saved["machine"])
+
+    entry = saved["workloads"]["SchedulingBasic"]
+    assert entry["params"] == {
+        "nodes": 5,
+        "init_pods": 5,
+        "measure_pods": 10,
+        "unschedulable_pods": 0,
+    }
+    assert set(entry["ratios"]) == {
+        "e2e_pods_per_second",
+        "e2e_p99_latency",
+        "e2e_p99_create_to_bound",
+        "e2e_peak_rss",
+        "e2e_cpu_seconds",
+        "inprocess_vs_e2e",
+    }
+
+    inproc = entry["inprocess"]
+    assert inproc["status"] == "ok", inproc
+    assert inproc["bound"] == inproc["measured_pods"] == 10
+    assert inproc["violations"] == []
+
+    assert set(entry["e2e"]) == set(SCHEDULERS)
+    for kind in (KUBE_SCHEDULER, KUBESCHED):
+        result = entry["e2e"][kind]
+        assert result["status"] == "ok", (kind, result)
+        assert set(result) >= E2E_KEYS, (kind, sorted(result))
+        assert result["bound"] == result["measured_pods"] == 10, (kind, result)
+        assert result["violations"] == [], (kind, result)
+        assert set(result["attempt_latency_ms"]) == {"p50", "p90", "p99"}
+        assert set(result["create_to_bound_ms"]) == {"p50", "p90", "p99"}
+        assert result["attempts"].get("scheduled", 0) >= 10, (kind, result["attempts"])
+        assert result["peak_rss_mb"] > 0
+    assert entry["ratios"]["e2e_pods_per_second"] is not None
