@@ -164,11 +164,24 @@ class PreFilterExtensions:
     def add_pod(
         self, state: CycleState, pod: PodInfo, to_add: PodInfo, nodes: NodeTable, row: int
     ) -> Status:
-        raise NotImplementedError
+        return self.update_with_pod(state, pod, to_add, nodes, row, 1)
 
     def remove_pod(
         self, state: CycleState, pod: PodInfo, to_remove: PodInfo, nodes: NodeTable, row: int
     ) -> Status:
+        return self.update_with_pod(state, pod, to_remove, nodes, row, -1)
+
+    def update_with_pod(
+        self,
+        state: CycleState,
+        pod: PodInfo,
+        updated: PodInfo,
+        nodes: NodeTable,
+        row: int,
+        delta: int,
+    ) -> Status:
+        """Both directions at once (delta +1 adds, -1 removes), for plugins whose
+        state update is symmetric; or override add_pod and remove_pod instead."""
         raise NotImplementedError
 
 

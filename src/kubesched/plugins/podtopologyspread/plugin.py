@@ -311,17 +311,7 @@ class PodTopologySpread(
 
     # --- PreFilterExtensions -----------------------------------------------------------
 
-    def add_pod(
-        self, state: CycleState, pod: PodInfo, to_add: PodInfo, nodes: NodeTable, row: int
-    ) -> Status:
-        return self._update_with_pod(state, pod, to_add, nodes, row, 1)
-
-    def remove_pod(
-        self, state: CycleState, pod: PodInfo, to_remove: PodInfo, nodes: NodeTable, row: int
-    ) -> Status:
-        return self._update_with_pod(state, pod, to_remove, nodes, row, -1)
-
-    def _update_with_pod(
+    def update_with_pod(
         self,
         state: CycleState,
         pod: PodInfo,
