@@ -118,6 +118,18 @@ def test_200_pods_over_50_nodes_bound_as_simulate_predicts(
     )
 
 
+def lease_config(tmp_path: Path, lease: str) -> Path:
+    """A configuration with leader election on the Lease default/LEASE."""
+    config = tmp_path / "config.yaml"
+    config.write_text(
+        "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n"
+        "leaderElection:\n  leaderElect: true\n  resourceNamespace: default\n"
+        f"  resourceName: {lease}\n"
+        "profiles:\n- schedulerName: kubesched\n"
+    )
+    return config
+
+
 def unique_prefix(prefix: str) -> str:
     return f"{prefix}{int(time.time() * 1000) % 10_000_000}"
 
@@ -199,13 +211,7 @@ def test_only_the_leader_binds_and_the_other_takes_over(
 ) -> None:
     make_nodes(api, unique_prefix("le"), 4)
     lease = f"kubesched-le-{namespace}"[:60]
-    config = tmp_path / "config.yaml"
-    config.write_text(
-        "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n"
-        "leaderElection:\n  leaderElect: true\n  resourceNamespace: default\n"
-        f"  resourceName: {lease}\n"
-        "profiles:\n- schedulerName: kubesched\n"
-    )
+    config = lease_config(tmp_path, lease)
     first = run_kubesched(control_plane, tmp_path, kubesched, "--config", str(config))
     first.wait_ready()
     api.wait_for(lambda: "became leader" in first.log(), timeout=20)
@@ -245,13 +251,7 @@ def test_graceful_stop_releases_the_lease(
     tmp_path: Path,
 ) -> None:
     lease = f"kubesched-stop-{namespace}"[:60]
-    config = tmp_path / "config.yaml"
-    config.write_text(
-        "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n"
-        "leaderElection:\n  leaderElect: true\n  resourceNamespace: default\n"
-        f"  resourceName: {lease}\n"
-        "profiles:\n- schedulerName: kubesched\n"
-    )
+    config = lease_config(tmp_path, lease)
     proc = run_kubesched(control_plane, tmp_path, kubesched, "--config", str(config))
     api.wait_for(lambda: "became leader" in proc.log(), timeout=20)
     assert proc.stop() == 0
