@@ -97,8 +97,9 @@ def test_200_pods_over_50_nodes_bound_as_simulate_predicts(
         capture_output=True,
         text=True,
         timeout=120,
-        check=True,
+        check=False,
     )
+    assert simulated.returncode == 0, simulated.stderr
     predicted = json.loads(simulated.stdout)["placements"]
     assert all(api.node_of(namespace, n) is None for n in names)  # simulate wrote nothing
 

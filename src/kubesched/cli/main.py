@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import logging
 import sys
 from pathlib import Path
 
@@ -193,8 +192,6 @@ def run_command(
     from kubesched.logs import configure_logging
 
     configure_logging("json" if logging_format == "json" else "text", verbosity)
-    # One line per API request is klog's -v=6; below that, httpx stays quiet.
-    logging.getLogger("httpx").setLevel(logging.INFO if verbosity >= 6 else logging.WARNING)
     options = RunOptions(
         kubeconfig, context, config_path, health_address, health_port, seed, leader_elect
     )
