@@ -215,3 +215,44 @@ def test_example_cluster_through_the_installed_command() -> None:
     # every unscheduled pod has a reason, and only those
     unscheduled = {k for k, v in out["placements"].items() if v is None}
     assert unscheduled == set(out["reasons"])
+
+
+PREEMPTION = """
+apiVersion: v1
+kind: List
+items:
+- apiVersion: scheduling.k8s.io/v1
+  kind: PriorityClass
+  metadata: {name: high}
+  value: 1000
+- apiVersion: v1
+  kind: Node
+  metadata: {name: only}
+  status: {allocatable: {cpu: "2", memory: 8Gi, pods: "110"}}
+- apiVersion: v1
+  kind: Pod
+  metadata: {name: low, namespace: default, uid: uid-low}
+  spec:
+    nodeName: only
+    containers: [{name: c, image: nginx, resources: {requests: {cpu: "2"}}}]
+- apiVersion: v1
+  kind: Pod
+  metadata: {name: urgent, namespace: default, uid: uid-urgent}
+  spec:
+    priorityClassName: high
+    containers: [{name: c, image: nginx, resources: {requests: {cpu: "2"}}}]
+"""
+
+
+def test_report_lists_pods_evicted_by_preemption(tmp_path: Path) -> None:
+    path = tmp_path / "c.yaml"
+    path.write_text(PREEMPTION)
+    doc = json.loads(CliRunner().invoke(main, ["simulate", "-f", str(path), "-o", "json"]).stdout)
+    assert doc["placements"] == {"default/urgent": "only"}
+    assert doc["evicted"] == {"default/low": "Preempted by pod uid-urgent on node only"}
+    assert doc["summary"]["evicted"] == 1
+
+    text = CliRunner().invoke(main, ["simulate", "-f", str(path)]).stdout
+    assert "Evicted by preemption" in text
+    assert "default/low" in text
+    assert "1/1 pods scheduled, 0 unscheduled, 1 evicted" in text

@@ -11,15 +11,25 @@ from kubesched.api.quantity import format_amount
 from kubesched.simulator import SimulationResult
 
 
+def evictions(result: SimulationResult) -> dict[str, str]:
+    """Each pod deleted by preemption, with its Preempted event's text (which names
+    the node and the preemptor's UID, as kube-scheduler's does)."""
+    why = {e.pod: e.message for e in result.events if e.reason == "Preempted"}
+    return {key: why.get(key, "") for key in result.evicted}
+
+
 def as_document(result: SimulationResult, problems: list[str], notes: list[str]) -> dict[str, Any]:
     """The machine-readable result: `placements` and `reasons` first, then details."""
     return {
         "placements": result.placements,
         "reasons": result.reasons,
+        # Victims of preemption are gone from the cluster, so not in `placements`.
+        "evicted": evictions(result),
         "summary": {
             "pods": len(result.placements),
             "scheduled": result.scheduled,
             "unscheduled": len(result.placements) - result.scheduled,
+            "evicted": len(result.evicted),
             "attempts": result.attempts,
             "wallSeconds": round(result.wall_seconds, 3),
             "simulatedSeconds": round(result.simulated_seconds, 3),
@@ -78,10 +88,19 @@ def print_report(
             pending.add_row(str(len(keys)), shown, reason)
         console.print(pending)
 
+    if result.evicted:
+        evicted = Table(title="Evicted by preemption", title_justify="left")
+        evicted.add_column("pod")
+        evicted.add_column("event", overflow="fold")
+        for key, message in evictions(result).items():
+            evicted.add_row(key, message)
+        console.print(evicted)
+
     total = len(result.placements)
+    gone = f", {len(result.evicted)} evicted" if result.evicted else ""
     console.print(
         f"[bold]{result.scheduled}/{total} pods scheduled[/bold], "
-        f"{total - result.scheduled} unscheduled; {result.attempts} attempts in "
+        f"{total - result.scheduled} unscheduled{gone}; {result.attempts} attempts in "
         f"{result.wall_seconds:.2f}s ({result.simulated_seconds:.0f}s simulated)",
         highlight=False,
     )
