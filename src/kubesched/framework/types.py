@@ -129,14 +129,21 @@ class ClusterEvent:
     label: str = ""
 
     def matches(self, registered: ClusterEvent) -> bool:
-        """Whether this event is one that `registered` (a plugin's interest) covers."""
+        """Whether this event is one that `registered` (a plugin's interest) covers
+        (MatchClusterEvents upstream): this event must be as specific as the
+        registration or more, so a plain Update only reaches plugins that
+        registered for every kind of update."""
         if registered.resource == Resource.WILDCARD:
             return bool(registered.action & self.action)
         same_resource = registered.resource == self.resource or (
             registered.resource == Resource.POD
             and self.resource in (Resource.ASSIGNED_POD, Resource.UNSCHEDULED_POD)
         )
-        return same_resource and bool(registered.action & self.action)
+        return (
+            same_resource
+            and bool(registered.action & self.action)
+            and self.action <= registered.action
+        )
 
 
 # Well-known events the queue itself raises.
@@ -144,6 +151,9 @@ EVENT_NODE_ADD = ClusterEvent(Resource.NODE, ActionType.ADD, "NodeAdd")
 EVENT_ASSIGNED_POD_ADD = ClusterEvent(Resource.ASSIGNED_POD, ActionType.ADD, "AssignedPodAdd")
 EVENT_ASSIGNED_POD_DELETE = ClusterEvent(
     Resource.ASSIGNED_POD, ActionType.DELETE, "AssignedPodDelete"
+)
+EVENT_UNSCHEDULED_POD_UPDATE = ClusterEvent(
+    Resource.UNSCHEDULED_POD, ActionType.UPDATE, "UnscheduledPodUpdate"
 )
 EVENT_UNSCHEDULABLE_TIMEOUT = ClusterEvent(
     Resource.WILDCARD, ActionType.ALL, "UnschedulableTimeout"

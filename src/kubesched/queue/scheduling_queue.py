@@ -5,6 +5,11 @@
 - unschedulable pool: pods that no cluster event has yet given a reason to retry.
   A cluster event moves a pod out when one of the plugins that rejected it
   registered for that event; a pod stuck for 5 minutes is moved regardless.
+
+Events that arrive while a pod is being tried (in flight) are kept, and when the
+pod comes back rejected, the hints of the plugins that rejected it decide on
+them as if they had come after (inFlightEvents upstream, SchedulerQueueingHints
+being GA): a helpful one sends the pod to backoffQ, none leaves it in the pool.
 """
 
 from __future__ import annotations
@@ -21,17 +26,25 @@ from kubesched.framework.status import Status
 from kubesched.framework.types import (
     EVENT_FORCE_ACTIVATE,
     EVENT_UNSCHEDULABLE_TIMEOUT,
+    EVENT_UNSCHEDULED_POD_UPDATE,
     ClusterEvent,
     PodInfo,
     QueuedPodInfo,
+    Resource,
 )
 from kubesched.queue.heap import KeyedHeap
+from kubesched.queue.pod_events import pod_scheduling_properties_change
 
 DEFAULT_INITIAL_BACKOFF = 1.0
 DEFAULT_MAX_BACKOFF = 10.0
 DEFAULT_MAX_IN_UNSCHEDULABLE = 300.0
 BACKOFF_FLUSH_PERIOD = 1.0
 UNSCHEDULABLE_FLUSH_PERIOD = 30.0
+
+# queueingStrategy upstream: what an event means for a pod in the unschedulable pool.
+QUEUE_SKIP = 0
+QUEUE_AFTER_BACKOFF = 1
+QUEUE_IMMEDIATELY = 2
 
 
 @dataclass(slots=True)
@@ -45,6 +58,12 @@ class QueueProfile:
 
 def _key(qpi: QueuedPodInfo) -> str:
     return qpi.pod_info.key
+
+
+def _same_pod(a: Pod, b: Pod) -> bool:
+    if a.metadata.uid and b.metadata.uid:
+        return a.metadata.uid == b.metadata.uid
+    return a.key == b.key
 
 
 class SchedulingQueue:
@@ -70,6 +89,13 @@ class SchedulingQueue:
         )
         self.unschedulable: dict[str, QueuedPodInfo] = {}
         self.in_flight: dict[str, QueuedPodInfo] = {}
+        # inFlightEvents upstream: the events seen while pods were in flight, each
+        # with its sequence number; a pod's mark is the sequence number at its pop,
+        # so its events are those after the mark. A pod whose scheduling cycle is
+        # over (bound or binding) has no mark any more.
+        self.in_flight_events: list[tuple[int, ClusterEvent, object, object]] = []
+        self._in_flight_marks: dict[str, int] = {}
+        self._event_seq = 0
         self.scheduling_cycle = 0
         self.move_request_cycle = -1
         self._seq = itertools.count()
@@ -116,18 +142,29 @@ class SchedulingQueue:
     def _count(self, queue: str, event: str) -> None:
         self.incoming[(queue, event)] = self.incoming.get((queue, event), 0) + 1
 
-    def update(self, pod_info: PodInfo) -> None:
-        """A pending pod changed: refresh it where it is; a gated pod is re-checked."""
+    def update(self, pod_info: PodInfo, old: Pod | None = None) -> None:
+        """A pending pod changed (Update upstream): refreshed where it is; in flight,
+        its update events are kept for when it comes back; in the unschedulable
+        pool, the rejecting plugins' hints decide whether the update helps (a
+        gated pod is re-checked). `old` is the pod before the update, if known."""
         key = pod_info.key
+        events = (
+            pod_scheduling_properties_change(pod_info.pod, old)
+            if old is not None
+            else [EVENT_UNSCHEDULED_POD_UPDATE]
+        )
+        if key in self.in_flight:
+            self.in_flight[key].pod_info = pod_info
+            if key in self._in_flight_marks:
+                for event in events:
+                    self._record(event, old, pod_info.pod)
+            return
         for heap in (self.active, self.backoff):
             qpi = heap.get(key)
             if qpi is not None:
                 qpi.pod_info = pod_info
                 heap.push(qpi)
                 return
-        if key in self.in_flight:
-            self.in_flight[key].pod_info = pod_info
-            return
         qpi = self.unschedulable.get(key)
         if qpi is None:
             self.add(pod_info)
@@ -135,9 +172,12 @@ class SchedulingQueue:
         qpi.pod_info = pod_info
         if qpi.gated:
             self._admit(qpi, "PodUpdate")
-        else:
-            # An update to the pod itself may make it schedulable (upstream: isPodUpdated).
-            self._requeue(qpi, "PodUpdate")
+            return
+        for event in events:
+            strategy = self._worth_requeuing(qpi, event, old, pod_info.pod)
+            if strategy != QUEUE_SKIP:
+                self._requeue(qpi, event.label or "PodUpdate", strategy)
+                return
 
     def refresh(self, pod_info: PodInfo) -> None:
         """Swap in a newer copy of a pending pod without moving it anywhere."""
@@ -200,6 +240,7 @@ class SchedulingQueue:
             qpi.initial_attempt_timestamp = self.clock.now()
         self.scheduling_cycle += 1
         self.in_flight[qpi.pod_info.key] = qpi
+        self._in_flight_marks[qpi.pod_info.key] = self._event_seq
         return qpi
 
     async def pop(self) -> QueuedPodInfo | None:
@@ -218,6 +259,36 @@ class SchedulingQueue:
     def done(self, key: str) -> None:
         """The pod's attempt is over (bound, or handed back through requeue)."""
         self.in_flight.pop(key, None)
+        self.scheduling_done(key)
+
+    def scheduling_done(self, key: str) -> None:
+        """Done upstream: the events seen from now on no longer concern this pod
+        (its scheduling cycle and Permit are over; it is being bound). It stays in
+        flight until its binding ends, but a failure from here on retries after
+        backoff whatever happened meanwhile."""
+        if self._in_flight_marks.pop(key, None) is None:
+            return
+        if not self._in_flight_marks:
+            self.in_flight_events.clear()
+            return
+        oldest = min(self._in_flight_marks.values())
+        drop = 0
+        while drop < len(self.in_flight_events) and self.in_flight_events[drop][0] <= oldest:
+            drop += 1
+        if drop:
+            del self.in_flight_events[:drop]
+
+    def _record(self, event: ClusterEvent, old: object, new: object) -> None:
+        self._event_seq += 1
+        self.in_flight_events.append((self._event_seq, event, old, new))
+
+    def _events_while_in_flight(
+        self, key: str
+    ) -> list[tuple[int, ClusterEvent, object, object]] | None:
+        mark = self._in_flight_marks.get(key)
+        if mark is None:
+            return None
+        return [e for e in self.in_flight_events if e[0] > mark]
 
     # --- failures --------------------------------------------------------------
 
@@ -235,51 +306,93 @@ class SchedulingQueue:
     def requeue_failed(self, qpi: QueuedPodInfo, pod_scheduling_cycle: int) -> None:
         """AddUnschedulableIfNotPresent: a pod whose attempt failed goes back.
 
-        Pods rejected by plugins wait in the unschedulable pool for an event;
-        pods that failed with an error, or saw a helpful event while they were
-        being tried, wait out their backoff instead.
+        Pods rejected by plugins wait in the unschedulable pool for an event,
+        unless an event that came while they were being tried is one their
+        rejecting plugins' hints take (determineSchedulingHintForInFlightPod);
+        pods that failed with an error wait out their backoff instead.
+        `pod_scheduling_cycle` is kept for callers; the in-flight events decide.
         """
         key = qpi.pod_info.key
+        strategy = self._in_flight_strategy(qpi)
         self.in_flight.pop(key, None)
-        if key in self.active or key in self.backoff:
+        self.scheduling_done(key)
+        if key in self.active or key in self.backoff or key in self.unschedulable:
             return
         qpi.timestamp = self.clock.now()
-        failed_by_error = not qpi.unschedulable_plugins and not qpi.pending_plugins
-        if failed_by_error or self.move_request_cycle >= pod_scheduling_cycle:
-            self.backoff.push(qpi)
-            self._count("backoff", "ScheduleAttemptFailure")
-            self._ready.set()  # an idle scheduler may take it at once
-        else:
+        if strategy == QUEUE_SKIP:
             self.unschedulable[key] = qpi
             self._count("unschedulable", "ScheduleAttemptFailure")
+            return
+        self._requeue(qpi, "ScheduleAttemptFailure", strategy)
+
+    def _in_flight_strategy(self, qpi: QueuedPodInfo) -> int:
+        if not qpi.unschedulable_plugins and not qpi.pending_plugins:
+            return QUEUE_AFTER_BACKOFF  # an error: retry after backoff
+        events = self._events_while_in_flight(qpi.pod_info.key)
+        if events is None:
+            return QUEUE_AFTER_BACKOFF  # not tracked (e.g. failed while binding)
+        strategy = QUEUE_SKIP
+        for _, event, old, new in events:
+            found = self._worth_requeuing(qpi, event, old, new)
+            if found == QUEUE_IMMEDIATELY:
+                return found
+            if found == QUEUE_AFTER_BACKOFF:
+                strategy = found
+                if not qpi.pending_plugins:
+                    return strategy
+        return strategy
 
     # --- moving on events ------------------------------------------------------
 
+    def _interesting(self, event: ClusterEvent) -> bool:
+        """isEventOfInterest: a wildcard event, or one some plugin registered for."""
+        if event.resource == Resource.WILDCARD:
+            return True
+        return any(
+            event.matches(registered.event)
+            for profile in self.profiles.values()
+            for registrations in profile.events.values()
+            for registered in registrations
+        )
+
     def _worth_requeuing(
         self, qpi: QueuedPodInfo, event: ClusterEvent, old: object, new: object
-    ) -> bool:
-        if event in (EVENT_UNSCHEDULABLE_TIMEOUT, EVENT_FORCE_ACTIVATE):
-            return True
+    ) -> int:
+        """isPodWorthRequeuing: QUEUE_SKIP, QUEUE_AFTER_BACKOFF, or QUEUE_IMMEDIATELY
+        (a Pending plugin's hint said Queue)."""
         rejectors = qpi.unschedulable_plugins | qpi.pending_plugins
         if not rejectors:
-            return True
+            return QUEUE_AFTER_BACKOFF
+        if event.resource == Resource.WILDCARD:
+            if new is not None:
+                target = new.pod if isinstance(new, PodInfo) else new
+                if not isinstance(target, Pod) or not _same_pod(target, qpi.pod):
+                    return QUEUE_SKIP  # a wildcard event meant for another pod
+            return QUEUE_AFTER_BACKOFF
         profile = self._profile(qpi.pod)
         if profile is None:
-            return False
+            return QUEUE_AFTER_BACKOFF
+        strategy = QUEUE_SKIP
         for plugin in rejectors:
             for registered in profile.events.get(plugin, ()):
-                if event.matches(registered.event) and (
-                    registered.hint is None or registered.hint(qpi.pod_info, old, new)
-                ):
-                    return True
-        return False
+                if not event.matches(registered.event):
+                    continue
+                if registered.hint is not None and not registered.hint(qpi.pod_info, old, new):
+                    continue
+                if plugin in qpi.pending_plugins:
+                    return QUEUE_IMMEDIATELY
+                if not qpi.pending_plugins:
+                    return QUEUE_AFTER_BACKOFF
+                strategy = QUEUE_AFTER_BACKOFF
+        return strategy
 
-    def _requeue(self, qpi: QueuedPodInfo, event: str) -> None:
+    def _requeue(self, qpi: QueuedPodInfo, event: str, strategy: int = QUEUE_AFTER_BACKOFF) -> None:
+        """requeuePodWithQueueingStrategy for a pod leaving the unschedulable pool."""
         key = qpi.pod_info.key
         self.unschedulable.pop(key, None)
         if qpi.gated:
             self._admit(qpi, event)
-        elif self.clock.now() < self.backoff_expiry(qpi):
+        elif strategy == QUEUE_AFTER_BACKOFF and self.clock.now() < self.backoff_expiry(qpi):
             self.backoff.push(qpi)
             self._count("backoff", event)
             self._ready.set()  # an idle scheduler may take it at once
@@ -296,15 +409,21 @@ class SchedulingQueue:
         precheck: Callable[[Pod], bool] | None = None,
     ) -> int:
         """MoveAllToActiveOrBackoffQueue for one cluster event; returns how many moved.
-        `precheck` (PreEnqueueCheck upstream) limits the pods considered."""
+        `precheck` (PreEnqueueCheck upstream) limits the pods considered. Pods in
+        flight get the event when they come back (addEventIfAnyInFlight)."""
+        if not self._interesting(event):
+            return 0
         self.move_request_cycle = self.scheduling_cycle
         moved = 0
         for qpi in list(self.unschedulable.values()):
             if precheck is not None and not precheck(qpi.pod):
                 continue
-            if self._worth_requeuing(qpi, event, old, new):
-                self._requeue(qpi, event.label or str(event.resource))
+            strategy = self._worth_requeuing(qpi, event, old, new)
+            if strategy != QUEUE_SKIP:
+                self._requeue(qpi, event.label or str(event.resource), strategy)
                 moved += 1
+        if self._in_flight_marks:
+            self._record(event, old, new)
         return moved
 
     def activate(self, keys: Iterable[str]) -> None:
@@ -314,6 +433,9 @@ class SchedulingQueue:
                 self.unschedulable.pop(key, None)
                 self.backoff.delete(key)
                 self._admit(qpi, "ForceActivate")
+            elif key in self._in_flight_marks:
+                # Requeued when it comes back (upstream: addEventsIfPodInFlight).
+                self._record(EVENT_FORCE_ACTIVATE, None, self.in_flight[key].pod)
 
     def flush_backoff_completed(self) -> int:
         now = self.clock.now()
@@ -336,11 +458,17 @@ class SchedulingQueue:
         stale = [
             qpi
             for qpi in self.unschedulable.values()
-            if not qpi.gated and now - qpi.timestamp > self.max_in_unschedulable
+            if now - qpi.timestamp > self.max_in_unschedulable
         ]
+        moved = 0
         for qpi in stale:
+            if qpi.gated:
+                continue  # a gated pod waits for its gating plugin's event
             self._requeue(qpi, EVENT_UNSCHEDULABLE_TIMEOUT.label)
-        return len(stale)
+            moved += 1
+        if stale and self._in_flight_marks:
+            self._record(EVENT_UNSCHEDULABLE_TIMEOUT, None, None)
+        return moved
 
     def next_backoff_expiry(self) -> float | None:
         head = self.backoff.peek()

@@ -40,6 +40,7 @@ from kubesched.framework.types import (
 from kubesched.framework.waiting import WaitingPods
 from kubesched.logs import V, kv
 from kubesched.queue.nominator import Nominator
+from kubesched.queue.pod_events import pod_scheduling_properties_change
 from kubesched.queue.scheduling_queue import QueueProfile, SchedulingQueue
 from kubesched.scheduler.fit_error import NO_NODES_AT_ALL, fit_error_message
 from kubesched.scheduler.node_events import node_update_events
@@ -207,13 +208,13 @@ class Scheduler:
             self.nominator.delete(key)
             self.cache.add_pod(PodInfo(new))
             if not was_assigned:
-                self.queue.on_event(EVENT_ASSIGNED_POD_ADD, old, new)
+                # A binding: upstream hands the bound pod to addAssignedPodToCache
+                # as an add, so the hints see (nil, pod), not the unassigned copy.
+                self.queue.on_event(EVENT_ASSIGNED_POD_ADD, None, new)
             else:
-                self.queue.on_event(
-                    ClusterEvent(Resource.ASSIGNED_POD, ActionType.UPDATE_POD_LABEL, "PodUpdate"),
-                    old,
-                    new,
-                )
+                assert old is not None
+                for event in pod_scheduling_properties_change(new, old):
+                    self.queue.on_event(event, old, new)
         elif self.responsible_for(new):
             if new.metadata.deletion_timestamp is not None:
                 self.queue.delete(key)
@@ -226,7 +227,21 @@ class Scheduler:
                 # the scheduler decides on, so they must not trigger a retry.
                 self.queue.refresh(PodInfo(new))
             else:
-                self.queue.update(PodInfo(new))
+                self.queue.update(PodInfo(new), old)
+            if (
+                old is not None
+                and old.status.nominated_node_name
+                and old.status.nominated_node_name != new.status.nominated_node_name
+            ):
+                # The pod no longer holds room on its old nominated node: lower or
+                # equal priority pods may fit there now (updatePodInSchedulingQueue).
+                priority = old.spec.priority or 0
+                self.queue.on_event(
+                    EVENT_ASSIGNED_POD_DELETE,
+                    old,
+                    None,
+                    precheck=lambda other: (other.spec.priority or 0) <= priority,
+                )
 
     def on_pod_delete(self, pod: Pod) -> None:
         key = f"{pod.metadata.namespace}/{pod.metadata.name}"
@@ -476,6 +491,8 @@ class Scheduler:
             if not status.is_success():
                 self._binding_failed(fw, state, qpi, node, cycle, status)
                 return
+        # Past Permit: events from now on need not be kept for this pod (Done upstream).
+        self.queue.scheduling_done(pod.key)
         point_started = time.perf_counter()
         status = await fw.run_pre_bind(state, pod, node)
         self._observe_point(fw, "PreBind", point_started, status)
