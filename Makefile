@@ -67,12 +67,14 @@ bench: $(STAMP)
 # disagreement written to tests/differential/regressions/. Optional: FEATURES=spread,affinity,
 # preemption,volumes  DIFF_SIZE=small|normal|large  SHRINK=1 (minimise disagreements)
 # KUBESCHED_SRC=<dir holding a kubesched/ package> to test that source instead of src/.
+# JOBS=K runs K control planes side by side (scenarios shared out, one report).
 N ?= 50
 SEED ?= 1
 DIFF_SIZE ?= normal
 FEATURES ?=
+JOBS ?= 1
 .PHONY: diff
 diff: $(STAMP)
 	PYTHONPATH=$(if $(KUBESCHED_SRC),$(KUBESCHED_SRC):).$(if $(PYTHONPATH),:$(PYTHONPATH)) \
 	$(BIN)/python -m tests.differential.run -n $(N) --seed $(SEED) --size $(DIFF_SIZE) \
-		$(if $(FEATURES),--features $(FEATURES)) $(if $(SHRINK),--shrink)
+		--jobs $(JOBS) $(if $(FEATURES),--features $(FEATURES)) $(if $(SHRINK),--shrink)

@@ -31,11 +31,12 @@ from __future__ import annotations
 import contextlib
 import copy
 import json
+import math
 import re
 import secrets
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -74,6 +75,9 @@ MODES = (MODE_DIRECT, MODE_KUBE, MODE_KS)
 
 STEP_TIMEOUT = 30.0
 POLL = 0.05
+# After a step that bound or evicted pods while earlier pods are pending: how long no
+# pod may change before the next pod is created (retries woken by the step land first).
+QUIET = 0.3
 
 
 class HarnessError(RuntimeError):
@@ -104,6 +108,8 @@ class Run:
     final: dict[str, str | None] = field(default_factory=dict)
     log: str = ""
     nodes: list[dict[str, Any]] = field(default_factory=list, repr=False)
+    # Seconds spent per phase: start (scheduler up), steps, settle, cleanup.
+    timings: dict[str, float] = field(default_factory=dict)
 
 
 @dataclass
@@ -129,10 +135,22 @@ class Prediction:
     best: list[str]
     message: str = ""  # the FitError text when nothing is feasible
     by_plugin: dict[str, dict[str, int]] = field(default_factory=dict)  # weighted scores
+    # When nothing is feasible and preemption nominates a node: the nodes preemption
+    # may nominate (the candidates pickOneNodeForPreemption leaves tied) and, per
+    # candidate, the victims. The pod is then bound there once the victims are gone
+    # (kube-scheduler tries a pod's nominated node first).
+    preemption: list[str] = field(default_factory=list)
+    victims: dict[str, list[str]] = field(default_factory=dict)
+
+    @property
+    def choices(self) -> list[str]:
+        """Where the pod may be bound: the best-scored feasible nodes, or else the
+        nodes preemption may nominate."""
+        return self.best if self.feasible else self.preemption
 
     @property
     def unique(self) -> bool:
-        return len(self.best) == 1
+        return len(self.choices) == 1
 
 
 @dataclass
@@ -229,6 +247,12 @@ class Harness:
         the kubesched run, so that the two schedulers really disagree."""
         self.cp = cp
         self.api = AdminApi(cp)
+        # For watches (a stream each; the API client's connection stays free).
+        self._watcher = httpx.Client(
+            base_url=cp.url,
+            verify=cp.ssl_context(client_cert=True),
+            headers={"Accept": "application/json", "User-Agent": "kubesched-differential"},
+        )
         self.workdir = workdir
         self.step_timeout = step_timeout
         self.kubesched_seed = kubesched_seed
@@ -238,6 +262,7 @@ class Harness:
 
     def close(self) -> None:
         self.api.close()
+        self._watcher.close()
 
     # ----------------------------------------------------------------- one scenario
     def run(self, scenario: Mapping[str, Any]) -> Comparison:
@@ -365,12 +390,24 @@ class Harness:
     ) -> Run:
         logical = {v: k for k, v in names.items()}
         run = Run(side, ns)
+        clock = time.monotonic()
+
+        def lap(phase: str) -> None:
+            nonlocal clock
+            now = time.monotonic()
+            run.timings[phase] = round(run.timings.get(phase, 0.0) + now - clock, 3)
+            clock = now
+
         pvs = self._create_namespace_objects(scenario, ns, prefix)
         proc = self._start(side, config_path, work)
+        lap("start")
         try:
             for pod in scenario["pods"]:
-                run.steps.append(self._step(pod, ns, names, logical, scenario))
+                before = run.steps[-1].placements if run.steps else {}
+                run.steps.append(self._step(pod, ns, names, logical, before))
+            lap("steps")
             run.events, run.final = self._settle(ns, run, logical)
+            lap("settle")
         finally:
             run.log = str(proc.log_path)
             proc.stop()
@@ -378,7 +415,9 @@ class Harness:
             for pv in pvs:
                 with contextlib.suppress(ApiError, httpx.HTTPError):
                     self.api.request("DELETE", f"/api/v1/persistentvolumes/{pv}", ok=(404,))
-        self.say(f"  {side}: {_outcomes(run)}")
+            lap("cleanup")
+        times = " ".join(f"{k} {v:.1f}s" for k, v in run.timings.items())
+        self.say(f"  {side}: {_outcomes(run)} ({times})")
         return run
 
     def _step(
@@ -387,8 +426,9 @@ class Harness:
         ns: str,
         names: Mapping[str, str],
         logical: Mapping[str, str],
-        scenario: Mapping[str, Any],
+        before: Mapping[str, str | None],
     ) -> Step:
+        """Create POD and wait for its outcome; BEFORE: the placements before it."""
         manifest = gen.pod_manifest(pod, ns, SCHEDULER_NAME, names)
         started = time.monotonic()
         try:
@@ -402,11 +442,8 @@ class Harness:
                 placements=self._placements(ns, logical),
             )
         step = Step(pod["name"], "timeout", created=created)
-        preemption = "preemption" in scenario.get("features", [])
         deadline = started + self.step_timeout
-        failed_at: float | None = None
-        while time.monotonic() < deadline:
-            current = self.api.get_pod(ns, pod["name"])
+        for current in self._watch_pod(ns, pod["name"], created, deadline):
             node = current["spec"].get("nodeName")
             if node:
                 step.outcome, step.node = "bound", logical.get(node, node)
@@ -420,28 +457,119 @@ class Harness:
                 ),
                 None,
             )
-            if condition is not None:
-                step.reason = condition.get("reason", "")
-                step.message = _normalise(condition.get("message", ""), ns, logical)
-                step.outcome = "unschedulable" if step.reason == "Unschedulable" else "error"
-                step.nominated = logical.get(nominated, nominated) if nominated else None
-                if not preemption:
-                    break
-                # Preemption may follow: wait for a nomination, then for the binding.
-                failed_at = failed_at or time.monotonic()
-                if not nominated and time.monotonic() - failed_at > 2.0:
-                    break
-            time.sleep(POLL)
+            if condition is None:
+                continue
+            step.reason = condition.get("reason", "")
+            step.message = _normalise(condition.get("message", ""), ns, logical)
+            step.outcome = "unschedulable" if step.reason == "Unschedulable" else "error"
+            step.nominated = logical.get(nominated, nominated) if nominated else None
+            # Both schedulers write the PodScheduled=False condition and the
+            # nominatedNodeName preemption chose in ONE status patch (kube-scheduler
+            # v1.36: handleSchedulingFailure -> updatePod; kubesched: StatusWriter):
+            # without a nomination the step is over; with one, the pod is bound once
+            # the victims are gone (or the step times out).
+            if not nominated:
+                break
+        placements, rv = self._list_placements(ns, logical)
+        pending = [p for p, n in placements.items() if n is None and p != step.pod]
+        # A binding or an eviction may wake earlier pods (queueing hints), and an idle
+        # scheduler retries them at once (kube-scheduler pops them from backoffQ): let
+        # those retries land before the next pod is created, so that both schedulers
+        # go on from the same state.
+        woken = pending and (step.outcome == "bound" or set(before) - set(placements))
+        if woken and self._quiesce(ns, rv, started + self.step_timeout):
+            placements, _ = self._list_placements(ns, logical)
         step.seconds = round(time.monotonic() - started, 3)
-        step.placements = self._placements(ns, logical)
+        step.placements = placements
         return step
 
+    def _quiesce(self, ns: str, rv: str, deadline: float) -> bool:
+        """Wait until no pod of NS has changed for QUIET seconds (from list
+        resourceVersion RV on), or DEADLINE; whether anything changed."""
+        changed = False
+        path = f"/api/v1/namespaces/{ns}/pods"
+        while time.monotonic() < deadline:
+            params = {"watch": "true", "resourceVersion": rv, "timeoutSeconds": "60"}
+            try:
+                with self._watcher.stream(
+                    "GET", path, params=params, timeout=httpx.Timeout(QUIET, connect=5)
+                ) as response:
+                    if not response.is_success:
+                        return changed
+                    for line in response.iter_lines():
+                        if not line.strip():
+                            continue
+                        event = json.loads(line)
+                        if event.get("type") == "ERROR":
+                            return changed
+                        rv = event["object"]["metadata"].get("resourceVersion", rv)
+                        changed = True
+                        if time.monotonic() >= deadline:
+                            return changed
+            except httpx.TimeoutException:
+                return changed  # QUIET seconds without an event
+            except (httpx.HTTPError, ValueError, KeyError):
+                return changed
+        return changed
+
+    def _watch_pod(
+        self, ns: str, name: str, created: Mapping[str, Any], deadline: float
+    ) -> Iterator[dict[str, Any]]:
+        """The pod as it changes, from CREATED on, until DEADLINE: a watch from the
+        creation's resourceVersion (so no update is missed), re-opened from the last
+        one seen if it ends; if watching fails, one GET per POLL."""
+        rv = created["metadata"].get("resourceVersion", "")
+        path = f"/api/v1/namespaces/{ns}/pods"
+        while (remaining := deadline - time.monotonic()) > 0:
+            params = {
+                "watch": "true",
+                "fieldSelector": f"metadata.name={name}",
+                "resourceVersion": rv,
+                "timeoutSeconds": str(max(1, math.ceil(remaining))),
+            }
+            try:
+                with self._watcher.stream(
+                    "GET", path, params=params, timeout=httpx.Timeout(remaining + 5, connect=5)
+                ) as response:
+                    if not response.is_success:
+                        raise HarnessError(f"watch {path}: HTTP {response.status_code}")
+                    for line in response.iter_lines():
+                        if not line.strip():
+                            continue
+                        event = json.loads(line)
+                        obj = event.get("object", {})
+                        if event.get("type") == "ERROR":  # e.g. 410 Gone: read it afresh
+                            rv = ""
+                            break
+                        rv = obj.get("metadata", {}).get("resourceVersion", rv)
+                        if event.get("type") in ("ADDED", "MODIFIED"):
+                            yield obj
+                        if time.monotonic() >= deadline:
+                            return
+                    if rv == "":
+                        current = self.api.get_pod(ns, name)
+                        rv = current["metadata"]["resourceVersion"]
+                        yield current
+            except (httpx.HTTPError, HarnessError, ValueError):
+                time.sleep(POLL)
+                with contextlib.suppress(ApiError, httpx.HTTPError):
+                    current = self.api.get_pod(ns, name)
+                    rv = current["metadata"]["resourceVersion"]
+                    yield current
+
     def _placements(self, ns: str, logical: Mapping[str, str]) -> dict[str, str | None]:
+        return self._list_placements(ns, logical)[0]
+
+    def _list_placements(
+        self, ns: str, logical: Mapping[str, str]
+    ) -> tuple[dict[str, str | None], str]:
+        """Every pod of NS -> logical node or None; the list's resourceVersion."""
+        answer = self.api.get(f"/api/v1/namespaces/{ns}/pods")
         out: dict[str, str | None] = {}
-        for pod in self.api.list_pods(ns):
+        for pod in answer["items"]:
             node = pod["spec"].get("nodeName")
             out[pod["metadata"]["name"]] = logical.get(node, node) if node else None
-        return dict(sorted(out.items()))
+        return dict(sorted(out.items())), answer["metadata"].get("resourceVersion", "")
 
     def _settle(
         self, ns: str, run: Run, logical: Mapping[str, str]
@@ -558,8 +686,13 @@ def score_step(
     if len(feasible) == 0:
         # What Scheduler.schedule_one does with the FitError: PostFilter, then the message.
         fit = FitError(info, len(table), diagnosis)
-        sched._post_filter(fw, cycle, QueuedPodInfo(info, timestamp=0.0), fit)
-        return Prediction([], {}, [], str(fit))
+        nominated = sched._post_filter(fw, cycle, QueuedPodInfo(info, timestamp=0.0), fit)
+        prediction = Prediction([], {}, [], str(fit))
+        if nominated:
+            prediction.preemption, prediction.victims = _preemption_choices(
+                fw, cycle, info, diagnosis, logical
+            )
+        return prediction
     if len(feasible) == 1:
         return Prediction(names, {names[0]: 0}, names)
     fw.run_pre_score(cycle, info, table, feasible)
@@ -572,6 +705,36 @@ def score_step(
     top = max(by_node.values())
     best = sorted(n for n, t in by_node.items() if t == top)
     return Prediction(names, by_node, best, by_plugin=by_plugin)
+
+
+def _preemption_choices(
+    fw: Any, cycle: Any, info: Any, diagnosis: Any, logical: Mapping[str, str]
+) -> tuple[list[str], dict[str, list[str]]]:
+    """Every node DefaultPreemption may nominate for INFO: its dry run over all
+    potential nodes (kube-scheduler's candidate count is every node below 100
+    nodes; only the random offset, i.e. the order, is left to chance), then the
+    candidates pickOneNodeForPreemption leaves tied (its last tie-break is the
+    first candidate: a candidate is among the tied ones iff it wins when put first)."""
+    from kubesched.framework.status import Code
+    from kubesched.plugins.defaultpreemption.plugin import (
+        DefaultPreemption,
+        pick_one_node_for_preemption,
+    )
+
+    plugin = next((p for p in fw.post_filter if isinstance(p, DefaultPreemption)), None)
+    if plugin is None:
+        return [], {}
+    potential = plugin.nodes_for_status_code(diagnosis, Code.UNSCHEDULABLE)
+    candidates, _ = plugin.dry_run_preemption(
+        cycle, info, potential, plugin.handle.pdbs, 0, len(potential)
+    )
+    tied = [
+        c
+        for c in candidates
+        if pick_one_node_for_preemption([c, *(o for o in candidates if o is not c)]) is c
+    ]
+    victims = {logical.get(c.name, c.name): [v.pod.metadata.name for v in c.victims] for c in tied}
+    return sorted(victims), victims
 
 
 def namespace_objects(scenario: Mapping[str, Any], ns: str) -> list[dict[str, Any]]:
@@ -714,9 +877,9 @@ def _against(
     if step.outcome in ("rejected", "timeout", "error"):
         return [("error", "-", step.outcome, detail + " " + step.message)], None, None
     bound = step.outcome == "bound"
-    if bound != bool(prediction.feasible):
+    if bound != bool(prediction.choices):
         seen = step.node if bound else step.message
-        want = prediction.best if prediction.feasible else prediction.message
+        want = prediction.choices or prediction.message
         return [("bound", want, seen, detail)], None, None
     if not bound:
         if step.message != prediction.message:
@@ -724,8 +887,8 @@ def _against(
         elif list(events) != [prediction.message]:
             problems.append(("event", [prediction.message], list(events), detail))
         return problems, not problems, None
-    if step.node not in prediction.best:
-        problems.append(("node", prediction.best, step.node, detail))
+    if step.node not in prediction.choices:
+        problems.append(("node", prediction.choices, step.node, detail))
     return problems, None, (not problems) if prediction.unique else None
 
 
@@ -841,7 +1004,7 @@ def compare(
                     diverges = True
             elif pred_b is not None:
                 result.ties += 1
-                if expected not in pred_b.best:
+                if expected not in pred_b.choices:
                     disagree(
                         "node",
                         i,
@@ -852,7 +1015,7 @@ def compare(
                         + _prediction_text(pred_b),
                     )
                     diverges = True
-            if pred_b is not None and b.node not in pred_b.best and not diverges:
+            if pred_b is not None and b.node not in pred_b.choices and not diverges:
                 disagree(
                     "predict",
                     i,
@@ -888,6 +1051,11 @@ def compare(
 def _prediction_text(p: Prediction | None) -> str:
     if p is None:
         return ""
+    if not p.feasible and p.preemption:
+        return (
+            f"in-process: no feasible node ({p.message}); preemption may nominate "
+            f"{p.preemption}, victims {p.victims}"
+        )
     if not p.feasible:
         return f"in-process: no feasible node ({p.message})"
     return f"in-process totals {p.totals}, best {p.best}"

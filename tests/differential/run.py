@@ -1,7 +1,8 @@
 """`make diff`: N generated scenarios through kube-scheduler and kubesched; agreement rates.
 
     python -m tests.differential.run -n 50 --seed 1 [--features spread,affinity]
-        [--size small|normal|large] [--profile NAME] [--shrink] [--cluster-env DIR/env]
+        [--size small|normal|large] [--profile NAME] [--shrink] [--jobs K]
+        [--cluster-env DIR/env ...]
 
 Starts a control plane (hack/cluster-up.sh in a temporary directory) unless
 --cluster-env names a running one, runs scenarios 0..N-1 of series SEED, prints
@@ -9,6 +10,10 @@ one line per scenario and the agreement rates, and writes every scenario with a
 disagreement to tests/differential/regressions/<name>.yaml (with --shrink, first
 made as small as it can be while the same disagreement remains). Exit code 1 if
 any disagreement was found, 2 if the harness itself failed.
+
+With --jobs K, K control planes (each its own hack/cluster-up.sh directory, or K
+--cluster-env files) run the scenarios side by side: each worker takes the next
+scenario not yet run, and the rates of all of them are added up into one report.
 """
 
 from __future__ import annotations
@@ -18,11 +23,14 @@ import contextlib
 import copy
 import os
 import platform
+import queue
 import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
+import traceback
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -175,14 +183,28 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--shrink", action="store_true", help="minimise each disagreement")
     parser.add_argument("--out", type=Path, default=REGRESSIONS, help="regressions directory")
     parser.add_argument("--no-write", action="store_true", help="write no regression files")
-    parser.add_argument("--cluster-env", type=Path, default=None, help="use this running cluster")
+    parser.add_argument(
+        "--cluster-env",
+        type=Path,
+        action="append",
+        default=[],
+        help="use this running cluster (once per job with --jobs)",
+    )
+    parser.add_argument(
+        "--jobs",
+        "-j",
+        type=int,
+        default=0,
+        help="control planes to run scenarios on side by side (default: 1, or one per "
+        "--cluster-env)",
+    )
     parser.add_argument("--workdir", type=Path, default=None, help="keep configs and logs here")
     parser.add_argument(
         "--kube-verbosity", type=int, default=2, help="kube-scheduler -v (10: every score)"
     )
     args = parser.parse_args(argv)
     # SIGTERM (timeout, make being stopped) unwinds like Ctrl-C: schedulers are stopped,
-    # nodes deleted and the control plane this run started is torn down.
+    # nodes deleted and the control planes this run started are torn down.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
 
     try:
@@ -195,15 +217,17 @@ def main(argv: list[str] | None = None) -> int:
             "kubesched's default profile lacks the plugins of feature(s) "
             + "; ".join(f"{f}: {', '.join(p)}" for f, p in missing.items())
         )
+    jobs = args.jobs or max(1, len(args.cluster_env))
+    if args.cluster_env and len(args.cluster_env) != jobs:
+        parser.error(f"--jobs {jobs} needs {jobs} --cluster-env files (or none)")
+    if jobs < 1:
+        parser.error("--jobs must be at least 1")
 
-    totals = Totals()
-    written: list[Path] = []
-    errors = consecutive = 0
     started = time.monotonic()
     print(
         f"differential: {args.n} scenarios, seed {args.seed}, size {args.size}, "
         f"features [{','.join(features)}] on {platform.node()} ({platform.machine()}, "
-        f"{os.cpu_count()} CPUs, Python {platform.python_version()})",
+        f"{os.cpu_count()} CPUs, Python {platform.python_version()}), {jobs} job(s)",
         flush=True,
     )
     print(f"kubesched: {describe_kubesched()}; kube-scheduler {kube_version()}", flush=True)
@@ -211,46 +235,19 @@ def main(argv: list[str] | None = None) -> int:
         workdir = args.workdir or Path(
             stack.enter_context(tempfile.TemporaryDirectory(prefix="kubesched-diff-work-"))
         )
+        cps: list[ControlPlane] = []
         try:
-            cp = stack.enter_context(control_plane(args.cluster_env))
+            for j in range(jobs):
+                env = args.cluster_env[j] if args.cluster_env else None
+                cps.append(stack.enter_context(control_plane(env)))
         except Exception as exc:
             print(f"cannot start the control plane: {exc}", file=sys.stderr)
             return 2
-        harness = Harness(
-            cp, workdir, log=lambda m: print(m, flush=True), kube_verbosity=args.kube_verbosity
-        )
-        stack.callback(harness.close)
-        for index in range(args.start, args.start + args.n):
-            scenario = gen.generate(
-                args.seed, index, features=features, size=args.size, profile=args.profile
-            )
-            print(
-                f"[{index}] {scenario['name']}: {len(scenario['nodes'])} nodes, "
-                f"{len(scenario['pods'])} pods",
-                flush=True,
-            )
-            try:
-                comparison = harness.run(scenario)
-            except HarnessError as exc:
-                print(f"  harness error (not counted): {exc}", flush=True)
-                errors += 1
-                consecutive += 1
-                if consecutive >= 3:
-                    print("three harness errors in a row: giving up", file=sys.stderr)
-                    break
-                continue
-            consecutive = 0
-            totals.add(comparison)
-            print("  " + comparison.summary().replace("\n", "\n  "), flush=True)
-            if comparison.ok:
-                continue
-            if args.shrink:
-                scenario, comparison = shrink(
-                    harness, scenario, comparison, lambda m: print(m, flush=True)
-                )
-                print("  shrunk: " + comparison.summary().replace("\n", "\n  "), flush=True)
-            if not args.no_write:
-                written.append(write_regression(scenario, comparison, args.out))
+        if jobs > 1:
+            print(f"control planes: {', '.join(cp.url for cp in cps)}", flush=True)
+        batch = Batch(args, features, workdir)
+        batch.run(cps)
+    totals, written, errors = batch.totals, sorted(batch.written), batch.errors
     print()
     print(f"== agreement over {totals.scenarios} scenarios ({time.monotonic() - started:.0f} s)")
     for line in totals.lines():
@@ -262,6 +259,117 @@ def main(argv: list[str] | None = None) -> int:
     if errors:
         return 2
     return 1 if totals.scenarios_ok < totals.scenarios else 0
+
+
+class Batch:
+    """Scenarios start..start+n-1 run by one worker per control plane; each takes the
+    next scenario from a shared queue, and the results are added up under a lock.
+    A scenario's lines are printed together once it is done."""
+
+    def __init__(self, args: argparse.Namespace, features: list[str], workdir: Path) -> None:
+        self.args = args
+        self.features = features
+        self.workdir = workdir
+        self.totals = Totals()
+        self.written: list[Path] = []
+        self.errors = 0
+        self.consecutive = 0
+        self.lock = threading.Lock()
+        self.stop = threading.Event()
+        self.todo: queue.SimpleQueue[int] = queue.SimpleQueue()
+        for index in range(args.start, args.start + args.n):
+            self.todo.put(index)
+
+    def run(self, cps: list[ControlPlane]) -> None:
+        if len(cps) == 1:
+            self.work(cps[0], 0)  # in the main thread: Ctrl-C/SIGTERM unwind it directly
+            return
+        threads = [
+            threading.Thread(target=self.work, args=(cp, j), name=f"diff-{j}", daemon=True)
+            for j, cp in enumerate(cps)
+        ]
+        for t in threads:
+            t.start()
+        try:
+            for t in threads:
+                while t.is_alive():
+                    t.join(0.5)
+        except BaseException:
+            # Let each worker finish its scenario (its schedulers stopped, its nodes
+            # deleted) before the control planes go.
+            self.stop.set()
+            for t in threads:
+                t.join(120)
+            raise
+
+    def work(self, cp: ControlPlane, job: int) -> None:
+        lines: list[str] = []
+        harness = Harness(
+            cp,
+            self.workdir / f"job{job}",
+            log=lines.append,
+            kube_verbosity=self.args.kube_verbosity,
+        )
+        try:
+            while not self.stop.is_set():
+                try:
+                    index = self.todo.get_nowait()
+                except queue.Empty:
+                    return
+                lines.clear()
+                try:
+                    self.one(harness, index, lines)
+                except Exception as exc:
+                    if threading.current_thread() is threading.main_thread():
+                        raise  # one job: as without --jobs
+                    # A worker thread: stop them all (as one job would), and say why.
+                    with self.lock:
+                        self.errors += 1
+                        lines.append(f"  harness failure: {type(exc).__name__}: {exc}")
+                        print("\n".join(lines), flush=True)
+                        traceback.print_exc()
+                        self.stop.set()
+                    return
+        finally:
+            harness.close()
+
+    def one(self, harness: Harness, index: int, lines: list[str]) -> None:
+        args = self.args
+        scenario = gen.generate(
+            args.seed, index, features=self.features, size=args.size, profile=args.profile
+        )
+        lines.append(
+            f"[{index}] {scenario['name']}: {len(scenario['nodes'])} nodes, "
+            f"{len(scenario['pods'])} pods"
+        )
+        began = time.monotonic()
+        try:
+            comparison = harness.run(scenario)
+        except HarnessError as exc:
+            lines.append(f"  harness error (not counted): {exc}")
+            with self.lock:
+                self.errors += 1
+                self.consecutive += 1
+                print("\n".join(lines), flush=True)
+                if self.consecutive >= 3:
+                    print("three harness errors in a row: giving up", file=sys.stderr)
+                    self.stop.set()
+            return
+        lines.append(
+            "  "
+            + comparison.summary().replace("\n", "\n  ")
+            + f" [{time.monotonic() - began:.1f} s]"
+        )
+        found = comparison  # the rates count the scenario as generated
+        if not comparison.ok and args.shrink:
+            scenario, comparison = shrink(harness, scenario, comparison, lines.append)
+            lines.append("  shrunk: " + comparison.summary().replace("\n", "\n  "))
+        with self.lock:
+            self.consecutive = 0
+            self.totals.add(found)
+            if not comparison.ok and not args.no_write:
+                self.written.append(write_regression(scenario, comparison, args.out))
+            print("\n".join(lines), flush=True)
 
 
 if __name__ == "__main__":

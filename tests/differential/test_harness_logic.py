@@ -268,3 +268,56 @@ def test_score_step_ranks_like_the_simulator() -> None:
     prediction = score_step(scenario, run.nodes, [], run.steps[0].created, {})
     assert prediction.best == ["n1"] and prediction.unique
     assert simulate(scenario).placements["default/p0"] == "n1"
+
+
+def _preemption_scenario() -> dict[str, Any]:
+    """n0 and n1 are full, of a diff-low and a diff-mid pod; a diff-high pod preempts
+    the diff-low one (pickOneNodeForPreemption: the lowest highest-priority victim)."""
+    scenario = _scenario(
+        [_node("n0", cpu="2"), _node("n1", "zone-b", cpu="2")],
+        [
+            _pod("p0", cpu="2", priorityClassName="diff-low"),
+            _pod("p1", cpu="2", priorityClassName="diff-mid"),
+            _pod("p2", cpu="2", priorityClassName="diff-high"),
+        ],
+    )
+    scenario["features"] = ["preemption"]
+    scenario["config"] = gen.profile_config("default", ["preemption"])
+    return scenario
+
+
+def _preemption_run(side: str, scenario: dict[str, Any], node: str) -> Run:
+    """p0 on n0, p1 on n1, then p2 bound on NODE after preemption evicted its pod."""
+    message = "0/2 nodes are available: 2 Insufficient cpu."
+    run = _run(side, scenario, [("bound", "n0", ""), ("bound", "n1", ""), ("bound", node, "")])
+    values = {pc["name"]: pc["value"] for pc in gen.PRIORITY_CLASSES}
+    for step, pod in zip(run.steps, scenario["pods"], strict=True):
+        step.created["spec"]["priority"] = values[pod["spec"]["priorityClassName"]]
+    victim = "p0" if node == "n0" else "p1"
+    step = run.steps[2]
+    step.message, step.nominated = message, node
+    del step.placements[victim]
+    run.final = dict(step.placements)
+    run.events = {"p2": [message]}
+    return run
+
+
+def test_a_pod_bound_after_preemption_is_checked_against_preemptions_choice() -> None:
+    # seed1-030-weights / seed1-032-default: both schedulers bound the pod where
+    # preemption made room, while the in-process re-run (on the state before the
+    # evictions) finds no feasible node; that is not a disagreement, but the node
+    # must be the one kubesched's preemption nominates.
+    scenario = _preemption_scenario()
+    kube = _preemption_run(KUBE, scenario, "n0")
+    result = _compare(scenario, kube, _preemption_run(KUBESCHED, scenario, "n0"))
+    assert result.ok, result.summary()
+    prediction = result.predictions["p2"]
+    assert (prediction.feasible, prediction.preemption) == ([], ["n0"])
+    assert prediction.victims == {"n0": ["p0"]} and prediction.unique
+    assert (result.unique, result.unique_agree) == (2, 2)  # p0 ties; p1 and p2 do not
+
+    wrong = _compare(scenario, kube, _preemption_run(KUBESCHED, scenario, "n1"))
+    assert [(d.kind, d.pod, d.kube, d.kubesched) for d in wrong.disagreements] == [
+        ("node", "p2", "n0", "n1")
+    ]
+    assert "preemption may nominate ['n0']" in wrong.disagreements[0].detail
