@@ -320,16 +320,20 @@ class Batch:
                 try:
                     self.one(harness, index, lines)
                 except Exception as exc:
-                    if threading.current_thread() is threading.main_thread():
-                        raise  # one job: as without --jobs
-                    # A worker thread: stop them all (as one job would), and say why.
+                    # Not a scheduler disagreement but the harness or its cluster
+                    # failing: counted and shown, and the run goes on with the next
+                    # scenario, unless it keeps happening.
                     with self.lock:
                         self.errors += 1
-                        lines.append(f"  harness failure: {type(exc).__name__}: {exc}")
+                        self.consecutive += 1
+                        lines.append(
+                            f"  harness failure (not counted): {type(exc).__name__}: {exc}"
+                        )
                         print("\n".join(lines), flush=True)
                         traceback.print_exc()
-                        self.stop.set()
-                    return
+                        if self.consecutive >= 3:
+                            print("three harness errors in a row: giving up", file=sys.stderr)
+                            self.stop.set()
         finally:
             harness.close()
 

@@ -29,6 +29,7 @@ import shutil
 import socket
 import ssl
 import subprocess
+import tempfile
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -968,13 +969,13 @@ def start_kube_scheduler(
     free secure port on 127.0.0.1. CONFIG_PATH: a KubeSchedulerConfiguration file
     or dict, passed with --config (its clientConnection.kubeconfig is filled in).
     Its pid goes in DIR/kube-scheduler-<port>.pid so that cluster-down stops it
-    should a test leak it; log in DIR/kube-scheduler-<port>/kube-scheduler.log.
+    should a test leak it; log in DIR/kube-scheduler-<port>-<random>/kube-scheduler.log
+    (a port is free again once a scheduler stops, so the name alone could repeat).
     With WAIT_READY, returns once /readyz answers ok (raises, with the log tail,
     if it exits or is not ready within TIMEOUT). Stop it with ``.stop()``.
     """
     port = free_port()
-    workdir = cp.dir / f"kube-scheduler-{port}"
-    workdir.mkdir()
+    workdir = Path(tempfile.mkdtemp(prefix=f"kube-scheduler-{port}-", dir=cp.dir))
     kubeconfig = str(cp.scheduler_kubeconfig)
     cmd = [
         str(cp.binary("kube-scheduler")),
