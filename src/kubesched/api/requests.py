@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from functools import lru_cache
 
 from kubesched.api.objects import Container, Pod, ResourceList
 from kubesched.api.quantity import resource_amount
@@ -27,9 +28,14 @@ _POD_LEVEL = ("cpu", "memory")
 Amounts = dict[str, int]
 
 
+# The same few quantities come back pod after pod: parse each (name, text) once.
+# typed: 1 and 1.0 and True are different inputs (True is refused).
+_amount = lru_cache(maxsize=4096, typed=True)(resource_amount)
+
+
 def amounts(resources: ResourceList) -> Amounts:
     """Integer amounts of a ResourceList: milli-CPU for cpu, units for the rest."""
-    return {name: resource_amount(name, quantity) for name, quantity in resources.items()}
+    return {name: _amount(name, quantity) for name, quantity in resources.items()}
 
 
 def container_requests(container: Container) -> Amounts:

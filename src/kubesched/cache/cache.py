@@ -38,6 +38,13 @@ class Cache:
     # --- pods ------------------------------------------------------------------
 
     def _place(self, pod: PodInfo, node_name: str) -> None:
+        found = self.placed.get(pod.key)
+        if found is not None and found[1] == node_name:
+            row = self.table.row_of(node_name)
+            if row is not None and self.table.replace_pod(pod, row):
+                del self.placed[pod.key]  # last, as _unplace then placing would leave it
+                self.placed[pod.key] = (pod, node_name)
+                return
         self._unplace(pod.key)
         self.placed[pod.key] = (pod, node_name)
         row = self.table.row_of(node_name)
@@ -82,6 +89,11 @@ class Cache:
 
     def is_assumed(self, key: str) -> bool:
         return key in self.assumed
+
+    def pod_info(self, key: str) -> PodInfo | None:
+        """The PodInfo the cache counts for the pod (assumed or bound), if any."""
+        found = self.placed.get(key)
+        return None if found is None else found[0]
 
     def node_of(self, key: str) -> str | None:
         found = self.placed.get(key)

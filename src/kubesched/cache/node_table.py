@@ -97,6 +97,32 @@ class NodeRow:
     images: dict[str, int] = field(default_factory=dict)
     # Pods with volumes the volume plugins count (claims, ephemeral, in-tree disks).
     volume_pods: dict[str, PodInfo] = field(default_factory=dict)
+    # allocatable has no cpu or no memory (counted in num_without_cpu_or_memory)
+    lacks_cpu_or_memory: bool = False
+
+
+def _counts_the_same(old: PodInfo, new: PodInfo) -> bool:
+    """Whether everything the table sums and indexes for a pod (amounts, host ports,
+    volumes, the pod index's namespace, labels, deletion and pod affinity) is the
+    same for both."""
+    if (
+        (old.requests is not new.requests and old.requests != new.requests)
+        or old.non_zero_cpu != new.non_zero_cpu
+        or old.non_zero_memory != new.non_zero_memory
+        or old.host_ports != new.host_ports
+    ):
+        return False
+    a, b = old.pod, new.pod
+    if a is b:
+        return True
+    ma, mb = a.metadata, b.metadata
+    return (
+        ma.namespace == mb.namespace
+        and ma.deletion_timestamp == mb.deletion_timestamp
+        and ma.labels == mb.labels
+        and (a.spec.volumes is b.spec.volumes or a.spec.volumes == b.spec.volumes)
+        and (a.spec.affinity is b.spec.affinity or a.spec.affinity == b.spec.affinity)
+    )
 
 
 def normalized_image_name(name: str) -> str:
@@ -115,12 +141,24 @@ class NodeTable:
         self.resource_index: dict[str, int] = {r: i for i, r in enumerate(self.resources)}
         self.allocatable = np.zeros((capacity, len(self.resources)), dtype=np.int64)
         self.requested = np.zeros((capacity, len(self.resources)), dtype=np.int64)
+        # allocatable - requested, kept up to date with both (NodeResourcesFit's Filter)
+        self.free = np.zeros((capacity, len(self.resources)), dtype=np.int64)
         # cpu and memory requested with the scoring defaults for empty containers
         self.non_zero_requested = np.zeros((capacity, 2), dtype=np.int64)
         self.unschedulable = np.zeros(capacity, dtype=np.bool_)
         self.alive = np.zeros(capacity, dtype=np.bool_)
         self.taint_set = np.zeros(capacity, dtype=np.int32)
         self.taint_sets: list[tuple[Taint, ...]] = [()]
+        # Live rows with any taint, and cordoned live rows: when there are none,
+        # the plugins that look at them have nothing to do.
+        self.num_tainted = 0
+        self.num_unschedulable = 0
+        # Live rows without any cpu or any memory allocatable (the scorers' shortcuts
+        # are for nodes with both).
+        self.num_without_cpu_or_memory = 0
+        # Whether a negative amount ever reached the table (an allocatable or a pod's
+        # request): the scorers' shortcuts assume amounts that are not negative.
+        self.has_negative = False
         self._taint_set_ids: dict[tuple[TaintKey, ...], int] = {(): 0}
         self.labels: dict[str, LabelColumn] = {}
         self.rows: list[NodeRow | None] = [None] * capacity
@@ -157,6 +195,7 @@ class NodeTable:
             pad = np.zeros((self.capacity, 1), dtype=np.int64)
             self.allocatable = np.hstack([self.allocatable, pad])
             self.requested = np.hstack([self.requested, pad])
+            self.free = np.hstack([self.free, pad])
         return col
 
     def _grow(self) -> None:
@@ -171,6 +210,7 @@ class NodeTable:
 
         self.allocatable = grown(self.allocatable)  # type: ignore[assignment]
         self.requested = grown(self.requested)  # type: ignore[assignment]
+        self.free = grown(self.free)  # type: ignore[assignment]
         self.non_zero_requested = grown(self.non_zero_requested)  # type: ignore[assignment]
         self.unschedulable = grown(self.unschedulable)  # type: ignore[assignment]
         self.alive = grown(self.alive)  # type: ignore[assignment]
@@ -220,15 +260,24 @@ class NodeTable:
         for resource, amount in alloc.items():
             col = self.resource_column(resource)  # may widen the arrays: look it up first
             self.allocatable[row, col] = amount
+            if amount < 0:
+                self.has_negative = True
+        self.free[row] = self.allocatable[row] - self.requested[row]
+        lacks = alloc.get("cpu", 0) == 0 or alloc.get("memory", 0) == 0
+        node_row = self.rows[row]
+        assert node_row is not None
+        self.num_without_cpu_or_memory += int(lacks) - int(node_row.lacks_cpu_or_memory)
+        node_row.lacks_cpu_or_memory = lacks
+        self.num_unschedulable += int(node.spec.unschedulable) - int(self.unschedulable[row])
         self.unschedulable[row] = node.spec.unschedulable
         for key, value in node.metadata.labels.items():
             column = self.labels.get(key)
             if column is None:
                 column = self.labels[key] = LabelColumn(self.capacity)
             column.codes[row] = column.code_of(value)
-        self.taint_set[row] = self._taint_set_id(node.spec.taints)
-        node_row = self.rows[row]
-        assert node_row is not None
+        taint_set = self._taint_set_id(node.spec.taints)
+        self.num_tainted += int(taint_set != 0) - int(self.taint_set[row] != 0)
+        self.taint_set[row] = taint_set
         # Node image names are kept as reported; only a pod's image gets ":latest"
         # added when it has no tag (kube-scheduler compares them that way).
         for image in node.status.images:
@@ -269,11 +318,15 @@ class NodeTable:
         self._drop_images(row)
         for column in self.labels.values():
             column.codes[row] = -1
+        self.num_without_cpu_or_memory -= int(node_row.lacks_cpu_or_memory)
         self.allocatable[row, :] = 0
         self.requested[row, :] = 0
+        self.free[row, :] = 0
         self.non_zero_requested[row, :] = 0
         self.alive[row] = False
+        self.num_unschedulable -= int(self.unschedulable[row])
         self.unschedulable[row] = False
+        self.num_tainted -= int(self.taint_set[row] != 0)
         self.taint_set[row] = 0
         self.rows[row] = None
         self.names[row] = ""
@@ -292,6 +345,26 @@ class NodeTable:
         node_row.pods[pod.key] = pod
         self._account(pod, row, +1)
 
+    def replace_pod(self, pod: PodInfo, row: int) -> bool:
+        """Put a newer PodInfo of a pod placed on the row in the old one's stead, when
+        it counts exactly as the old one does (a binding coming back, a status
+        change): the same as remove_pod then add_pod, without redoing the sums.
+        False, and nothing done, otherwise."""
+        node_row = self.rows[row]
+        assert node_row is not None
+        key = pod.key
+        old = node_row.pods.get(key)
+        if old is None or not _counts_the_same(old, pod):
+            return False
+        # Removing and adding again puts the pod last: so does this.
+        del node_row.pods[key]
+        node_row.pods[key] = pod
+        if key in node_row.volume_pods:
+            del node_row.volume_pods[key]
+            node_row.volume_pods[key] = pod
+        self.generation += 2  # as the removal and the addition would have
+        return True
+
     def remove_pod(self, pod: PodInfo, row: int) -> None:
         node_row = self.rows[row]
         assert node_row is not None
@@ -300,12 +373,22 @@ class NodeTable:
             self._account(placed, row, -1)
 
     def _account(self, pod: PodInfo, row: int, sign: int) -> None:
+        requested = self.requested
         for resource, amount in pod.requests.items():
-            col = self.resource_column(resource)  # may widen the arrays: look it up first
-            self.requested[row, col] += sign * amount
-        self.requested[row, PODS] += sign
-        self.non_zero_requested[row, 0] += sign * pod.non_zero_cpu
-        self.non_zero_requested[row, 1] += sign * pod.non_zero_memory
+            col = self.resource_index.get(resource)
+            if col is None:
+                col = self.resource_column(resource)  # widens the arrays
+                requested = self.requested
+            requested[row, col] += sign * amount
+            if amount < 0:
+                self.has_negative = True
+        requested[row, PODS] += sign
+        self.free[row] = self.allocatable[row] - requested[row]
+        if pod.non_zero_cpu < 0 or pod.non_zero_memory < 0:
+            self.has_negative = True
+        non_zero = self.non_zero_requested
+        non_zero[row, 0] += sign * pod.non_zero_cpu
+        non_zero[row, 1] += sign * pod.non_zero_memory
         node_row = self.rows[row]
         assert node_row is not None
         for port in pod.host_ports:
@@ -405,6 +488,7 @@ class NodeTable:
         width = len(saved.requested)
         self.requested[row, :width] = saved.requested
         self.requested[row, width:] = 0  # a column a tried pod brought in
+        self.free[row] = self.allocatable[row] - self.requested[row]
         self.non_zero_requested[row] = saved.non_zero_requested
         node_row.pods.clear()
         node_row.pods.update(saved.pods)
@@ -420,6 +504,18 @@ class NodeTable:
                 users.pop(row, None)
         for key, users in saved.port_users.items():
             self.ports[key] = dict(users)
+        self.generation += 1
+
+    def shift_requested(self, rows: Rows, delta: IntArray) -> None:
+        """Add `delta` (one line per row, over the first resource columns) to what the
+        rows have requested, as taking pods off or putting pods on with those amounts
+        would, and nothing else: no pod, port or index moves. For what-if runs whose
+        filters only look at the amounts (the batched preemption dry run), which undo it
+        with the opposite shift. Whatever is kept in step with `requested` must follow
+        here too."""
+        width = delta.shape[1]
+        self.requested[rows, :width] += delta
+        self.free[rows] = self.allocatable[rows] - self.requested[rows]
         self.generation += 1
 
     # --- reading ---------------------------------------------------------------

@@ -45,6 +45,32 @@ class ScoreRangeError(PluginError):
     pass
 
 
+_NO_ROWS: Rows = np.empty(0, np.intp)
+_NO_ROWS.flags.writeable = False
+_NO_CODES: npt.NDArray[np.int8] = np.empty(0, np.int8)
+_NO_CODES.flags.writeable = False
+_SUCCESS = int(Code.SUCCESS)
+_MAX_U64 = np.maximum.reduce
+_ERROR = int(Code.ERROR)
+_PENDING = int(Code.PENDING)
+
+
+# Built-in filters whose verdict on a row depends only on that row of the node table
+# (and the CycleState): what-if changes to other rows do not concern them.
+_ROW_LOCAL_FILTERS = frozenset(
+    {
+        "NodeUnschedulable",
+        "NodeName",
+        "TaintToleration",
+        "NodeAffinity",
+        "NodePorts",
+        "NodeResourcesFit",
+        "VolumeZone",
+        "NodeVolumeLimits",
+    }
+)
+
+
 @dataclass(slots=True)
 class Diagnosis:
     """Why a pod fits no node: per-node codes and reasons, as kube-scheduler's Diagnosis."""
@@ -64,7 +90,8 @@ class Diagnosis:
 
     @classmethod
     def empty(cls) -> Diagnosis:
-        return cls(np.empty(0, np.intp), np.empty(0, np.int8), [])
+        # Shared read-only empties: the arrays are only ever replaced, never changed.
+        return cls(_NO_ROWS, _NO_CODES, [])
 
     def reason_counts(self) -> dict[str, int]:
         counts: dict[str, int] = {}
@@ -194,13 +221,17 @@ class Framework:
         unschedulable one lets the rest run (for preemption's sake) and is returned."""
         result = ifc.PreFilterResult()
         rejected: Status | None = None
+        observe = self.observe is not None
+        started = 0.0
         for plugin in self.pre_filter:
-            started = time.perf_counter()
+            if observe:
+                started = time.perf_counter()
             try:
                 part, status = plugin.pre_filter(state, pod, nodes)
             except Exception as exc:  # a plugin bug must not stop the scheduler
                 raise PluginError(plugin.name, "PreFilter", exc) from exc
-            self._timed("PreFilter", plugin.name, started, status)
+            if observe:
+                self._timed("PreFilter", plugin.name, started, status)
             if status.is_skip():
                 state.skip_filter_plugins.add(plugin.name)
                 continue
@@ -234,26 +265,31 @@ class Framework:
         failed_plugins: list[str] = []
         diagnosis = Diagnosis.empty()
         remaining = rows
+        skipped = state.skip_filter_plugins
+        observe = self.observe is not None
+        started = 0.0
         for plugin in self.filter:
-            if plugin.name in state.skip_filter_plugins or len(remaining) == 0:
+            if plugin.name in skipped or len(remaining) == 0:
                 continue
-            started = time.perf_counter()
+            if observe:
+                started = time.perf_counter()
             try:
                 verdicts = plugin.filter(state, pod, nodes, remaining)
             except Exception as exc:
                 raise PluginError(plugin.name, "Filter", exc) from exc
-            failed = verdicts.codes != Code.SUCCESS
-            self._timed("Filter", plugin.name, started, Status())
-            if not failed.any():
+            if observe:
+                self._timed("Filter", plugin.name, started, Status())
+            if not np.count_nonzero(verdicts.codes):  # every node passed (SUCCESS is 0)
                 continue
-            if (verdicts.codes == Code.ERROR).any():
+            failed = verdicts.codes != _SUCCESS
+            if (verdicts.codes == _ERROR).any():
                 raise PluginError(plugin.name, "Filter", "; ".join(r for r, _ in verdicts.reasons))
             failed_rows.append(remaining[failed])
             failed_codes.append(verdicts.codes[failed])
             failed_plugins.extend([plugin.name] * int(failed.sum()))
             for reason, mask in verdicts.reasons:
                 diagnosis.reasons.append((reason, remaining[mask]))
-            if (verdicts.codes == Code.PENDING).any():
+            if (verdicts.codes == _PENDING).any():
                 diagnosis.pending_plugins.add(plugin.name)
             else:
                 diagnosis.unschedulable_plugins.add(plugin.name)
@@ -352,6 +388,25 @@ class Framework:
                 found[row] = pods
         return found
 
+    def _rows_independent(self, state: CycleState) -> bool:
+        """Whether what-if changes to several rows at once give each row the verdict it
+        would get alone: no PreFilterExtensions runs for the pod (its CycleState does
+        not follow the changes), and every filter that runs is a built-in one whose
+        verdict on a row depends on that row of the table alone."""
+        skipped = state.skip_filter_plugins
+        for plugin in self.pre_filter:
+            if isinstance(plugin, ifc.PreFilterExtensions) and plugin.name not in skipped:
+                return False
+        for filter_plugin in self.filter:
+            if filter_plugin.name in skipped:
+                continue
+            kind = type(filter_plugin)
+            if kind.__name__ not in _ROW_LOCAL_FILTERS or not kind.__module__.startswith(
+                "kubesched.plugins."
+            ):
+                return False
+        return True
+
     def run_filters_with_nominated_pods(
         self, state: CycleState, pod: PodInfo, nodes: NodeTable, rows: Rows
     ) -> tuple[Rows, Diagnosis]:
@@ -364,6 +419,22 @@ class Framework:
         special = np.fromiter(nominated, dtype=np.intp, count=len(nominated))
         feasible, diagnosis = self.run_filters(state, pod, nodes, rows[~np.isin(rows, special)])
         passed = [feasible]
+        if len(nominated) > 1 and self._rows_independent(state):
+            # Every row with its nominated pods at once, then those that fit without.
+            saved_rows = [nodes.save_row(row) for row in nominated]
+            try:
+                for row, pods in nominated.items():
+                    for other in pods:
+                        nodes.add_pod(other, row)
+                fits, failed = self.run_filters(state.clone(), pod, nodes, special)
+            finally:
+                for kept in reversed(saved_rows):
+                    nodes.restore_row(kept)
+            diagnosis.extend(failed)
+            fits, failed = self.run_filters(state, pod, nodes, fits)
+            diagnosis.extend(failed)
+            passed.append(fits)
+            nominated = {}
         for row, pods in nominated.items():
             one = np.array([row], dtype=np.intp)
             saved = nodes.save_row(row)
@@ -401,13 +472,17 @@ class Framework:
         return status
 
     def run_pre_score(self, state: CycleState, pod: PodInfo, nodes: NodeTable, rows: Rows) -> None:
+        observe = self.observe is not None
+        started = 0.0
         for plugin in self.pre_score:
-            started = time.perf_counter()
+            if observe:
+                started = time.perf_counter()
             try:
                 status = plugin.pre_score(state, pod, nodes, rows)
             except Exception as exc:
                 raise PluginError(plugin.name, "PreScore", exc) from exc
-            self._timed("PreScore", plugin.name, started, status)
+            if observe:
+                self._timed("PreScore", plugin.name, started, status)
             if status.is_skip():
                 state.skip_score_plugins.add(plugin.name)
             elif not status.is_success():
@@ -419,19 +494,24 @@ class Framework:
         """Weighted total per row, and each plugin's weighted scores (for explanations)."""
         total = np.zeros(len(rows), dtype=np.int64)
         by_plugin: dict[str, IntArray] = {}
+        skipped = state.skip_score_plugins
+        observe = self.observe is not None
+        started = 0.0
         for plugin in self.score:
-            if plugin.name in state.skip_score_plugins:
+            if plugin.name in skipped:
                 continue
-            started = time.perf_counter()
+            if observe:
+                started = time.perf_counter()
             try:
                 scores = np.asarray(plugin.score(state, pod, nodes, rows), dtype=np.int64)
                 plugin.normalize_scores(state, pod, scores)
             except Exception as exc:
                 raise PluginError(plugin.name, "Score", exc) from exc
-            self._timed("Score", plugin.name, started, Status())
-            if len(scores) and (
-                scores.min() < ifc.MIN_NODE_SCORE or scores.max() > ifc.MAX_NODE_SCORE
-            ):
+            if observe:
+                self._timed("Score", plugin.name, started, Status())
+            # One reduction for the range check: seen as unsigned, a negative score
+            # is huge (MIN_NODE_SCORE is 0).
+            if len(scores) and _MAX_U64(scores.view(np.uint64)) > ifc.MAX_NODE_SCORE:
                 bad = int(scores[(scores < 0) | (scores > ifc.MAX_NODE_SCORE)][0])
                 raise ScoreRangeError(
                     plugin.name,
@@ -439,7 +519,8 @@ class Framework:
                     f"plugin {plugin.name!r} returns an invalid score {bad}, it should be in "
                     f"the range of [{ifc.MIN_NODE_SCORE}, {ifc.MAX_NODE_SCORE}] after normalizing",
                 )
-            weighted = scores * self.weights.get(plugin.name, 1)
+            weight = self.weights.get(plugin.name, 1)
+            weighted = scores * weight if weight != 1 else scores
             by_plugin[plugin.name] = weighted
             total += weighted
         return total, by_plugin

@@ -21,14 +21,26 @@ class PodInfo:
 
     __slots__ = ("host_ports", "key", "non_zero_cpu", "non_zero_memory", "pod", "requests")
 
-    def __init__(self, pod: Pod) -> None:
+    def __init__(self, pod: Pod, like: PodInfo | None = None) -> None:
+        """`like`: an earlier PodInfo of the same pod; what it worked out from the
+        containers is kept when they are unchanged (binding changes only nodeName)."""
         self.pod = pod
         self.key = f"{pod.metadata.namespace}/{pod.metadata.name}"
-        self.requests: Amounts = pod_requests(pod)
+        self.requests: Amounts
+        self.host_ports: tuple[HostPort, ...]
+        self.non_zero_cpu: int
+        self.non_zero_memory: int
+        if like is not None and _same_resources(like.pod, pod):
+            # Shared, not copied: nobody changes a PodInfo's amounts in place.
+            self.requests = like.requests
+            self.non_zero_cpu, self.non_zero_memory = like.non_zero_cpu, like.non_zero_memory
+            self.host_ports = like.host_ports
+            return
+        self.requests = pod_requests(pod)
         self.non_zero_cpu, self.non_zero_memory = non_zero_requests(pod)
         # Only sidecars keep their ports while the pod runs (GetHostPorts upstream).
         sidecars = [c for c in pod.spec.init_containers if c.restart_policy == "Always"]
-        self.host_ports: tuple[HostPort, ...] = tuple(
+        self.host_ports = tuple(
             HostPort(p.host_ip or "0.0.0.0", p.protocol or "TCP", p.host_port)
             for c in (*sidecars, *pod.spec.containers)
             for p in c.ports
@@ -53,6 +65,19 @@ class PodInfo:
 
     def __repr__(self) -> str:
         return f"PodInfo({self.key})"
+
+
+def _same_resources(old: Pod, new: Pod) -> bool:
+    """Whether everything PodInfo derives requests and host ports from is the same."""
+    a, b = old.spec, new.spec
+    if a is b:
+        return True
+    return (
+        (a.containers is b.containers or a.containers == b.containers)
+        and (a.init_containers is b.init_containers or a.init_containers == b.init_containers)
+        and a.overhead == b.overhead
+        and a.resources == b.resources
+    )
 
 
 @dataclass(slots=True)

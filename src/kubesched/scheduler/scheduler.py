@@ -153,6 +153,8 @@ class Scheduler:
         self.handle.spawn = self._spawn
         self.percentage_of_nodes_to_score = percentage_of_nodes_to_score
         self.next_start_node_index = 0
+        # The share of filtered nodes that fitted lately, to size the first batch.
+        self._feasible_share = 1.0
         self.binding_tasks: set[asyncio.Task[None]] = set()
         self.outcomes: dict[str, Outcome] = {}
         self.observer = observer
@@ -206,7 +208,8 @@ class Scheduler:
             if key in self.queue and not self.cache.is_assumed(key):
                 self.queue.delete(key)
             self.nominator.delete(key)
-            self.cache.add_pod(PodInfo(new))
+            # Usually our own bind coming back: what the assumed pod worked out stays.
+            self.cache.add_pod(PodInfo(new, like=self.cache.pod_info(key)))
             if not was_assigned:
                 # A binding: upstream hands the bound pod to addAssignedPodToCache
                 # as an add, so the hints see (nil, pod), not the unassigned copy.
@@ -276,6 +279,20 @@ class Scheduler:
         num = num_all_nodes * percentage // 100
         return max(num, MIN_FEASIBLE_NODES_TO_FIND)
 
+    def _filter_chunk_size(self, num_to_find: int, num_candidates: int) -> int:
+        """How many nodes (in rotated order) to filter first: enough to hold more
+        than num_to_find feasible ones at the share that fitted lately, with room
+        to spare; num_candidates (all) when that is most of them anyway."""
+        if num_to_find >= num_candidates:
+            return num_candidates
+        ratio = max(self._feasible_share, 0.01)
+        chunk = int((num_to_find + 1) / ratio * 1.15) + 32
+        return num_candidates if chunk * 4 >= num_candidates * 3 else chunk
+
+    def _note_feasible(self, feasible: int, evaluated: int) -> None:
+        if evaluated:
+            self._feasible_share = 0.5 * self._feasible_share + 0.5 * (feasible / evaluated)
+
     def find_nodes_that_fit(
         self, fw: Framework, state: CycleState, pod: PodInfo
     ) -> tuple[Rows, Diagnosis, int]:
@@ -323,15 +340,40 @@ class Scheduler:
                 f"node(s) didn't satisfy plugin(s) [{' '.join(sorted(pre_result.plugins))}]"
             )
         start = self.next_start_node_index % len(candidates) if len(candidates) else 0
-        rotated = np.concatenate([candidates[start:], candidates[:start]])
-        num_to_find = self.num_feasible_nodes_to_find(fw, len(rotated))
+        num_candidates = len(candidates)
+        num_to_find = self.num_feasible_nodes_to_find(fw, num_candidates)
         if not fw.score:
             num_to_find = 1  # with nothing to compare, the first feasible node will do
         point_started = time.perf_counter()
-        feasible, diagnosis = fw.run_filters_with_nominated_pods(state, pod, table, rotated)
+        # Upstream stops once it has found more than num_to_find feasible nodes.
+        # Filter a prefix of the rotated order sized from how many nodes fitted
+        # lately; only if it holds enough feasible nodes is it the answer (the
+        # nodes after the cut are dropped below either way), else all nodes are
+        # filtered in one go, so the diagnosis of a failure is the same as ever.
+        chunk = self._filter_chunk_size(num_to_find, num_candidates)
+        found: tuple[Rows, Diagnosis] | None = None
+        if chunk < num_candidates:
+            end = start + chunk
+            if end <= num_candidates:
+                rotated = candidates[start:end]
+            else:
+                rotated = np.concatenate([candidates[start:], candidates[: end - num_candidates]])
+            found = fw.run_filters_with_nominated_pods(state, pod, table, rotated)
+            self._note_feasible(len(found[0]), chunk)
+            if len(found[0]) <= num_to_find:
+                found = None
+        if found is None:
+            rotated = np.concatenate([candidates[start:], candidates[:start]])
+            found = fw.run_filters_with_nominated_pods(state, pod, table, rotated)
+            self._note_feasible(len(found[0]), num_candidates)
+        feasible, diagnosis = found
         self._observe_point(fw, "Filter", point_started)
         processed = len(rotated)
-        if len(feasible) > num_to_find:
+        if len(feasible) > num_to_find and not len(diagnosis.rows) and not diagnosis.reasons:
+            # Every node passed: the cut is at the num_to_find-th of them.
+            processed = num_to_find
+            feasible = feasible[:num_to_find]
+        elif len(feasible) > num_to_find:
             # Upstream stops once it has found enough: nodes after the last one
             # it kept count as not evaluated.
             position = np.empty(table.capacity, dtype=np.intp)
@@ -647,7 +689,7 @@ def _set_nominated_node_name(qpi: QueuedPodInfo, node: str) -> None:
     """Give the queue's copy of the pod the nominatedNodeName just written."""
     pod = qpi.pod
     status = msgspec.structs.replace(pod.status, nominated_node_name=node)
-    qpi.pod_info = PodInfo(msgspec.structs.replace(pod, status=status))
+    qpi.pod_info = PodInfo(msgspec.structs.replace(pod, status=status), like=qpi.pod_info)
 
 
 def _scheduling_relevant_change(old: Pod, new: Pod) -> bool:

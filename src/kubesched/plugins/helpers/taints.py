@@ -25,6 +25,10 @@ EQUAL, EXISTS = "Equal", "Exists"
 
 TaintFilter = Callable[[Taint], bool]
 
+# Up to this many distinct taint sets, per_taint_set asks about each of them
+# rather than first finding which ones the rows have.
+_FEW_TAINT_SETS = 8
+
 
 def tolerates(toleration: Toleration, taint: Taint) -> bool:
     """v1.Toleration.ToleratesTaint, with the TaintTolerationComparisonOperators gate off.
@@ -71,11 +75,21 @@ def per_taint_set(
     fn: Callable[[tuple[Taint, ...]], int],
     dtype: type[np.generic] = np.int64,
 ) -> npt.NDArray[np.generic]:
-    """fn(taints of the node) for every row, calling fn once per distinct taint set."""
+    """fn(taints of the node) for every row, calling fn once per distinct taint set
+    (`fn` must not have side effects: it may be asked about sets no row has)."""
+    if table.num_tainted == 0:
+        # No live node has taints: every row has the empty set.
+        return np.full(len(rows), fn(()), dtype=dtype)
+    sets = table.taint_sets
+    if len(sets) <= _FEW_TAINT_SETS:
+        per_set = np.array([fn(taints) for taints in sets], dtype=dtype)
+        if not per_set.any():
+            return np.zeros(len(rows), dtype=dtype)
+        return per_set[table.taint_set[rows]]
     ids = table.taint_set[rows]
-    present = np.zeros(len(table.taint_sets), dtype=np.bool_)
+    present = np.zeros(len(sets), dtype=np.bool_)
     present[ids] = True
-    per_set = np.zeros(len(table.taint_sets), dtype=dtype)
+    per_set = np.zeros(len(sets), dtype=dtype)
     for set_id in np.flatnonzero(present):
-        per_set[set_id] = fn(table.taint_sets[set_id])
+        per_set[set_id] = fn(sets[set_id])
     return per_set[ids]

@@ -68,10 +68,12 @@ class ImageLocality(ScorePlugin):
     def score(self, state: CycleState, pod: PodInfo, nodes: NodeTable, rows: Rows) -> IntArray:
         spec = pod.pod.spec
         containers = [*spec.init_containers, *spec.containers]
-        if not containers:
+        if not containers or not nodes.images:
+            # No node reports any image: every sum is 0, which scores 0.
             return np.zeros(len(rows), dtype=np.int64)
         total_num_nodes = len(nodes)
         sums = np.zeros(len(rows), dtype=np.int64)
+        held_any = False
         # Each distinct image's per-node contribution, added once per container using it.
         gains: dict[str, IntArray | None] = {}
         for container in containers:
@@ -87,4 +89,7 @@ class ImageLocality(ScorePlugin):
             gain = gains[name]
             if gain is not None:
                 sums += gain
+                held_any = True
+        if not held_any:
+            return sums  # all 0, which scores 0
         return calculate_priority(sums, len(containers))

@@ -256,6 +256,9 @@ class InterPodAffinity(
     def pre_filter(
         self, state: CycleState, pod: PodInfo, nodes: NodeTable
     ) -> tuple[PreFilterResult | None, Status]:
+        if not nodes.pod_index.affinity_sets and not _has_pod_affinity(pod):
+            # No terms on either side: what follows would find nothing and skip.
+            return None, Status.skip()
         parsed = pod_affinity_terms(pod.pod)
         if parsed.errors:
             return None, Status.unresolvable(
@@ -408,6 +411,8 @@ class InterPodAffinity(
         has_constraints = has_preferred_affinity or has_preferred_anti_affinity
         if self.ignore_preferred_terms_of_existing_pods and not has_constraints:
             return Status.skip()
+        if not nodes.pod_index.affinity_sets and not _has_pod_affinity(pod):
+            return Status.skip()  # nothing to score: what follows would touch nothing
         parsed = pod_affinity_terms(pod.pod)
         if parsed.errors:
             return Status.as_error(
@@ -554,3 +559,12 @@ class InterPodAffinity(
 
 def _unassigned(pod: Pod) -> bool:
     return not pod.spec.node_name and not pod.status.nominated_node_name
+
+
+def _has_pod_affinity(pod: PodInfo) -> bool:
+    """Whether the pod has pod affinity or anti-affinity (terms, or terms that fail
+    to parse)."""
+    affinity = pod.pod.spec.affinity
+    return affinity is not None and (
+        affinity.pod_affinity is not None or affinity.pod_anti_affinity is not None
+    )

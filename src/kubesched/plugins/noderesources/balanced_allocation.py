@@ -23,10 +23,12 @@ from kubesched.framework.interfaces import PreScorePlugin, ScorePlugin
 from kubesched.framework.status import Status
 from kubesched.framework.types import PodInfo
 from kubesched.plugins.noderesources.resource_allocation import (
+    CPU_AND_MEMORY,
     ArgsError,
     ResourceSpec,
     aggregate_errors,
     balanced_allocation,
+    balanced_allocation_cpu_memory,
     go_quote,
     node_amounts,
     parse_resources,
@@ -72,6 +74,7 @@ class NodeResourcesBalancedAllocation(PreScorePlugin, ScorePlugin):
     def __init__(self, args: Mapping[str, Any] | None = None, handle: Handle | None = None) -> None:
         super().__init__(args, handle)
         self.resources = parse_balanced_allocation_args(self.args)
+        self._cpu_memory = tuple(spec.name for spec in self.resources) == CPU_AND_MEMORY
 
     def pre_score(self, state: CycleState, pod: PodInfo, nodes: NodeTable, rows: Rows) -> Status:
         requests = pod_request_list(pod, self.resources, use_requested=True)
@@ -89,5 +92,9 @@ class NodeResourcesBalancedAllocation(PreScorePlugin, ScorePlugin):
             requests = pod_request_list(pod, self.resources, use_requested=True)
             if _best_effort(requests):
                 return np.zeros(len(rows), dtype=np.int64)
+        if self._cpu_memory:
+            fast = balanced_allocation_cpu_memory(state, nodes, rows, requests)
+            if fast is not None:
+                return fast
         found = node_amounts(nodes, rows, self.resources, requests, use_requested=True)
         return balanced_allocation(found)

@@ -44,6 +44,7 @@ from kubesched.framework.status import Code, Status
 from kubesched.framework.types import ActionType, ClusterEvent, PodInfo, Resource
 from kubesched.plugins.helpers.hints import as_node, as_pod, same_pod
 from kubesched.plugins.noderesources.resource_allocation import (
+    CPU_AND_MEMORY,
     MAX_CUSTOM_PRIORITY_SCORE,
     ArgsError,
     NodeAmounts,
@@ -52,6 +53,7 @@ from kubesched.plugins.noderesources.resource_allocation import (
     aggregate_errors,
     go_quote,
     least_allocated,
+    least_allocated_cpu_memory,
     most_allocated,
     node_amounts,
     parse_resources,
@@ -226,6 +228,24 @@ def fit_request(
 @dataclass(frozen=True, slots=True)
 class _PreFilterState:
     request: tuple[tuple[str, int], ...]
+    # Per column of the node table, what a node must have free for the pod (1 pod,
+    # the requests Filter checks, and the int64 minimum elsewhere); None when some
+    # requested resource has no column yet.
+    need: IntArray | None = None
+
+
+_NO_NEED = np.iinfo(np.int64).min
+
+
+def _need(nodes: NodeTable, request: tuple[tuple[str, int], ...]) -> IntArray | None:
+    need = np.full(len(nodes.resources), _NO_NEED, dtype=np.int64)
+    need[PODS] = 1
+    for name, amount in request:
+        col = nodes.resource_index.get(name)
+        if col is None:
+            return None
+        need[col] = amount
+    return need
 
 
 @dataclass(frozen=True, slots=True)
@@ -246,6 +266,12 @@ class NodeResourcesFit(
         self.fit_args = parse_fit_args(self.args)
         self.strategy = self.fit_args.scoring_strategy
         self.resources = self.strategy.resources
+        # LeastAllocated over cpu and memory (the default) has a shortcut.
+        self._cpu_memory_weights: tuple[int, int] | None = None
+        if self.strategy.type == LEAST_ALLOCATED and (
+            tuple(spec.name for spec in self.resources) == CPU_AND_MEMORY
+        ):
+            self._cpu_memory_weights = (self.resources[0].weight, self.resources[1].weight)
 
     # --- PreFilter / Filter ------------------------------------------------------------
 
@@ -257,7 +283,7 @@ class NodeResourcesFit(
             self.fit_args.ignored_resources,
             self.fit_args.ignored_resource_groups,
         )
-        state.write(PRE_FILTER_STATE_KEY, _PreFilterState(request))
+        state.write(PRE_FILTER_STATE_KEY, _PreFilterState(request, _need(nodes, request)))
         return None, Status.success()
 
     def filter(self, state: CycleState, pod: PodInfo, nodes: NodeTable, rows: Rows) -> NodeVerdicts:
@@ -265,6 +291,14 @@ class NodeResourcesFit(
         if not isinstance(pre, _PreFilterState):
             raise RuntimeError(f'error reading "{PRE_FILTER_STATE_KEY}" from cycleState: not found')
         count = len(rows)
+        need = pre.need
+        # One look at what every node has free: usually they all fit.
+        if (
+            need is not None
+            and len(need) == nodes.free.shape[1]
+            and not np.count_nonzero(nodes.free.take(rows, axis=0) < need)
+        ):
+            return NodeVerdicts.passing(count)
         verdicts = NodeVerdicts.passing(count)
         unresolvable = np.zeros(count, dtype=np.bool_)
 
@@ -299,6 +333,12 @@ class NodeResourcesFit(
             requests: Sequence[int] = pre.pod_requests
         else:
             requests = pod_request_list(pod, self.resources, use_requested=False)
+        if self._cpu_memory_weights is not None:
+            fast = least_allocated_cpu_memory(
+                state, nodes, rows, self._cpu_memory_weights, requests
+            )
+            if fast is not None:
+                return fast
         found = node_amounts(nodes, rows, self.resources, requests, use_requested=False)
         return self.score_amounts(found)
 

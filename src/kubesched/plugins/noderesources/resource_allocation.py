@@ -20,6 +20,7 @@ import numpy.typing as npt
 
 from kubesched.api.requests import non_zero_requests
 from kubesched.cache.node_table import CPU, EPHEMERAL_STORAGE, MEMORY, IntArray, NodeTable, Rows
+from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.interfaces import MAX_NODE_SCORE
 from kubesched.framework.types import PodInfo
 from kubesched.plugins.noderesources.resources import is_scalar_resource_name
@@ -298,3 +299,132 @@ def balanced_allocation(amounts: NodeAmounts) -> IntArray:
     without_pod = balanced_resource_score(amounts.allocated, amounts.allocatable)
     half = MAX_NODE_SCORE // 2
     return half + go_div(half + with_pod - without_pod, 2)
+
+
+# --- shortcuts for cpu and memory ----------------------------------------------------------
+#
+# The default profile scores cpu and memory only (NodeResourcesFit's LeastAllocated
+# and NodeResourcesBalancedAllocation). When every candidate node has both and no
+# amount anywhere is negative, the general code above reduces to a few whole-array
+# expressions: Go's truncating division is floor division on amounts that are not
+# negative, every resource counts, and the fractions lie in [0, 1]. The results
+# are the same integers; anything else takes the general path.
+
+CPU_AND_MEMORY = ("cpu", "memory")
+assert (CPU, MEMORY) == (0, 1)
+_GATHERED_KEY = "noderesources/gathered"
+
+
+@dataclass(slots=True)
+class Gathered:
+    """The candidate rows' amounts, gathered once per cycle for both scorers (kept
+    in the CycleState, for these very rows of this very table). Columns are read
+    as views: cpu is [:, CPU], memory [:, MEMORY]."""
+
+    rows: Rows
+    generation: int
+    allocatable: IntArray  # (rows, resources)
+    usable: bool  # every row has cpu and memory, and no amount in the table is negative
+    _requested: IntArray | None = None
+    _non_zero: IntArray | None = None
+
+    def requested(self, table: NodeTable) -> IntArray:
+        if self._requested is None:
+            self._requested = table.requested.take(self.rows, axis=0)
+        return self._requested
+
+    def non_zero(self, table: NodeTable) -> IntArray:
+        if self._non_zero is None:
+            self._non_zero = table.non_zero_requested.take(self.rows, axis=0)
+        return self._non_zero
+
+
+def gathered(state: CycleState, table: NodeTable, rows: Rows) -> Gathered:
+    found = state.get(_GATHERED_KEY)
+    if isinstance(found, Gathered) and found.rows is rows and found.generation == table.generation:
+        return found
+    # take() rather than fancy indexing: the same rows, several times faster.
+    allocatable = table.allocatable.take(rows, axis=0)
+    usable = not table.has_negative and (
+        table.num_without_cpu_or_memory == 0
+        or (bool(allocatable[:, CPU].all()) and bool(allocatable[:, MEMORY].all()))
+    )
+    found = Gathered(rows, table.generation, allocatable, usable)
+    state.write(_GATHERED_KEY, found)
+    return found
+
+
+def _least(alloc: IntArray, used: IntArray, request: int) -> IntArray:
+    """leastRequestedScore of one resource on nodes with alloc > 0: (alloc -
+    requested) * 100 / alloc, 0 when over capacity. With alloc > 0 the floored
+    quotient is negative exactly when requested > alloc, and otherwise Go's."""
+    free = alloc - used
+    free -= request
+    free *= MAX_NODE_SCORE
+    free //= alloc
+    np.maximum(free, 0, out=free)
+    return free
+
+
+def least_allocated_cpu_memory(
+    state: CycleState,
+    table: NodeTable,
+    rows: Rows,
+    weights: tuple[int, int],
+    pod_requests: Sequence[int],
+) -> IntArray | None:
+    """least_allocated over cpu and memory (non-zero requests), or None when the
+    shortcut does not apply."""
+    g = gathered(state, table, rows)
+    cpu, memory = pod_requests[0], pod_requests[1]
+    if not g.usable or cpu < 0 or memory < 0:
+        return None
+    alloc, non_zero = g.allocatable, g.non_zero(table)
+    cpu_score = _least(alloc[:, CPU], non_zero[:, 0], cpu)
+    memory_score = _least(alloc[:, MEMORY], non_zero[:, 1], memory)
+    if weights == (1, 1):
+        cpu_score += memory_score
+        cpu_score //= 2
+        return cpu_score
+    cpu_score *= weights[0]
+    memory_score *= weights[1]
+    cpu_score += memory_score
+    cpu_score //= weights[0] + weights[1]
+    return cpu_score
+
+
+def balanced_allocation_cpu_memory(
+    state: CycleState, table: NodeTable, rows: Rows, pod_requests: Sequence[int]
+) -> IntArray | None:
+    """balanced_allocation over cpu and memory (plain requests), or None when the
+    shortcut does not apply."""
+    g = gathered(state, table, rows)
+    cpu, memory = pod_requests[0], pod_requests[1]
+    if not g.usable or cpu < 0 or memory < 0:
+        return None
+    alloc, requested = g.allocatable, g.requested(table)
+    used_cpu, used_memory = requested[:, CPU], requested[:, MEMORY]
+    # float64(requested) / float64(allocatable), with and without the pod, all at
+    # once: resource (cpu, memory) x (without, with) x row. The sums are int64
+    # (the add runs on the integers, then the result is converted).
+    fractions = np.empty((2, 2, len(rows)))
+    fractions[0, 0] = used_cpu
+    np.add(used_cpu, cpu, out=fractions[0, 1])
+    fractions[1, 0] = used_memory
+    np.add(used_memory, memory, out=fractions[1, 1])
+    fractions /= alloc[:, CPU : MEMORY + 1].T[:, None, :]  # a view: cpu, memory are 0, 1
+    np.minimum(fractions, 1.0, out=fractions)
+    # Two resources: std = |f_cpu - f_memory| / 2, score int64((1 - std) * 100).
+    std = fractions[0] - fractions[1]
+    std /= 2
+    np.abs(std, out=std)
+    np.subtract(1, std, out=std)
+    std *= float(MAX_NODE_SCORE)
+    balance = std.astype(np.int64)  # truncates toward zero, as np.trunc before it
+    half = MAX_NODE_SCORE // 2
+    out: IntArray = balance[1]
+    out += half
+    out -= balance[0]
+    out //= 2
+    out += half
+    return out

@@ -35,6 +35,8 @@ class NodeUnschedulable(FilterPlugin, EnqueueExtensions):
     name = "NodeUnschedulable"
 
     def filter(self, state: CycleState, pod: PodInfo, nodes: NodeTable, rows: Rows) -> NodeVerdicts:
+        if nodes.num_unschedulable == 0:
+            return NodeVerdicts.passing(len(rows))
         cordoned = nodes.unschedulable[rows]
         if not cordoned.any() or tolerates_unschedulable(pod.pod):
             return NodeVerdicts.passing(len(rows))

@@ -64,6 +64,8 @@ class TaintToleration(FilterPlugin, PreScorePlugin, ScorePlugin, EnqueueExtensio
     name = "TaintToleration"
 
     def filter(self, state: CycleState, pod: PodInfo, nodes: NodeTable, rows: Rows) -> NodeVerdicts:
+        if nodes.num_tainted == 0:
+            return NodeVerdicts.passing(len(rows))
         tolerations = pod.pod.spec.tolerations
         untolerated = per_taint_set(
             nodes,
@@ -88,6 +90,8 @@ class TaintToleration(FilterPlugin, PreScorePlugin, ScorePlugin, EnqueueExtensio
     def score(self, state: CycleState, pod: PodInfo, nodes: NodeTable, rows: Rows) -> IntArray:
         """How many PreferNoSchedule taints of the node the pod does not tolerate."""
         tolerations = state.read(PRE_SCORE_STATE_KEY, _PreScoreState).tolerations_prefer_no_schedule
+        if nodes.num_tainted == 0:
+            return np.zeros(len(rows), dtype=np.int64)
         counts = per_taint_set(
             nodes, rows, lambda taints: count_intolerable_prefer_no_schedule(taints, tolerations)
         )
