@@ -38,6 +38,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -78,6 +79,12 @@ POLL = 0.05
 # After a step that bound or evicted pods while earlier pods are pending: how long no
 # pod may change before the next pod is created (retries woken by the step land first).
 QUIET = 0.3
+# status.startTime the harness gives a bound pod (what a kubelet would report): this
+# base plus the pod's index in the scenario, in whole seconds (RFC 3339 has second
+# resolution). Without it, util.GetPodStartTime returns time.Now() at each call, and
+# preemption's victim order among pods of equal priority (MoreImportantPod inside
+# sort.Slice) and pickOneNodeForPreemption's last criterion are left to call order.
+START_TIME_BASE = datetime(2024, 1, 1, tzinfo=UTC)
 
 
 class HarnessError(RuntimeError):
@@ -97,6 +104,9 @@ class Step:
     placements: dict[str, str | None] = field(default_factory=dict)
     seconds: float = 0.0
     created: dict[str, Any] = field(default_factory=dict, repr=False)  # as the API stored it
+    # Wall-clock time (time.time()) just before the pod was created: events the
+    # schedulers recorded (eventTime) before it come from the steps before.
+    began: float | None = None
 
 
 @dataclass
@@ -105,6 +115,9 @@ class Run:
     namespace: str
     steps: list[Step] = field(default_factory=list)
     events: dict[str, list[str]] = field(default_factory=dict)  # FailedScheduling messages
+    # Per pod, parallel to events: when each message was first recorded (eventTime,
+    # time.time() scale); absent: every message counts wherever events are compared.
+    event_times: dict[str, list[float]] = field(default_factory=dict)
     final: dict[str, str | None] = field(default_factory=dict)
     log: str = ""
     nodes: list[dict[str, Any]] = field(default_factory=list, repr=False)
@@ -242,6 +255,7 @@ class Harness:
         log: Callable[[str], None] | None = None,
         sabotage: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
         kube_verbosity: int = 2,
+        kubesched_verbosity: int | None = None,
     ) -> None:
         """SABOTAGE (for testing the harness only) changes the configuration file of
         the kubesched run, so that the two schedulers really disagree."""
@@ -259,6 +273,7 @@ class Harness:
         self.say = log or (lambda _msg: None)
         self.sabotage = sabotage
         self.kube_verbosity = kube_verbosity  # 10 logs every plugin's score per node
+        self.kubesched_verbosity = kubesched_verbosity  # kubesched run -v
 
     def close(self) -> None:
         self.api.close()
@@ -366,6 +381,11 @@ class Harness:
             "--no-leader-elect",
             "--seed",
             str(self.kubesched_seed),
+            *(
+                ("-v", str(self.kubesched_verbosity))
+                if self.kubesched_verbosity is not None
+                else ()
+            ),
             name="kubesched",
         )
         try:
@@ -401,12 +421,14 @@ class Harness:
         pvs = self._create_namespace_objects(scenario, ns, prefix)
         proc = self._start(side, config_path, work)
         lap("start")
+        # Pods still to get their status.startTime once bound.
+        unstarted = start_times(scenario)
         try:
             for pod in scenario["pods"]:
                 before = run.steps[-1].placements if run.steps else {}
-                run.steps.append(self._step(pod, ns, names, logical, before))
+                run.steps.append(self._step(pod, ns, names, logical, before, unstarted))
             lap("steps")
-            run.events, run.final = self._settle(ns, run, logical)
+            run.events, run.event_times, run.final = self._settle(ns, run, logical)
             lap("settle")
         finally:
             run.log = str(proc.log_path)
@@ -427,9 +449,12 @@ class Harness:
         names: Mapping[str, str],
         logical: Mapping[str, str],
         before: Mapping[str, str | None],
+        unstarted: dict[str, str],
     ) -> Step:
-        """Create POD and wait for its outcome; BEFORE: the placements before it."""
+        """Create POD and wait for its outcome; BEFORE: the placements before it;
+        UNSTARTED: the status.startTime of each pod not given it yet (updated)."""
         manifest = gen.pod_manifest(pod, ns, SCHEDULER_NAME, names)
+        began = time.time()
         started = time.monotonic()
         try:
             created = self.api.post(f"/api/v1/namespaces/{ns}/pods", manifest)
@@ -441,7 +466,7 @@ class Harness:
                 message=_normalise(message, ns, logical),
                 placements=self._placements(ns, logical),
             )
-        step = Step(pod["name"], "timeout", created=created)
+        step = Step(pod["name"], "timeout", created=created, began=began)
         deadline = started + self.step_timeout
         for current in self._watch_pod(ns, pod["name"], created, deadline):
             node = current["spec"].get("nodeName")
@@ -471,6 +496,8 @@ class Harness:
             if not nominated:
                 break
         placements, rv = self._list_placements(ns, logical)
+        if self._start_bound(ns, placements, unstarted):
+            placements, rv = self._list_placements(ns, logical)
         pending = [p for p, n in placements.items() if n is None and p != step.pod]
         # A binding or an eviction may wake earlier pods (queueing hints), and an idle
         # scheduler retries them at once (kube-scheduler pops them from backoffQ): let
@@ -479,9 +506,29 @@ class Harness:
         woken = pending and (step.outcome == "bound" or set(before) - set(placements))
         if woken and self._quiesce(ns, rv, started + self.step_timeout):
             placements, _ = self._list_placements(ns, logical)
+            self._start_bound(ns, placements, unstarted)  # pods bound by retries
         step.seconds = round(time.monotonic() - started, 3)
         step.placements = placements
         return step
+
+    def _start_bound(
+        self, ns: str, placements: Mapping[str, str | None], unstarted: dict[str, str]
+    ) -> bool:
+        """Give each bound pod of NS in UNSTARTED its status.startTime (see
+        START_TIME_BASE), as the kubelet would once it runs the pod; whether any."""
+        patched = False
+        for pod, node in placements.items():
+            if node is None or pod not in unstarted:
+                continue
+            when = unstarted.pop(pod)
+            with contextlib.suppress(ApiError):  # e.g. evicted meanwhile
+                self.api.patch(
+                    f"/api/v1/namespaces/{ns}/pods/{pod}/status",
+                    {"status": {"startTime": when}},
+                    "merge-patch",
+                )
+                patched = True
+        return patched
 
     def _quiesce(self, ns: str, rv: str, deadline: float) -> bool:
         """Wait until no pod of NS has changed for QUIET seconds (from list
@@ -573,27 +620,35 @@ class Harness:
 
     def _settle(
         self, ns: str, run: Run, logical: Mapping[str, str]
-    ) -> tuple[dict[str, list[str]], dict[str, str | None]]:
+    ) -> tuple[dict[str, list[str]], dict[str, list[float]], dict[str, str | None]]:
         """Wait (up to 10 s) until every unbound pod has its FailedScheduling
-        event; the events and final placements."""
+        event; the events (with when each message was first recorded) and final
+        placements."""
         deadline = time.monotonic() + 10.0
         while True:
             final = self._placements(ns, logical)
             events: dict[str, list[str]] = {}
+            times: dict[str, list[float]] = {}
             for event in self.api.list_events(ns):
                 f = event_fields(event)
                 if f["reason"] == "FailedScheduling" and f["kind"] == "Pod":
                     messages = events.setdefault(f["object"], [])
+                    when = times.setdefault(f["object"], [])
                     text = _normalise(f["message"], ns, logical)
+                    at = _event_time(event)
                     if text not in messages:
                         messages.append(text)
+                        when.append(at)
+                    else:
+                        i = messages.index(text)
+                        when[i] = min(when[i], at)
             waiting = [
                 s.pod
                 for s in run.steps
                 if s.outcome in ("unschedulable", "error") and s.pod not in events
             ]
             if not waiting or time.monotonic() > deadline:
-                return dict(sorted(events.items())), final
+                return dict(sorted(events.items())), times, final
             time.sleep(0.2)
 
     def _delete_pods(self, ns: str) -> None:
@@ -601,6 +656,39 @@ class Harness:
             with contextlib.suppress(ApiError, httpx.HTTPError):
                 self.api.delete_pod(ns, pod["metadata"]["name"])
         self.api.wait_for(lambda: not self.api.list_pods(ns), timeout=30, message=f"pods of {ns}")
+
+
+def start_times(scenario: Mapping[str, Any]) -> dict[str, str]:
+    """The status.startTime the harness gives each pod of SCENARIO once it is bound:
+    START_TIME_BASE plus the pod's index in the scenario, in seconds."""
+    return {
+        pod["name"]: (START_TIME_BASE + timedelta(seconds=i)).strftime("%Y-%m-%dT%H:%M:%SZ")
+        for i, pod in enumerate(scenario["pods"])
+    }
+
+
+def _event_time(event: Mapping[str, Any]) -> float:
+    """When a scheduler recorded EVENT (time.time() scale): eventTime (the
+    events.k8s.io recorders' clock at Eventf), else the older API's timestamps."""
+    for text in (
+        event.get("eventTime"),
+        event.get("firstTimestamp"),
+        event.get("metadata", {}).get("creationTimestamp"),
+    ):
+        if text:
+            with contextlib.suppress(ValueError):
+                return datetime.fromisoformat(str(text).replace("Z", "+00:00")).timestamp()
+    return 0.0
+
+
+def events_before(run: Run, pod: str, cutoff: float | None) -> list[str]:
+    """POD's FailedScheduling messages in RUN first recorded before CUTOFF (all
+    without a cutoff, or without their times)."""
+    messages = run.events.get(pod, [])
+    times = run.event_times.get(pod)
+    if cutoff is None or times is None:
+        return list(messages)
+    return [m for m, t in zip(messages, times, strict=True) if t < cutoff]
 
 
 def _normalise(message: str, ns: str, logical: Mapping[str, str]) -> str:
@@ -854,11 +942,14 @@ def _predict(
     if not step.created:
         return None
     created = {s.pod: s.created for s in run.steps if s.created}
+    # The harness gave every pod bound before this step its status.startTime.
+    started = start_times(scenario)
     bound = []
     for pod, node in before.items():
         if node is not None and pod in created:
             obj = copy.deepcopy(created[pod])
             obj["spec"]["nodeName"] = names.get(node, node)
+            obj.setdefault("status", {})["startTime"] = started[pod]
             bound.append(obj)
     logical = {v: k for k, v in names.items()}
     return score_step(scenario, run.nodes, bound, step.created, logical, run.namespace)
@@ -913,6 +1004,15 @@ def compare(
     ) -> None:
         result.disagreements.append(Disagreement(kind, i, pod, a, b, detail, mode))
 
+    # Direct comparisons of FailedScheduling events wait for the end: only events
+    # recorded while both runs were in the same state count (a retry after the
+    # states diverged may legitimately fail differently, or succeed in one run).
+    event_checks: list[tuple[int, Step, Step]] = []
+    diverged_step: int | None = None
+
+    def until_next(run: Run, i: int) -> float | None:
+        return run.steps[i + 1].began if i + 1 < len(run.steps) else None
+
     for i, (a, b) in enumerate(zip(kube.steps, ks.steps, strict=True)):
         result.compared += 1
         pred_b = _predict(scenario, ks, before_b, b, names)
@@ -924,9 +1024,11 @@ def compare(
             problems: list[tuple[str, Any, Any, str]] = []
             messages: list[bool] = []
             uniques: list[bool] = []
+            # Against the state before the step: the events of the pod's attempts
+            # until the next pod is created.
             for side, step, pred, events in (
-                (KUBE, a, pred_a, kube.events.get(a.pod, [])),
-                (KUBESCHED, b, pred_b, ks.events.get(b.pod, [])),
+                (KUBE, a, pred_a, events_before(kube, a.pod, until_next(kube, i))),
+                (KUBESCHED, b, pred_b, events_before(ks, b.pod, until_next(ks, i))),
             ):
                 if pred is None:
                     if step.outcome != "rejected":
@@ -979,17 +1081,8 @@ def compare(
             result.unbound_both += 1
             if a.message != b.message or a.reason != b.reason:
                 disagree("message", i, a.pod, a.message, b.message, "PodScheduled condition")
-            elif kube.events.get(a.pod, []) != ks.events.get(b.pod, []):
-                disagree(
-                    "event",
-                    i,
-                    a.pod,
-                    kube.events.get(a.pod),
-                    ks.events.get(b.pod),
-                    "FailedScheduling events",
-                )
             else:
-                result.message_agree += 1
+                event_checks.append((i, a, b))
         else:
             result.bound_agree += 1
             result.bound_both += 1
@@ -1040,11 +1133,25 @@ def compare(
             else:
                 disagree("state", i, a.pod, after_a, after_b, "placements after the step")
                 diverges = True
+        if diverges and diverged_step is None:
+            diverged_step = i
         in_sync = not diverges
         before_a, before_b = after_a, after_b
     if in_sync and not isomorphic(scenario, kube.final, ks.final, perm):
         # Pods bound later (retries after events) must agree too.
         disagree("state", result.steps, "*", kube.final, ks.final, "final placements")
+    cut_a = kube.steps[diverged_step].began if diverged_step is not None else None
+    cut_b = ks.steps[diverged_step].began if diverged_step is not None else None
+    for i, a, b in event_checks:
+        seen_a, seen_b = events_before(kube, a.pod, cut_a), events_before(ks, b.pod, cut_b)
+        if seen_a != seen_b:
+            detail = "FailedScheduling events"
+            if diverged_step is not None:
+                detail += f" recorded before step {diverged_step} (the states differ from there)"
+            disagree("event", i, a.pod, seen_a, seen_b, detail)
+        else:
+            result.message_agree += 1
+    result.disagreements.sort(key=lambda d: d.step)
     return result
 
 

@@ -19,6 +19,7 @@ from tests.differential.harness import (
     isomorphic,
     score_step,
     simulate,
+    start_times,
 )
 
 
@@ -321,3 +322,90 @@ def test_a_pod_bound_after_preemption_is_checked_against_preemptions_choice() ->
         ("node", "p2", "n0", "n1")
     ]
     assert "preemption may nominate ['n0']" in wrong.disagreements[0].detail
+
+
+# --------------------------------------------------------------------- start times, events
+def test_bound_pods_get_distinct_whole_second_start_times_in_scenario_order() -> None:
+    scenario = _scenario([_node("n0")], [_pod("p0"), _pod("p1"), _pod("x")])
+    assert start_times(scenario) == {
+        "p0": "2024-01-01T00:00:00Z",
+        "p1": "2024-01-01T00:00:01Z",
+        "x": "2024-01-01T00:00:02Z",
+    }
+
+
+def test_preemption_in_process_evicts_the_later_started_of_equal_priority_pods() -> None:
+    # seed3-137: two pods of equal priority on a node that has room for one more pod
+    # only; the reprieve goes to the more important (earlier started) one
+    # (util.MoreImportantPod), so the later started one is the victim.
+    scenario = _preemption_scenario()
+    scenario["nodes"] = [_node("n0")]
+    scenario["nodes"][0]["allocatable"]["pods"] = "2"
+    scenario["pods"] = [
+        _pod("p0", cpu="1", priorityClassName="diff-low"),
+        _pod("p1", cpu="1", priorityClassName="diff-low"),
+        _pod("p2", cpu="1", priorityClassName="diff-high"),
+    ]
+    run = _run(KUBESCHED, scenario, [("bound", "n0", ""), ("bound", "n0", ""), ("bound", "n0", "")])
+    values = {pc["name"]: pc["value"] for pc in gen.PRIORITY_CLASSES}
+    bound = []
+    times = ("2024-01-01T00:00:05Z", "2024-01-01T00:00:01Z")
+    for step, when in zip(run.steps[:2], times, strict=True):
+        step.created["spec"]["priority"] = values["diff-low"]
+        step.created["spec"]["nodeName"] = "n0"
+        step.created["status"] = {"startTime": when}
+        bound.append(step.created)
+    pod = run.steps[2].created
+    pod["spec"]["priority"] = values["diff-high"]
+    prediction = score_step(scenario, run.nodes, bound, pod, {})
+    assert prediction.victims == {"n0": ["p0"]}  # p0 started last
+    bound[0]["status"]["startTime"] = "2024-01-01T00:00:00Z"
+    prediction = score_step(scenario, run.nodes, bound, pod, {})
+    assert prediction.victims == {"n0": ["p1"]}
+
+
+def test_events_recorded_after_the_states_diverged_are_not_compared_run_against_run() -> None:
+    # seed3-134: a tie broken differently at step 1 (nodes not interchangeable: p2
+    # selects zone-a); p0's retry after it fails differently in the two runs, or not
+    # at all. Only the events recorded before step 1 began are compared.
+    scenario = _scenario(
+        [_node("n0", "zone-a"), _node("n1", "zone-b")],
+        [
+            _pod("p0", cpu="16"),
+            _pod("p1", cpu="3"),
+            _pod("p2", cpu="3", nodeSelector={gen.ZONE_LABEL: "zone-a"}),
+        ],
+    )
+    first = "0/2 nodes are available: 2 Insufficient cpu."
+    late = "0/2 nodes are available: 1 Insufficient cpu, 1 other reason."
+    p2_message = (
+        "0/2 nodes are available: 1 Insufficient cpu, "
+        "1 node(s) didn't match Pod's node affinity/selector."
+    )
+    kube = _run(
+        KUBE,
+        scenario,
+        [("unschedulable", None, first), ("bound", "n0", ""), ("unschedulable", None, p2_message)],
+        events={"p0": [first], "p2": [p2_message]},
+    )
+    ks = _run(
+        KUBESCHED,
+        scenario,
+        [("unschedulable", None, first), ("bound", "n1", ""), ("bound", "n0", "")],
+        events={"p0": [first, late]},
+    )
+    for run in (kube, ks):
+        for i, step in enumerate(run.steps):
+            step.began = 100.0 + 10 * i
+    kube.event_times = {"p0": [101.0], "p2": [121.0]}
+    ks.event_times = {"p0": [101.0, 112.0]}  # after step 1 began
+    result = _compare(scenario, kube, ks)
+    assert result.diverged_at == 1
+    assert result.ok, result.summary()
+    assert (result.unbound_both, result.message_agree) == (2, 2)
+
+    ks.event_times = {"p0": [101.0, 105.0]}  # before: the same state, a real difference
+    result = _compare(scenario, kube, ks)
+    assert [(d.kind, d.pod, d.kubesched) for d in result.disagreements] == [
+        ("event", "p0", [first, late])
+    ]

@@ -1,5 +1,6 @@
 """The event and status writers of `kubesched run` against a real kube-apiserver:
-identical events become one events.k8s.io Event with a series, and the latest
+isomorphic events (client-go's key: the same pod version, reason, controller; not
+the note) become one events.k8s.io Event with a series, and the latest
 PodScheduled condition of a pod wins."""
 
 from __future__ import annotations
@@ -30,6 +31,9 @@ def test_repeated_event_becomes_one_event_with_a_series(
     control_plane: ControlPlane, api: AdminApi, namespace: str
 ) -> None:
     pod = _pod(api.create_pod(namespace, "lonely", cpu="64"))
+    newer = msgspec.structs.replace(
+        pod, metadata=msgspec.structs.replace(pod.metadata, resource_version="999999999")
+    )
 
     async def record() -> None:
         client = await _client(control_plane)
@@ -38,7 +42,10 @@ def test_repeated_event_becomes_one_event_with_a_series(
         try:
             for _ in range(3):
                 writer.record(pod, "Warning", "FailedScheduling", "0/1 nodes fit.", "kubesched")
+            # Another text for the same version of the pod joins the series too.
             writer.record(pod, "Warning", "FailedScheduling", "0/2 nodes fit.", "kubesched")
+            # A new version of the pod (its status was written): a new Event.
+            writer.record(newer, "Warning", "FailedScheduling", "0/3 nodes fit.", "kubesched")
             while writer.queue.qsize():
                 await asyncio.sleep(0.05)
             await asyncio.sleep(0.2)  # the last one is being written
@@ -50,13 +57,13 @@ def test_repeated_event_becomes_one_event_with_a_series(
     asyncio.run(record())
     events = api.get(f"/apis/events.k8s.io/v1/namespaces/{namespace}/events")["items"]
     by_note = {e["note"]: e for e in events}
-    assert sorted(by_note) == ["0/1 nodes fit.", "0/2 nodes fit."]  # a new text: a new Event
+    assert sorted(by_note) == ["0/1 nodes fit.", "0/3 nodes fit."]  # a new pod version only
     repeated = by_note["0/1 nodes fit."]
-    assert repeated["series"]["count"] == 3
+    assert repeated["series"]["count"] == 4
     assert repeated["regarding"]["name"] == "lonely"
     assert repeated["reportingController"] == "kubesched"
     assert repeated["action"] == "Scheduling"
-    assert "series" not in by_note["0/2 nodes fit."]
+    assert "series" not in by_note["0/3 nodes fit."]
 
 
 def test_latest_unschedulable_status_wins_and_nomination_is_written(

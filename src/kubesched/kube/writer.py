@@ -1,9 +1,17 @@
 """Writes that tell users what happened, kept off the scheduling path.
 
 Events and pod status updates go through bounded background queues with a rate
-limit. Identical events for one pod are aggregated into an events.k8s.io
-series (count and lastObservedTime) instead of a new Event each time, and only
-the latest PodScheduled condition of a pod is written.
+limit. Isomorphic events are aggregated into an events.k8s.io series (count and
+lastObservedTime) instead of a new Event each time, and only the latest
+PodScheduled condition of a pod is written.
+
+"Isomorphic" is client-go's tools/events getKey (event_broadcaster.go), which
+kube-scheduler's recorder uses: type, action, reason, reporting controller and
+instance, and the regarding object reference, which carries the pod's
+resourceVersion. The note is not part of the key: a later event with another
+text for the same version of the pod only counts in the first one's series,
+which keeps its note. A pod whose status was written since (a new
+resourceVersion) gets a new Event.
 """
 
 from __future__ import annotations
@@ -75,6 +83,21 @@ class _PendingEvent:
     at: float
 
 
+def _isomorphic_key(event: _PendingEvent) -> tuple[str, ...]:
+    """client-go tools/events getKey: what makes two events one series. Not the note."""
+    meta = event.pod.metadata
+    return (
+        event.event_type,
+        event.action,
+        event.reason,
+        event.reporting_controller,
+        meta.namespace,
+        meta.name,
+        meta.uid,
+        meta.resource_version,
+    )
+
+
 class EventWriter:
     def __init__(
         self, client: KubeClient, *, qps: float = 25.0, burst: int = 50, max_pending: int = 10_000
@@ -83,7 +106,7 @@ class EventWriter:
         self.instance = f"{socket.gethostname()}"
         self.bucket = TokenBucket(qps, burst)
         self.queue: asyncio.Queue[_PendingEvent] = asyncio.Queue(max_pending)
-        self.series: OrderedDict[tuple[str, str, str, str], _Series] = OrderedDict()
+        self.series: OrderedDict[tuple[str, ...], _Series] = OrderedDict()
         self.dropped = 0
         self.written = 0
 
@@ -121,7 +144,7 @@ class EventWriter:
 
     async def _write(self, event: _PendingEvent) -> None:
         meta = event.pod.metadata
-        key = (meta.namespace, meta.uid or meta.name, event.reason, event.message)
+        key = _isomorphic_key(event)
         series = self.series.get(key)
         if series is not None and event.at - series.first_seen < SERIES_WINDOW:
             series.count += 1
@@ -144,6 +167,7 @@ class EventWriter:
                 "namespace": meta.namespace,
                 "name": meta.name,
                 "uid": meta.uid,
+                **({"resourceVersion": meta.resource_version} if meta.resource_version else {}),
             },
             "note": event.message,
             "type": event.event_type,
