@@ -172,3 +172,50 @@ def test_pod_disruption_budgets_steer_preemption() -> None:
     result = simulate(state.nodes, pods, [PREEMPTING], seed=1)
     assert result.evicted == ["default/db"]
     assert result.placements["default/urgent"] == "n0"
+
+
+def test_preemptor_waits_until_its_victims_are_deleted() -> None:
+    """Async preemption (PreEnqueue of DefaultPreemption): the first victim's deletion
+    does not let the preemptor in again while the second is still being deleted, so
+    it is tried twice in all and preempts once."""
+    nodes = [make_node("n", cpu="4")]
+    pods = [pod("low0", "2", 0, "n"), pod("low1", "2", 1, "n"), pod("high", "4", 100)]
+    result = simulate(nodes, pods, [PREEMPTING], seed=1)
+    assert result.placements == {"default/high": "n"}
+    assert sorted(result.evicted) == ["default/low0", "default/low1"]
+    assert sorted(events(result, "Preempted")) == [
+        ("default/low0", "Preempted by pod uid-high on node n"),
+        ("default/low1", "Preempted by pod uid-high on node n"),
+    ]
+    assert result.outcomes["default/high"].attempts == 2
+
+
+def test_pre_enqueue_holds_a_preemptor_until_its_last_victim_is_gone() -> None:
+    from kubesched.cache.node_table import NodeTable
+    from kubesched.framework.handle import Handle
+    from kubesched.framework.types import PodInfo
+    from kubesched.plugins.defaultpreemption.plugin import (
+        WAITING_FOR_PREEMPTION,
+        Candidate,
+        DefaultPreemption,
+    )
+
+    table = NodeTable()
+    row = table.upsert_node(make_node("n", cpu="4"))
+    victims = [PodInfo(pod(f"low{i}", "2", i, "n")) for i in range(2)]
+    for victim in victims:
+        table.add_pod(victim, row)
+    spawned: list[Any] = []
+    plugin = DefaultPreemption(handle=Handle(table, spawn=spawned.append))
+    high = PodInfo(pod("high", "4", 100))
+    assert plugin.pre_enqueue(high).is_success()
+
+    plugin.prepare_candidate_async(Candidate("n", row, victims, 0), high)
+    status = plugin.pre_enqueue(high)
+    assert not status.is_success() and status.message() == WAITING_FOR_PREEMPTION
+    table.remove_pod(victims[0], row)  # the first victim's deletion: still running
+    assert not plugin.pre_enqueue(high).is_success()
+    table.remove_pod(victims[1], row)  # the last one is gone: done, even before the
+    assert plugin.pre_enqueue(high).is_success()  # deleting task has returned
+    for coro in spawned:
+        coro.close()

@@ -290,3 +290,49 @@ def test_a_pending_plugins_hint_skips_the_backoff() -> None:
     assert "default/p" in q.unschedulable
     q.on_event(node_add)
     assert "default/p" in q.active  # queueImmediately, although its backoff is not over
+
+
+def test_pre_enqueue_runs_when_an_event_requeues_a_pod() -> None:
+    """moveToActiveQ / moveToBackoffQ run the PreEnqueue plugins: a pod an event would
+    requeue stays parked, gated, while a PreEnqueue plugin (DefaultPreemption while
+    the pod's victims are being deleted) holds it; the gating plugin joins its
+    rejectors, and only events the gating plugin registered for reach it."""
+    holding = {"on": True}
+
+    def pre_enqueue(_pod: PodInfo) -> Status:
+        return Status.unresolvable("wait").with_plugin("G") if holding["on"] else Status()
+
+    pod_delete = ClusterEvent(Resource.ASSIGNED_POD, ActionType.DELETE, "AssignedPodDelete")
+    node_add = ClusterEvent(Resource.NODE, ActionType.ADD, "NodeAdd")
+    events = {
+        "Fit": [
+            ClusterEventWithHint(ClusterEvent(Resource.POD, ActionType.DELETE)),
+            ClusterEventWithHint(ClusterEvent(Resource.NODE, ActionType.ADD)),
+        ],
+        "G": [
+            ClusterEventWithHint(ClusterEvent(Resource.POD, ActionType.DELETE), lambda *_: False)
+        ],
+    }
+    q = SchedulingQueue(
+        {"default-scheduler": QueueProfile(PrioritySort().less, pre_enqueue, events)}, SimClock()
+    )
+    holding["on"] = False
+    q.add(PodInfo(make_pod("p")))
+    qpi = q.pop_nowait()
+    assert qpi is not None
+    qpi.unschedulable_plugins = {"Fit"}
+    q.requeue_failed(qpi, q.scheduling_cycle)
+    assert "default/p" in q.unschedulable and not qpi.gated
+
+    holding["on"] = True
+    assert q.on_event(pod_delete) == 1  # Fit's hint says Queue ...
+    assert "default/p" in q.unschedulable and qpi.gated  # ... but G holds it back
+    assert qpi.unschedulable_plugins == {"Fit", "G"}
+    q.on_event(node_add)  # not an event G registered for: not even considered
+    assert "default/p" in q.unschedulable and qpi.gated
+
+    holding["on"] = False
+    q.on_event(pod_delete)  # G's own hint declines; Fit's hint lets it through
+    assert "default/p" not in q.unschedulable
+    assert "default/p" in q.active or "default/p" in q.backoff
+    assert not qpi.gated

@@ -120,18 +120,30 @@ class SchedulingQueue:
         qpi = self._new(pod_info)
         self._admit(qpi, "PodAdd")
 
-    def _admit(self, qpi: QueuedPodInfo, event: str) -> bool:
+    def _gate(self, qpi: QueuedPodInfo, event: str) -> bool:
+        """runPreEnqueuePlugins on a pod about to enter activeQ or backoffQ: False
+        (and the pod parked in the unschedulable pool, gated) if a plugin holds it
+        back. The gating plugin joins the pod's rejectors, as upstream, so that an
+        event its registration lets through is judged by every rejector's hint."""
         profile = self._profile(qpi.pod)
         status = profile.pre_enqueue(qpi.pod_info) if profile else Status()
-        if not status.is_success():
-            qpi.gated = True
-            qpi.gating_plugin = status.plugin
-            qpi.unschedulable_plugins = {status.plugin} if status.plugin else set()
-            self.unschedulable[qpi.pod_info.key] = qpi
-            self._count("unschedulable", event)
+        if status.is_success():
+            qpi.gated = False
+            qpi.gating_plugin = ""
+            return True
+        qpi.gated = True
+        qpi.gating_plugin = status.plugin
+        if status.plugin:
+            qpi.unschedulable_plugins = qpi.unschedulable_plugins | {status.plugin}
+        self.active.delete(qpi.pod_info.key)
+        self.backoff.delete(qpi.pod_info.key)
+        self.unschedulable[qpi.pod_info.key] = qpi
+        self._count("unschedulable", event)
+        return False
+
+    def _admit(self, qpi: QueuedPodInfo, event: str) -> bool:
+        if not self._gate(qpi, event):
             return False
-        qpi.gated = False
-        qpi.gating_plugin = ""
         self.unschedulable.pop(qpi.pod_info.key, None)
         self.backoff.delete(qpi.pod_info.key)
         self.active.push(qpi)
@@ -355,6 +367,15 @@ class SchedulingQueue:
             for registered in registrations
         )
 
+    def _gating_plugin_wants(self, qpi: QueuedPodInfo, event: ClusterEvent) -> bool:
+        profile = self._profile(qpi.pod)
+        if profile is None:
+            return True
+        return any(
+            event.matches(registered.event)
+            for registered in profile.events.get(qpi.gating_plugin, ())
+        )
+
     def _worth_requeuing(
         self, qpi: QueuedPodInfo, event: ClusterEvent, old: object, new: object
     ) -> int:
@@ -390,16 +411,16 @@ class SchedulingQueue:
         """requeuePodWithQueueingStrategy for a pod leaving the unschedulable pool."""
         key = qpi.pod_info.key
         self.unschedulable.pop(key, None)
-        if qpi.gated:
-            self._admit(qpi, event)
-        elif strategy == QUEUE_AFTER_BACKOFF and self.clock.now() < self.backoff_expiry(qpi):
+        if strategy == QUEUE_AFTER_BACKOFF and self.clock.now() < self.backoff_expiry(qpi):
+            # PreEnqueue runs on the way into backoffQ (SchedulerPopFromBackoffQ),
+            # not again on the way out of it.
+            if not self._gate(qpi, event):
+                return
             self.backoff.push(qpi)
             self._count("backoff", event)
             self._ready.set()  # an idle scheduler may take it at once
         else:
-            self.active.push(qpi)
-            self._count("active", event)
-            self._ready.set()
+            self._admit(qpi, event)
 
     def on_event(
         self,
@@ -418,6 +439,8 @@ class SchedulingQueue:
         for qpi in list(self.unschedulable.values()):
             if precheck is not None and not precheck(qpi.pod):
                 continue
+            if qpi.gated and not self._gating_plugin_wants(qpi, event):
+                continue  # only its gating plugin's events may let a gated pod in
             strategy = self._worth_requeuing(qpi, event, old, new)
             if strategy != QUEUE_SKIP:
                 self._requeue(qpi, event.label or str(event.resource), strategy)

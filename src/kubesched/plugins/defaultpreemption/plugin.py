@@ -35,7 +35,7 @@ scheduling" for every node that was not a candidate.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from functools import lru_cache
@@ -49,15 +49,18 @@ from kubesched.api.objects import Pod, PodDisruptionBudget
 from kubesched.cache.node_table import PODS, NodeTable, Rows
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.interfaces import (
+    ClusterEventWithHint,
+    EnqueueExtensions,
     FilterPlugin,
     FrameworkRunner,
     PostFilterPlugin,
     PostFilterResult,
+    PreEnqueuePlugin,
     PreFilterExtensions,
 )
 from kubesched.framework.runtime import Diagnosis, Framework
 from kubesched.framework.status import Code, Status
-from kubesched.framework.types import PodInfo
+from kubesched.framework.types import ActionType, ClusterEvent, PodInfo, Resource
 from kubesched.plugins.nodeaffinity.plugin import NodeAffinity
 from kubesched.plugins.nodename.plugin import NodeName
 from kubesched.plugins.noderesources.fit import NodeResourcesFit
@@ -298,7 +301,14 @@ def pick_one_node_for_preemption(candidates: Sequence[Candidate]) -> Candidate:
 # --- the plugin --------------------------------------------------------------------------
 
 
-class DefaultPreemption(PostFilterPlugin):
+WAITING_FOR_PREEMPTION = "waiting for the preemption for this pod to be finished"
+
+
+class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin, EnqueueExtensions):
+    """PostFilter: preempt lower-priority pods. PreEnqueue (async preemption, on by
+    default since 1.33): a preemptor is not retried while its victims are still
+    being evicted, so it never preempts twice for one nomination."""
+
     name = NAME
 
     def __init__(self, args: Mapping[str, Any] | None = None, handle: Handle | None = None):
@@ -307,6 +317,45 @@ class DefaultPreemption(PostFilterPlugin):
         # pod key -> (the PodInfo, what it adds to a row's requested), for the batched
         # dry run; an entry counts only for that very PodInfo (and table width).
         self._amounts: dict[str, tuple[PodInfo, list[int]]] = {}
+        # Preemptors whose victims are being evicted (Executor.preempting upstream),
+        # and the last victim each one is deleting: (node, victim key).
+        self._preempting: set[str] = set()
+        self._last_victim: dict[str, tuple[str, str]] = {}
+
+    # --- PreEnqueue ----------------------------------------------------------------
+
+    def pre_enqueue(self, pod: PodInfo) -> Status:
+        if self.running_preemption(pod.key):
+            return Status.unresolvable(WAITING_FOR_PREEMPTION)
+        return Status()
+
+    def running_preemption(self, preemptor: str) -> bool:
+        """IsPodRunningPreemption: while the last victim is being deleted, the
+        preemption counts as done once the scheduler no longer sees that victim (or
+        sees it terminating), even if the deletion call has not returned yet."""
+        if preemptor not in self._preempting:
+            return False
+        last = self._last_victim.get(preemptor)
+        if last is None:
+            return True
+        node, victim = last
+        table = self.handle.nodes
+        row = table.row_of(node)
+        if row is None:
+            return False
+        for info in table.pods_on(row):
+            if info.key == victim:
+                return info.pod.metadata.deletion_timestamp is None
+        return False
+
+    def events_to_register(self) -> list[ClusterEventWithHint]:
+        # A victim's deletion is what lets a gated preemptor in; the rejecting
+        # plugins' hints (NodeResourcesFit's for a deleted pod) then requeue it.
+        return [
+            ClusterEventWithHint(
+                ClusterEvent(Resource.POD, ActionType.DELETE), lambda _pod, _old, _new: False
+            )
+        ]
 
     # --- PostFilter ----------------------------------------------------------------
 
@@ -799,9 +848,14 @@ class DefaultPreemption(PostFilterPlugin):
         victims = [v for v in candidate.victims if v.pod.metadata.deletion_timestamp is None]
         if not victims:
             return
+        self._preempting.add(preemptor.key)
+        # Upstream registers the last victim once the others are deleted; known from
+        # the start, the check is the same while they are (the last one is still
+        # there) and right when another preemptor already deleted it.
+        self._last_victim[preemptor.key] = (candidate.name, victims[-1].key)
         self.handle.spawn(self._preempt(candidate.name, victims, preemptor))
 
-    async def _preempt(self, node: str, victims: Iterable[PodInfo], preemptor: PodInfo) -> None:
+    async def _preempt(self, node: str, victims: Sequence[PodInfo], preemptor: PodInfo) -> None:
         handle = self.handle
         try:
             # Lower priority pods nominated to the node may no longer fit there.
@@ -816,8 +870,13 @@ class DefaultPreemption(PostFilterPlugin):
                 await self.preempt_pod(node, preemptor, victim)
         except Exception:
             log.exception("preemption for pod %s on node %s failed", preemptor.key, node)
+            self._preempting.discard(preemptor.key)
+            self._last_victim.pop(preemptor.key, None)
             # Do not leave the preemptor waiting for deletions that will not come.
             handle.activate([preemptor.key])
+            return
+        self._preempting.discard(preemptor.key)
+        self._last_victim.pop(preemptor.key, None)
 
     async def preempt_pod(self, node: str, preemptor: PodInfo, victim: PodInfo) -> None:
         """Executor.PreemptPod: a victim waiting at Permit is just told so; any other
