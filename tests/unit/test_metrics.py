@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from prometheus_client import REGISTRY
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -233,3 +235,44 @@ def test_render_parses_and_content_type() -> None:
     names = {fam.name for fam in text_string_to_metric_families(m.render().decode())}
     assert "scheduler_schedule_attempts" in names  # the parser drops "_total"
     assert m.content_type == "text/plain; version=0.0.4; charset=utf-8"
+
+
+def test_attempt_duration_is_observed_after_the_bind() -> None:
+    """As kube-scheduler's bindingCycle: a scheduled attempt's duration is observed
+    once the pod is bound, so it includes the binding."""
+    import asyncio
+
+    from kubesched.cluster.memory import InMemoryCluster, pod_key
+    from kubesched.framework.clock import SimClock
+    from kubesched.framework.profile import ProfileConfig
+    from kubesched.scheduler import Scheduler
+    from kubesched.simulator import run_until_quiet
+    from kubesched.testing import make_node, make_pod
+
+    order: list[str] = []
+
+    class SlowBindCluster(InMemoryCluster):
+        async def bind(self, pod: Any, node_name: str) -> None:
+            await asyncio.sleep(0.05)
+            order.append("bound")
+            await super().bind(pod, node_name)
+
+    class Recorder:
+        def observe_attempt(self, result: str, profile: str, seconds: float) -> None:
+            order.append(f"attempt {result} {seconds >= 0.05}")
+
+        def observe_extension_point(self, *args: Any) -> None: ...
+        def observe_plugin(self, *args: Any) -> None: ...
+        def should_sample_plugins(self) -> bool:
+            return False
+
+        def observe_pod_scheduled(self, attempts: int, seconds: float) -> None: ...
+
+    cluster = SlowBindCluster(nodes={"n": make_node("n", cpu="2")})
+    pod = make_pod("p", cpu="1")
+    cluster.pods[pod_key(pod)] = pod
+    clock = SimClock()
+    sched = Scheduler([ProfileConfig.default()], cluster, clock=clock, seed=1, observer=Recorder())
+    cluster.watch(sched)
+    asyncio.run(run_until_quiet(sched, clock))
+    assert order == ["bound", "attempt scheduled True"]

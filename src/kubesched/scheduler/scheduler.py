@@ -485,8 +485,11 @@ class Scheduler:
             return
         if waits:
             self.waiting_pods.add(pod.key, node, waits)
-        self._observe("scheduled", fw, started)
-        task = asyncio.get_event_loop().create_task(self.binding_cycle(fw, state, qpi, node, cycle))
+        # The attempt's duration is observed when its binding cycle ends, as upstream
+        # does: scheduling_attempt_duration_seconds includes Permit's wait and the bind.
+        task = asyncio.get_event_loop().create_task(
+            self.binding_cycle(fw, state, qpi, node, cycle, started)
+        )
         self.binding_tasks.add(task)
         task.add_done_callback(self.binding_tasks.discard)
 
@@ -523,8 +526,18 @@ class Scheduler:
     # --- the binding cycle ---------------------------------------------------------
 
     async def binding_cycle(
-        self, fw: Framework, state: CycleState, qpi: QueuedPodInfo, node: str, cycle: int
+        self,
+        fw: Framework,
+        state: CycleState,
+        qpi: QueuedPodInfo,
+        node: str,
+        cycle: int,
+        started: float | None = None,
     ) -> None:
+        """Wait at Permit, PreBind, Bind, PostBind. STARTED: when the scheduling
+        cycle began (perf_counter), for the attempt-duration metric."""
+        if started is None:
+            started = time.perf_counter()
         pod = qpi.pod_info
         waiting = self.waiting_pods.get(pod.key)
         if waiting is not None:
@@ -532,6 +545,9 @@ class Scheduler:
             self.waiting_pods.remove(pod.key)
             if not status.is_success():
                 self._binding_failed(fw, state, qpi, node, cycle, status)
+                self._observe(
+                    "error" if status.code == Code.ERROR else "unschedulable", fw, started
+                )
                 return
         # Past Permit: events from now on need not be kept for this pod (Done upstream).
         self.queue.scheduling_done(pod.key)
@@ -544,11 +560,13 @@ class Scheduler:
             self._observe_point(fw, "Bind", point_started, status)
         if not status.is_success():
             self._binding_failed(fw, state, qpi, node, cycle, status)
+            self._observe("error" if status.code == Code.ERROR else "unschedulable", fw, started)
             return
         self.cache.finish_binding(pod.key)
         self.queue.done(pod.key)
         # klog V(2), as kube-scheduler logs it: operators grep for this line.
         log.log(V(2), "Successfully bound pod to node", extra=kv(pod=pod.key, node=node))
+        self._observe("scheduled", fw, started)
         outcome = self.outcomes.setdefault(pod.key, Outcome(pod.key))
         outcome.node, outcome.reason, outcome.message, outcome.diagnosis = (
             node,
