@@ -172,7 +172,8 @@ def test_a_raising_filter_fails_only_that_pod() -> None:
     # An error sends the pod to backoff. It is retried once after "good" changed
     # the cluster, then the simulator stops: a third try would meet the same cluster.
     assert result.outcomes["default/bad"].attempts == 2
-    assert result.simulated_seconds == 1.0
+    # (the 1 s backoff ends in the window [1, 2), flushed at 2.0)
+    assert result.simulated_seconds == 2.0
 
 
 def test_prefilter_node_set_limits_candidates_and_names_the_absent_nodes() -> None:

@@ -74,9 +74,30 @@ def test_error_goes_to_backoff_and_returns_when_it_expires() -> None:
     assert "default/p" in q.backoff
     clock.advance_to(0.5)
     assert q.flush_backoff_completed() == 0
+    # The 1 s backoff ends at 1.0, in the window [1, 2): backoffQ is flushed per
+    # one-second window (SchedulerPopFromBackoffQ), so the pod leaves at 2.0.
     clock.advance_to(1.0)
+    assert q.flush_backoff_completed() == 0
+    clock.advance_to(2.0)
     assert q.flush_backoff_completed() == 1
     assert pop(q).attempts == 2
+
+
+def test_backoff_windows_order_pods_by_priority() -> None:
+    """lessBackoffCompletedWithPriority: pods whose backoffs end in the same window
+    leave backoffQ in activeQ's order, not in the order they failed."""
+    q, clock = queue()
+    q.add(PodInfo(make_pod("low", priority=1)))
+    low = pop(q)
+    q.requeue_failed(low, q.scheduling_cycle)
+    clock.advance_to(0.4)
+    q.add(PodInfo(make_pod("high", priority=100)))
+    high = pop(q)
+    q.requeue_failed(high, q.scheduling_cycle)  # fails later, same window (1.0-2.0)
+    assert q.backoff_expiry(low) == q.backoff_expiry(high) == 1.0
+    clock.advance_to(2.0)
+    assert q.flush_backoff_completed() == 2
+    assert [pop(q).pod_info.name, pop(q).pod_info.name] == ["high", "low"]
 
 
 def test_unschedulable_pod_waits_for_an_event_its_plugin_registered() -> None:
@@ -184,6 +205,6 @@ def test_idle_queue_pops_event_moved_pods_from_backoff_but_not_errored_ones() ->
     assert "default/moved" in q.backoff and clock.now() < q.backoff_expiry(moved)
     assert pop(q).pod_info.name == "moved"
     assert q.pop_nowait() is None  # the errored one keeps its backoff
-    clock.advance_to(1.0)
+    clock.advance_to(2.0)  # the end of the window its backoff ends in
     q.flush_backoff_completed()
     assert pop(q).pod_info.name == "errored"

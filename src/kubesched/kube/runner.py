@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import logging
 import signal
+import time
 from collections.abc import Awaitable
 from dataclasses import dataclass
 from typing import Any
@@ -238,7 +239,9 @@ class Runner:
         assert sched is not None
         ticks = 0
         while True:
-            await asyncio.sleep(1.0)
+            # On the second, as upstream's ticker: backoffQ is flushed per one-second
+            # window, and a flush mid-window would hold pods up to a second longer.
+            await asyncio.sleep(1.0 - time.monotonic() % 1.0)
             ticks += 1
             sched.queue.flush_backoff_completed()
             if ticks % 30 == 0:

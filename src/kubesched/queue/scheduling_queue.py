@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
@@ -66,6 +67,10 @@ def _same_pod(a: Pod, b: Pod) -> bool:
     return a.key == b.key
 
 
+# backoffQOrderingWindowDuration: backoff expiries are ordered per one-second window.
+BACKOFF_WINDOW = 1.0
+
+
 class SchedulingQueue:
     def __init__(
         self,
@@ -83,10 +88,9 @@ class SchedulingQueue:
         self.max_in_unschedulable = max_in_unschedulable
         first = next(iter(profiles.values()))
         # kube-scheduler requires every profile to share one QueueSort; so do we.
+        self.active_less = first.less
         self.active: KeyedHeap[QueuedPodInfo] = KeyedHeap(_key, first.less)
-        self.backoff: KeyedHeap[QueuedPodInfo] = KeyedHeap(
-            _key, lambda a, b: self.backoff_expiry(a) < self.backoff_expiry(b)
-        )
+        self.backoff: KeyedHeap[QueuedPodInfo] = KeyedHeap(_key, self._backoff_less)
         self.unschedulable: dict[str, QueuedPodInfo] = {}
         self.in_flight: dict[str, QueuedPodInfo] = {}
         # inFlightEvents upstream: the events seen while pods were in flight, each
@@ -233,7 +237,10 @@ class SchedulingQueue:
         ]
         if not candidates:
             return None
-        head = min(candidates, key=lambda q: (self.backoff_expiry(q), q.seq))
+        head = candidates[0]
+        for q in candidates[1:]:
+            if self._backoff_less(q, head):
+                head = q
         self.backoff.delete(head.pod_info.key)
         self._count("active", "PopFromBackoffQ")
         return head
@@ -313,7 +320,29 @@ class SchedulingQueue:
         return duration
 
     def backoff_expiry(self, qpi: QueuedPodInfo) -> float:
-        return qpi.timestamp + self.backoff_duration(qpi)
+        """getBackoffTime. With SchedulerPopFromBackoffQ the expiry is truncated to
+        its one-second ordering window: pods whose backoff ends in the same window
+        leave backoffQ together, in activeQ's order (priority first)."""
+        expiry = qpi.timestamp + self.backoff_duration(qpi)
+        return (
+            math.floor(expiry / BACKOFF_WINDOW) * BACKOFF_WINDOW
+            if self.pop_from_backoff
+            else expiry
+        )
+
+    def _backing_off(self, qpi: QueuedPodInfo) -> bool:
+        """isPodBackingoff: a pod whose window is the current one still backs off."""
+        now = self.clock.now()
+        if not self.pop_from_backoff:
+            return now < self.backoff_expiry(qpi)
+        return self.backoff_expiry(qpi) >= math.floor(now / BACKOFF_WINDOW) * BACKOFF_WINDOW
+
+    def _backoff_less(self, a: QueuedPodInfo, b: QueuedPodInfo) -> bool:
+        """lessBackoffCompletedWithPriority: the earlier window, then activeQ's order."""
+        ea, eb = self.backoff_expiry(a), self.backoff_expiry(b)
+        if ea != eb:
+            return ea < eb
+        return self.active_less(a, b)
 
     def requeue_failed(self, qpi: QueuedPodInfo, pod_scheduling_cycle: int) -> None:
         """AddUnschedulableIfNotPresent: a pod whose attempt failed goes back.
@@ -411,7 +440,7 @@ class SchedulingQueue:
         """requeuePodWithQueueingStrategy for a pod leaving the unschedulable pool."""
         key = qpi.pod_info.key
         self.unschedulable.pop(key, None)
-        if strategy == QUEUE_AFTER_BACKOFF and self.clock.now() < self.backoff_expiry(qpi):
+        if strategy == QUEUE_AFTER_BACKOFF and self._backing_off(qpi):
             # PreEnqueue runs on the way into backoffQ (SchedulerPopFromBackoffQ),
             # not again on the way out of it.
             if not self._gate(qpi, event):
@@ -461,12 +490,11 @@ class SchedulingQueue:
                 self._record(EVENT_FORCE_ACTIVATE, None, self.in_flight[key].pod)
 
     def flush_backoff_completed(self) -> int:
-        now = self.clock.now()
         moved = 0
         while self.backoff:
             head = self.backoff.peek()
             assert head is not None
-            if self.backoff_expiry(head) > now:
+            if self._backing_off(head):
                 break
             self.backoff.pop()
             self.active.push(head)
@@ -495,7 +523,11 @@ class SchedulingQueue:
 
     def next_backoff_expiry(self) -> float | None:
         head = self.backoff.peek()
-        return None if head is None else self.backoff_expiry(head)
+        if head is None:
+            return None
+        # The first moment the pod is no longer backing off.
+        expiry = self.backoff_expiry(head)
+        return expiry + BACKOFF_WINDOW if self.pop_from_backoff else expiry
 
     # --- reading ---------------------------------------------------------------
 
