@@ -119,6 +119,8 @@ class Run:
     # time.time() scale); absent: every message counts wherever events are compared.
     event_times: dict[str, list[float]] = field(default_factory=dict)
     final: dict[str, str | None] = field(default_factory=dict)
+    # Per unbound pod, its PodScheduled=False message once the run settled.
+    conditions: dict[str, str] = field(default_factory=dict)
     log: str = ""
     nodes: list[dict[str, Any]] = field(default_factory=list, repr=False)
     # Seconds spent per phase: start (scheduler up), steps, settle, cleanup.
@@ -627,6 +629,7 @@ class Harness:
         deadline = time.monotonic() + 10.0
         while True:
             final = self._placements(ns, logical)
+            run.conditions = self._conditions(ns, logical)
             events: dict[str, list[str]] = {}
             times: dict[str, list[float]] = {}
             for event in self.api.list_events(ns):
@@ -650,6 +653,14 @@ class Harness:
             if not waiting or time.monotonic() > deadline:
                 return dict(sorted(events.items())), times, final
             time.sleep(0.2)
+
+    def _conditions(self, ns: str, logical: Mapping[str, str]) -> dict[str, str]:
+        out: dict[str, str] = {}
+        for pod in self.api.list_pods(ns):
+            for c in pod["status"].get("conditions", []):
+                if c.get("type") == "PodScheduled" and c.get("status") == "False":
+                    out[pod["metadata"]["name"]] = _normalise(c.get("message", ""), ns, logical)
+        return out
 
     def _delete_pods(self, ns: str) -> None:
         for pod in self.api.list_pods(ns):
@@ -679,6 +690,23 @@ def _event_time(event: Mapping[str, Any]) -> float:
             with contextlib.suppress(ValueError):
                 return datetime.fromisoformat(str(text).replace("Z", "+00:00")).timestamp()
     return 0.0
+
+
+def events_agree(
+    seen_a: Sequence[str], seen_b: Sequence[str], condition_a: str, condition_b: str
+) -> bool:
+    """Whether two runs' FailedScheduling notes for one pod agree. The first note
+    (the pod's own attempt) must be the same. A retry's note starts a new Event
+    only if the pod's resourceVersion changed since the last one (client-go's
+    isomorphic-event key), i.e. only if the scheduler's informer had already seen its
+    own status write of the previous attempt: a race in kube-scheduler itself. So a
+    later note of one run must be a note of the other, or the other's latest message
+    (its PodScheduled condition), which a retry folded into an earlier series."""
+    if list(seen_a) == list(seen_b):
+        return True
+    if not seen_a or not seen_b or seen_a[0] != seen_b[0]:
+        return False
+    return set(seen_a) <= {*seen_b, condition_b} and set(seen_b) <= {*seen_a, condition_a}
 
 
 def events_before(run: Run, pod: str, cutoff: float | None) -> list[str]:
@@ -1144,7 +1172,9 @@ def compare(
     cut_b = ks.steps[diverged_step].began if diverged_step is not None else None
     for i, a, b in event_checks:
         seen_a, seen_b = events_before(kube, a.pod, cut_a), events_before(ks, b.pod, cut_b)
-        if seen_a != seen_b:
+        if not events_agree(
+            seen_a, seen_b, kube.conditions.get(a.pod, ""), ks.conditions.get(b.pod, "")
+        ):
             detail = "FailedScheduling events"
             if diverged_step is not None:
                 detail += f" recorded before step {diverged_step} (the states differ from there)"

@@ -409,3 +409,15 @@ def test_events_recorded_after_the_states_diverged_are_not_compared_run_against_
     assert [(d.kind, d.pod, d.kubesched) for d in result.disagreements] == [
         ("event", "p0", [first, late])
     ]
+
+
+def test_event_notes_may_fold_into_a_series_but_not_differ() -> None:
+    from tests.differential.harness import events_agree
+
+    m1, m2, m3 = "first", "second", "third"
+    assert events_agree([m1, m2], [m1, m2], m2, m2)
+    # kubesched's third attempt joined the second note's series; its condition says m3.
+    assert events_agree([m1, m2, m3], [m1, m2], m3, m3)
+    assert not events_agree([m1, m2, m3], [m1, m2], m3, m2)  # never saw m3
+    assert not events_agree([m2], [m1], m2, m1)  # the pod's own attempt differs
+    assert not events_agree([m1, "other"], [m1, m2], "other", m2)
