@@ -236,15 +236,9 @@ class Scheduler:
                 and old.status.nominated_node_name
                 and old.status.nominated_node_name != new.status.nominated_node_name
             ):
-                # The pod no longer holds room on its old nominated node: lower or
-                # equal priority pods may fit there now (updatePodInSchedulingQueue).
-                priority = old.spec.priority or 0
-                self.queue.on_event(
-                    EVENT_ASSIGNED_POD_DELETE,
-                    old,
-                    None,
-                    precheck=lambda other: (other.spec.priority or 0) <= priority,
-                )
+                # The pod no longer holds room on its old nominated node
+                # (updatePodInSchedulingQueue).
+                self._nominated_room_freed(old)
 
     def on_pod_delete(self, pod: Pod) -> None:
         key = f"{pod.metadata.namespace}/{pod.metadata.name}"
@@ -257,14 +251,18 @@ class Scheduler:
             self.cache.remove_pod(key)
             self.queue.on_event(EVENT_ASSIGNED_POD_DELETE, pod, None)
         elif pod.status.nominated_node_name:
-            # A nominated pod held room that lower or equal priority pods can now take.
-            priority = pod.spec.priority or 0
-            self.queue.on_event(
-                EVENT_ASSIGNED_POD_DELETE,
-                pod,
-                None,
-                precheck=lambda other: (other.spec.priority or 0) <= priority,
-            )
+            self._nominated_room_freed(pod)
+
+    def _nominated_room_freed(self, pod: Pod) -> None:
+        """POD held room on its nominated node: lower or equal priority pods may fit
+        there now."""
+        priority = pod.spec.priority or 0
+        self.queue.on_event(
+            EVENT_ASSIGNED_POD_DELETE,
+            pod,
+            None,
+            precheck=lambda other: (other.spec.priority or 0) <= priority,
+        )
 
     # --- the scheduling cycle ------------------------------------------------------
 
