@@ -268,6 +268,13 @@ class Pod(_Api):
         return f"{self.metadata.namespace}/{self.metadata.name}"
 
 
+def same_pod(a: Pod, b: Pod) -> bool:
+    """pod.UID == other.UID; pods without a UID (simulations) compare by namespace/name."""
+    if a.metadata.uid and b.metadata.uid:
+        return a.metadata.uid == b.metadata.uid
+    return a.key == b.key
+
+
 # --- nodes -----------------------------------------------------------------------
 
 

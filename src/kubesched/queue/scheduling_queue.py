@@ -20,7 +20,7 @@ import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from kubesched.api.objects import Pod
+from kubesched.api.objects import Pod, same_pod
 from kubesched.framework.clock import Clock
 from kubesched.framework.interfaces import ClusterEventWithHint
 from kubesched.framework.status import Status
@@ -59,12 +59,6 @@ class QueueProfile:
 
 def _key(qpi: QueuedPodInfo) -> str:
     return qpi.pod_info.key
-
-
-def _same_pod(a: Pod, b: Pod) -> bool:
-    if a.metadata.uid and b.metadata.uid:
-        return a.metadata.uid == b.metadata.uid
-    return a.key == b.key
 
 
 # backoffQOrderingWindowDuration: backoff expiries are ordered per one-second window.
@@ -416,7 +410,7 @@ class SchedulingQueue:
         if event.resource == Resource.WILDCARD:
             if new is not None:
                 target = new.pod if isinstance(new, PodInfo) else new
-                if not isinstance(target, Pod) or not _same_pod(target, qpi.pod):
+                if not isinstance(target, Pod) or not same_pod(target, qpi.pod):
                     return QUEUE_SKIP  # a wildcard event meant for another pod
             return QUEUE_AFTER_BACKOFF
         profile = self._profile(qpi.pod)

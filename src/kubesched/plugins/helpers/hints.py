@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from kubesched.api.objects import Node, Pod
+from kubesched.api.objects import same_pod as same_pod  # shared with the queue
 from kubesched.framework.types import PodInfo
 
 
@@ -17,10 +18,3 @@ def as_pod(obj: object) -> Pod | None:
 
 def as_node(obj: object) -> Node | None:
     return obj if isinstance(obj, Node) else None
-
-
-def same_pod(a: Pod, b: Pod) -> bool:
-    """pod.UID == other.UID; pods without a UID (simulations) compare by namespace/name."""
-    if a.metadata.uid and b.metadata.uid:
-        return a.metadata.uid == b.metadata.uid
-    return a.key == b.key
