@@ -470,7 +470,7 @@ class Scheduler:
             fw.run_unreserve(state, pod, node)
             self.cache.forget_pod(pod.key)
             self._status_failure(fw, qpi, cycle, status)
-            self._observe("error" if status.code == Code.ERROR else "unschedulable", fw, started)
+            self._observe_failure(fw, status, started)
             return
         point_started = time.perf_counter()
         status, waits = fw.run_permit(state, pod, node)
@@ -479,7 +479,7 @@ class Scheduler:
             fw.run_unreserve(state, pod, node)
             self.cache.forget_pod(pod.key)
             self._status_failure(fw, qpi, cycle, status)
-            self._observe("error" if status.code == Code.ERROR else "unschedulable", fw, started)
+            self._observe_failure(fw, status, started)
             return
         if waits:
             self.waiting_pods.add(pod.key, node, waits)
@@ -494,6 +494,9 @@ class Scheduler:
     def _observe(self, result: str, fw: Framework, started: float) -> None:
         if self.observer is not None:
             self.observer.observe_attempt(result, fw.profile_name, time.perf_counter() - started)
+
+    def _observe_failure(self, fw: Framework, status: Status, started: float) -> None:
+        self._observe("error" if status.code == Code.ERROR else "unschedulable", fw, started)
 
     def _observe_plugin(self, point: str, plugin: str, status: Status, seconds: float) -> None:
         if self.observer is not None and self._sample_plugins:
@@ -543,9 +546,7 @@ class Scheduler:
             self.waiting_pods.remove(pod.key)
             if not status.is_success():
                 self._binding_failed(fw, state, qpi, node, cycle, status)
-                self._observe(
-                    "error" if status.code == Code.ERROR else "unschedulable", fw, started
-                )
+                self._observe_failure(fw, status, started)
                 return
         # Past Permit: events from now on need not be kept for this pod (Done upstream).
         self.queue.scheduling_done(pod.key)
@@ -558,7 +559,7 @@ class Scheduler:
             self._observe_point(fw, "Bind", point_started, status)
         if not status.is_success():
             self._binding_failed(fw, state, qpi, node, cycle, status)
-            self._observe("error" if status.code == Code.ERROR else "unschedulable", fw, started)
+            self._observe_failure(fw, status, started)
             return
         self.cache.finish_binding(pod.key)
         self.queue.done(pod.key)
