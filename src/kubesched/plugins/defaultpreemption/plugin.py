@@ -318,8 +318,7 @@ class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin, EnqueueExtensions):
         # dry run; an entry counts only for that very PodInfo (and table width).
         self._amounts: dict[str, tuple[PodInfo, list[int]]] = {}
         # Preemptors whose victims are being evicted (Executor.preempting upstream),
-        # and the last victim each one is deleting: (node, victim key).
-        self._preempting: set[str] = set()
+        # each with the last victim it deletes: (node, victim key).
         self._last_victim: dict[str, tuple[str, str]] = {}
 
     # --- PreEnqueue ----------------------------------------------------------------
@@ -333,11 +332,9 @@ class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin, EnqueueExtensions):
         """IsPodRunningPreemption: while the last victim is being deleted, the
         preemption counts as done once the scheduler no longer sees that victim (or
         sees it terminating), even if the deletion call has not returned yet."""
-        if preemptor not in self._preempting:
-            return False
         last = self._last_victim.get(preemptor)
         if last is None:
-            return True
+            return False
         node, victim = last
         table = self.handle.nodes
         row = table.row_of(node)
@@ -848,7 +845,6 @@ class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin, EnqueueExtensions):
         victims = [v for v in candidate.victims if v.pod.metadata.deletion_timestamp is None]
         if not victims:
             return
-        self._preempting.add(preemptor.key)
         # Upstream registers the last victim once the others are deleted; known from
         # the start, the check is the same while they are (the last one is still
         # there) and right when another preemptor already deleted it.
@@ -870,12 +866,10 @@ class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin, EnqueueExtensions):
                 await self.preempt_pod(node, preemptor, victim)
         except Exception:
             log.exception("preemption for pod %s on node %s failed", preemptor.key, node)
-            self._preempting.discard(preemptor.key)
             self._last_victim.pop(preemptor.key, None)
             # Do not leave the preemptor waiting for deletions that will not come.
             handle.activate([preemptor.key])
             return
-        self._preempting.discard(preemptor.key)
         self._last_victim.pop(preemptor.key, None)
 
     async def preempt_pod(self, node: str, preemptor: PodInfo, victim: PodInfo) -> None:
