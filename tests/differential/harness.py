@@ -629,7 +629,6 @@ class Harness:
         deadline = time.monotonic() + 10.0
         while True:
             final = self._placements(ns, logical)
-            run.conditions = self._conditions(ns, logical)
             events: dict[str, list[str]] = {}
             times: dict[str, list[float]] = {}
             for event in self.api.list_events(ns):
@@ -651,6 +650,7 @@ class Harness:
                 if s.outcome in ("unschedulable", "error") and s.pod not in events
             ]
             if not waiting or time.monotonic() > deadline:
+                run.conditions = self._conditions(ns, logical)
                 return dict(sorted(events.items())), times, final
             time.sleep(0.2)
 
