@@ -9,7 +9,6 @@ comparison answers for every candidate node.
 
 from __future__ import annotations
 
-from kubesched.cache.node_table import NodeTable, Rows
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.interfaces import (
     ClusterEventWithHint,
@@ -17,6 +16,7 @@ from kubesched.framework.interfaces import (
     FilterPlugin,
     NodeVerdicts,
 )
+from kubesched.framework.node_table import NodeTable, Rows
 from kubesched.framework.status import Code
 from kubesched.framework.types import ActionType, ClusterEvent, PodInfo, Resource
 

@@ -10,9 +10,9 @@ hour). Written in the simple per-node form; NormalizeScore turns the costs into
 
 from __future__ import annotations
 
-from kubesched.cache.node_table import IntArray
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.interfaces import MAX_NODE_SCORE, NodeScorePlugin
+from kubesched.framework.node_table import IntArray
 from kubesched.framework.nodeinfo import NodeInfo
 from kubesched.framework.types import PodInfo
 

@@ -12,10 +12,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from kubesched.api.objects import Namespace, Node, Pod, PodDisruptionBudget
-from kubesched.cache.storage import StorageState
 from kubesched.cluster.memory import InMemoryCluster, RecordedEvent, pod_key
 from kubesched.framework.clock import SimClock
 from kubesched.framework.profile import ProfileConfig
+from kubesched.framework.storage import StorageState
 from kubesched.scheduler import Scheduler
 from kubesched.scheduler.scheduler import Outcome
 

@@ -885,7 +885,7 @@ def _storage(scenario: Mapping[str, Any], namespace: str | None) -> Any:
     import msgspec
 
     from kubesched.api.objects import PersistentVolume, PersistentVolumeClaim
-    from kubesched.cache.storage import StorageState
+    from kubesched.framework.storage import StorageState
 
     storage = StorageState()
     for obj in namespace_objects(scenario, namespace) if namespace else []:

@@ -9,16 +9,9 @@ import msgspec
 import numpy as np
 import pytest
 
+from kubesched.api.labels import EVERYTHING, NOTHING, SelectorError, label_selector_as_selector
 from kubesched.api.objects import LabelSelector, PodAffinityTerm
-from kubesched.cache.pod_index import (
-    EVERYTHING,
-    NOTHING,
-    AffinityTerm,
-    SelectorError,
-    affinity_term,
-    label_selector_as_selector,
-    sparse_counts,
-)
+from kubesched.framework.pod_index import AffinityTerm, affinity_term, sparse_counts
 from kubesched.framework.types import PodInfo
 from kubesched.testing import make_node, make_pod, make_table
 

@@ -11,9 +11,9 @@ from kubesched.api.volumes import (
     find_matching_volume_any_node,
     zones_of,
 )
-from kubesched.cache.storage import StorageState
 from kubesched.cluster.manifests import ClusterState, load_paths, pending_pods, running_pods
 from kubesched.framework.profile import PluginRef, ProfileConfig
+from kubesched.framework.storage import StorageState
 from kubesched.framework.types import PodInfo
 from kubesched.simulator import simulate
 from kubesched.testing import claim_volume, make_node, make_pod, make_pv, make_pvc, make_table

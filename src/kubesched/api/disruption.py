@@ -15,6 +15,7 @@ import math
 import re
 from collections.abc import Iterable, Mapping
 
+from kubesched.api.labels import selects
 from kubesched.api.objects import (
     LabelSelector,
     Pod,
@@ -22,59 +23,21 @@ from kubesched.api.objects import (
     PodDisruptionBudgetStatus,
 )
 
-_OPERATORS_WITH_VALUES = ("In", "NotIn")
-_OPERATORS_WITHOUT_VALUES = ("Exists", "DoesNotExist")
 _PERCENT = re.compile(r"(-?[0-9]+)%")
-
-
-def selector_is_valid(selector: LabelSelector) -> bool:
-    """Whether LabelSelectorAsSelector accepts the selector's requirements (operator
-    and number of values; label syntax is left to the apiserver's validation)."""
-    for req in selector.match_expressions:
-        if req.operator in _OPERATORS_WITH_VALUES:
-            if not req.values:
-                return False
-        elif req.operator in _OPERATORS_WITHOUT_VALUES:
-            if req.values:
-                return False
-        else:
-            return False
-    return True
-
-
-def _matches(selector: LabelSelector, labels: Mapping[str, str]) -> bool:
-    for key, value in selector.match_labels.items():
-        if labels.get(key) != value:
-            return False
-    for req in selector.match_expressions:
-        present = req.key in labels
-        if req.operator == "In":
-            ok = present and labels[req.key] in req.values
-        elif req.operator == "NotIn":
-            ok = not present or labels[req.key] not in req.values
-        elif req.operator == "Exists":
-            ok = present
-        else:  # DoesNotExist
-            ok = not present
-        if not ok:
-            return False
-    return True
 
 
 def selector_matches(selector: LabelSelector | None, labels: Mapping[str, str]) -> bool:
     """Whether a budget's selector covers a pod with `labels`, as the scheduler reads
-    it: nil, empty or invalid selectors match nothing."""
+    it (filterPodsWithPDBViolation): nil, empty or invalid selectors match nothing."""
     if selector is None or not (selector.match_labels or selector.match_expressions):
         return False
-    return selector_is_valid(selector) and _matches(selector, labels)
+    return selects(selector, labels)
 
 
 def controller_selects(selector: LabelSelector | None, labels: Mapping[str, str]) -> bool:
     """The disruption controller's reading (a pod lister with the selector): nil and
     invalid select nothing, an empty selector selects every pod of the namespace."""
-    if selector is None or not selector_is_valid(selector):
-        return False
-    return _matches(selector, labels)
+    return selects(selector, labels)
 
 
 def scaled_value(value: int | str, total: int, round_up: bool) -> int | None:

@@ -15,6 +15,9 @@ from fractions import Fraction
 
 import msgspec
 
+from kubesched.api.labels import (
+    label_selector_as_selector,
+)
 from kubesched.api.objects import (
     LabelSelector,
     ObjectReference,
@@ -182,52 +185,10 @@ def access_modes_match(claim: PersistentVolumeClaim, volume: PersistentVolume) -
     return all(mode in offered for mode in claim.spec.access_modes)
 
 
-class SelectorError(ValueError):
-    pass
-
-
-def selector_requirements(selector: LabelSelector) -> list[tuple[str, str, tuple[str, ...]]]:
-    """metav1.LabelSelectorAsSelector: (key, operator, values) requirements, validated.
-
-    Raises SelectorError for what the apiserver's selector parsing rejects."""
-    from kubesched.plugins.helpers.selectors import label_key_errors, label_value_errors
-
-    requirements: list[tuple[str, str, tuple[str, ...]]] = []
-    items: list[tuple[str, str, tuple[str, ...]]] = [
-        (k, "In", (v,)) for k, v in sorted(selector.match_labels.items())
-    ]
-    for expr in selector.match_expressions:
-        items.append((expr.key, expr.operator, tuple(expr.values)))
-    for key, operator, values in items:
-        if operator not in ("In", "NotIn", "Exists", "DoesNotExist"):
-            raise SelectorError(f"{go_quote(operator)} is not a valid label selector operator")
-        if operator in ("In", "NotIn") and not values:
-            raise SelectorError("for 'in', 'notin' operators, values set can't be empty")
-        if operator in ("Exists", "DoesNotExist") and values:
-            raise SelectorError("values set must be empty for exists and does not exist")
-        errors = label_key_errors(key)
-        for value in values:
-            errors.extend(label_value_errors(value))
-        if errors:
-            raise SelectorError("; ".join(errors))
-        requirements.append((key, operator, values))
-    return requirements
-
-
 def selector_matches(selector: LabelSelector, labels: Mapping[str, str]) -> bool:
     """Whether `labels` match the selector (an empty selector matches everything);
     raises SelectorError when the selector does not parse."""
-    for key, operator, values in selector_requirements(selector):
-        value = labels.get(key)
-        if operator == "In" and (value is None or value not in values):
-            return False
-        if operator == "NotIn" and value is not None and value in values:
-            return False
-        if operator == "Exists" and value is None:
-            return False
-        if operator == "DoesNotExist" and value is not None:
-            return False
-    return True
+    return label_selector_as_selector(selector).matches(labels)
 
 
 def volume_can_serve(

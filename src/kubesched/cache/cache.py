@@ -8,7 +8,7 @@ forgets it. Assigned pods seen from the cluster are added here too.
 from __future__ import annotations
 
 from kubesched.api.objects import Node
-from kubesched.cache.node_table import NodeTable
+from kubesched.framework.node_table import NodeTable
 from kubesched.framework.types import PodInfo
 
 

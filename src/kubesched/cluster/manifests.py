@@ -61,9 +61,10 @@ import msgspec
 import yaml
 
 from kubesched.api.disruption import compute_status
+from kubesched.api.labels import selects
+from kubesched.api.node_affinity import required_node_affinity
 from kubesched.api.objects import (
     Affinity,
-    LabelSelector,
     Namespace,
     Node,
     NodeAffinity,
@@ -79,11 +80,11 @@ from kubesched.api.objects import (
     PriorityClass,
     ResourceList,
     ResourceRequirements,
-    Taint,
     Toleration,
     Volume,
 )
 from kubesched.api.quantity import QuantityError, parse_quantity
+from kubesched.api.taints import do_not_schedule_taints, find_matching_untolerated_taint
 from kubesched.api.workloads import (
     DaemonSet,
     Deployment,
@@ -93,7 +94,6 @@ from kubesched.api.workloads import (
     StatefulSet,
     Workload,
 )
-from kubesched.cache.storage import StorageState
 from kubesched.cluster.volume_manifests import (
     CLUSTER_SCOPED_STORAGE,
     STORAGE_GROUPS,
@@ -102,6 +102,7 @@ from kubesched.cluster.volume_manifests import (
     StorageObjects,
     build_storage,
 )
+from kubesched.framework.storage import StorageState
 
 try:
     from yaml import CSafeLoader as _SafeLoader
@@ -628,88 +629,6 @@ def _check_pod_spec(spec: PodSpec, path: str) -> tuple[str, str] | None:
 
 
 # --- selectors, node affinity and taints (as the DaemonSet controller checks them) ---
-
-
-def _label_selector_matches(selector: LabelSelector, labels: Mapping[str, str]) -> bool:
-    for key, value in selector.match_labels.items():
-        if labels.get(key) != value:
-            return False
-    for req in selector.match_expressions:
-        present = req.key in labels
-        if req.operator == "In":
-            ok = present and labels[req.key] in req.values
-        elif req.operator == "NotIn":
-            ok = not present or labels[req.key] not in req.values
-        elif req.operator == "Exists":
-            ok = present
-        elif req.operator == "DoesNotExist":
-            ok = not present
-        else:
-            return False
-        if not ok:
-            return False
-    return True
-
-
-def _node_requirement_matches(req: NodeSelectorRequirement, value: str | None) -> bool:
-    op = req.operator
-    if op == "In":
-        return value is not None and value in req.values
-    if op == "NotIn":
-        return value is None or value not in req.values
-    if op == "Exists":
-        return value is not None
-    if op == "DoesNotExist":
-        return value is None
-    if op in ("Gt", "Lt") and value is not None and len(req.values) == 1:
-        try:
-            have, bound = int(value), int(req.values[0])
-        except ValueError:
-            return False
-        return have > bound if op == "Gt" else have < bound
-    return False
-
-
-def _node_term_matches(term: NodeSelectorTerm, node: Node) -> bool:
-    if not term.match_expressions and not term.match_fields:
-        return False  # an empty term matches no node
-    labels = node.metadata.labels
-    for req in term.match_expressions:
-        if not _node_requirement_matches(req, labels.get(req.key)):
-            return False
-    for req in term.match_fields:
-        if req.key != "metadata.name" or req.operator not in ("In", "NotIn"):
-            return False
-        if not _node_requirement_matches(req, node.metadata.name):
-            return False
-    return True
-
-
-def _required_affinity_matches(spec: PodSpec, node: Node) -> bool:
-    """nodeaffinity.GetRequiredNodeAffinity(pod).Match(node)."""
-    labels = node.metadata.labels
-    for key, value in spec.node_selector.items():
-        if labels.get(key) != value:
-            return False
-    affinity = spec.affinity
-    if affinity is None or affinity.node_affinity is None:
-        return True
-    required = affinity.node_affinity.required_during_scheduling_ignored_during_execution
-    if required is None:
-        return True
-    return any(_node_term_matches(term, node) for term in required.node_selector_terms)
-
-
-def _tolerates(toleration: Toleration, taint: Taint) -> bool:
-    if toleration.effect and toleration.effect != taint.effect:
-        return False
-    if toleration.key and toleration.key != taint.key:
-        return False
-    if toleration.operator == "Exists":
-        return True
-    if toleration.operator in ("", "Equal"):
-        return toleration.value == taint.value
-    return False
 
 
 def _daemon_tolerations(spec: PodSpec) -> list[Toleration]:
@@ -1244,7 +1163,7 @@ class _Loader:
         if (
             selector is not None
             and not isinstance(workload, Job)
-            and not _label_selector_matches(selector, spec.template.metadata.labels)
+            and not selects(selector, spec.template.metadata.labels)
         ):
             return (
                 "spec.template.metadata.labels",
@@ -1718,11 +1637,9 @@ def _daemon_should_run(spec: PodSpec, tolerations: list[Toleration], node: Node)
     (nodeSelector included) and NoSchedule/NoExecute taints tolerated."""
     if spec.node_name and spec.node_name != node.metadata.name:
         return False
-    if not _required_affinity_matches(spec, node):
+    if not required_node_affinity(Pod(spec=spec)).matches(node):
         return False
-    for taint in node.spec.taints:
-        if taint.effect not in ("NoSchedule", "NoExecute"):
-            continue
-        if not any(_tolerates(t, taint) for t in tolerations):
-            return False
-    return True
+    untolerated = find_matching_untolerated_taint(
+        node.spec.taints, tolerations, do_not_schedule_taints
+    )
+    return untolerated is None

@@ -13,7 +13,7 @@ from typing import Protocol
 import msgspec
 
 from kubesched.api.objects import Node, Pod, PodCondition, PriorityClass
-from kubesched.cluster.client import BindConflict
+from kubesched.framework.client import BindConflict
 
 
 class Watcher(Protocol):

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import msgspec
 
+from kubesched.api.labels import SelectorError
 from kubesched.api.objects import (
     CSIPersistentVolumeSource,
     Node,
@@ -48,14 +49,13 @@ from kubesched.api.volumes import (
     VOLUME_BOUND,
     VOLUME_RELEASED,
     WAIT_FOR_FIRST_CONSUMER,
-    SelectorError,
     bind_volume_to_claim,
     claim_class,
     claim_reference,
     find_matching_volume_any_node,
     is_volume_bound_to_claim,
 )
-from kubesched.cache.storage import StorageState
+from kubesched.framework.storage import StorageState
 
 
 def sync_volume_phases(state: StorageState) -> None:

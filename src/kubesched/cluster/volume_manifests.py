@@ -49,8 +49,8 @@ from kubesched.api.volumes import (
     ephemeral_claim_name,
 )
 from kubesched.api.workloads import PersistentVolumeClaimTemplate
-from kubesched.cache.storage import StorageState
 from kubesched.cluster.volume_controller import sync_claims, sync_volume_phases
+from kubesched.framework.storage import StorageState
 
 StorageObject = (
     PersistentVolume

@@ -15,13 +15,13 @@ from kubesched.api.objects import (
     PodDisruptionBudget,
     PriorityClass,
 )
-from kubesched.cache.node_table import NodeTable
-from kubesched.cache.storage import StorageState
 from kubesched.framework.clock import Clock, SimClock
+from kubesched.framework.node_table import NodeTable
+from kubesched.framework.storage import StorageState
 from kubesched.framework.types import PodInfo
 
 if TYPE_CHECKING:
-    from kubesched.cluster.client import ClusterClient
+    from kubesched.framework.client import ClusterClient
     from kubesched.framework.waiting import WaitingPods
 
 

@@ -15,14 +15,14 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 import numpy as np
 import numpy.typing as npt
 
-from kubesched.cache.node_table import BoolArray, IntArray, NodeTable, Rows
 from kubesched.framework.cycle_state import CycleState
+from kubesched.framework.node_table import BoolArray, IntArray, NodeTable, Rows
+from kubesched.framework.nodeinfo import NodeInfo
 from kubesched.framework.status import Code, Status
 from kubesched.framework.types import ClusterEvent, PodInfo, QueuedPodInfo
 
 if TYPE_CHECKING:
     from kubesched.framework.handle import Handle
-    from kubesched.framework.nodeinfo import NodeInfo
 
 MAX_NODE_SCORE = 100
 MIN_NODE_SCORE = 0
@@ -197,8 +197,6 @@ class NodeFilterPlugin(FilterPlugin):
         raise NotImplementedError
 
     def filter(self, state: CycleState, pod: PodInfo, nodes: NodeTable, rows: Rows) -> NodeVerdicts:
-        from kubesched.framework.nodeinfo import NodeInfo
-
         verdicts = NodeVerdicts.passing(len(rows))
         by_reason: dict[tuple[str, int], BoolArray] = {}
         for i, row in enumerate(rows):
@@ -265,8 +263,6 @@ class NodeScorePlugin(ScorePlugin):
         raise NotImplementedError
 
     def score(self, state: CycleState, pod: PodInfo, nodes: NodeTable, rows: Rows) -> IntArray:
-        from kubesched.framework.nodeinfo import NodeInfo
-
         return np.fromiter(
             (self.score_node(state, pod, NodeInfo(nodes, int(row))) for row in rows),
             dtype=np.int64,

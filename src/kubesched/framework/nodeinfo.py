@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from kubesched.api.objects import Node
-from kubesched.cache.node_table import NodeTable
+from kubesched.framework.node_table import NodeTable
 from kubesched.framework.types import PodInfo
 
 

@@ -16,10 +16,10 @@ from typing import Any, TypeVar
 import numpy as np
 import numpy.typing as npt
 
-from kubesched.cache.node_table import IntArray, NodeTable, Rows
 from kubesched.framework import interfaces as ifc
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.handle import Handle
+from kubesched.framework.node_table import IntArray, NodeTable, Rows
 from kubesched.framework.profile import ProfileConfig, resolve
 from kubesched.framework.registry import lookup
 from kubesched.framework.status import Code, Status

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 
 from kubesched.api.objects import Pod
-from kubesched.cluster.client import BindConflict
+from kubesched.framework.client import BindConflict
 from kubesched.kube.client import ApiError, KubeClient
 from kubesched.kube.writer import EventWriter, StatusWriter, rfc3339
 

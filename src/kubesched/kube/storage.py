@@ -28,7 +28,7 @@ from kubesched.api.objects import (
     StorageClass,
 )
 from kubesched.api.volumes import ANN_BOUND_BY_CONTROLLER, ANN_SELECTED_NODE
-from kubesched.cache.storage import StorageState
+from kubesched.framework.storage import StorageState
 from kubesched.kube.client import KubeClient
 from kubesched.kube.informer import Handlers, Informer
 

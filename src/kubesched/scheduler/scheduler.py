@@ -19,11 +19,12 @@ import numpy as np
 
 from kubesched.api.objects import Node, ObjectMeta, Pod
 from kubesched.cache.cache import Cache
-from kubesched.cache.node_table import Rows
-from kubesched.cluster.client import BindConflict, ClusterClient
+from kubesched.framework.client import BindConflict, ClusterClient
 from kubesched.framework.clock import Clock, SimClock
 from kubesched.framework.cycle_state import CycleState
+from kubesched.framework.fit_error import NO_NODES_AT_ALL, fit_error_message
 from kubesched.framework.handle import Handle
+from kubesched.framework.node_table import Rows
 from kubesched.framework.profile import ProfileConfig
 from kubesched.framework.runtime import Diagnosis, Framework, PluginError
 from kubesched.framework.status import Code, Status
@@ -42,7 +43,6 @@ from kubesched.logs import V, kv
 from kubesched.queue.nominator import Nominator
 from kubesched.queue.pod_events import pod_scheduling_properties_change
 from kubesched.queue.scheduling_queue import QueueProfile, SchedulingQueue
-from kubesched.scheduler.fit_error import NO_NODES_AT_ALL, fit_error_message
 from kubesched.scheduler.node_events import node_update_events
 
 log = logging.getLogger("kubesched.scheduler")

@@ -46,8 +46,8 @@ import numpy.typing as npt
 
 from kubesched.api.disruption import selector_matches
 from kubesched.api.objects import Pod, PodDisruptionBudget
-from kubesched.cache.node_table import PODS, NodeTable, Rows
 from kubesched.framework.cycle_state import CycleState
+from kubesched.framework.fit_error import fit_error_message
 from kubesched.framework.interfaces import (
     ClusterEventWithHint,
     EnqueueExtensions,
@@ -58,6 +58,7 @@ from kubesched.framework.interfaces import (
     PreEnqueuePlugin,
     PreFilterExtensions,
 )
+from kubesched.framework.node_table import PODS, NodeTable, Rows
 from kubesched.framework.runtime import Diagnosis, Framework
 from kubesched.framework.status import Code, Status
 from kubesched.framework.types import ActionType, ClusterEvent, PodInfo, Resource
@@ -68,7 +69,6 @@ from kubesched.plugins.nodeunschedulable.plugin import NodeUnschedulable
 from kubesched.plugins.nodevolumelimits.plugin import NodeVolumeLimits
 from kubesched.plugins.tainttoleration.plugin import TaintToleration
 from kubesched.plugins.volumezone.plugin import VolumeZone
-from kubesched.scheduler.fit_error import fit_error_message
 
 if TYPE_CHECKING:
     from kubesched.framework.handle import Handle

@@ -15,7 +15,6 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from kubesched.api.objects import Pod, PodCondition, PodDisruptionBudget
-from kubesched.cache.node_table import NodeTable
 from kubesched.cluster.memory import InMemoryCluster
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.handle import Handle
@@ -26,6 +25,7 @@ from kubesched.framework.interfaces import (
     PreFilterPlugin,
     PreFilterResult,
 )
+from kubesched.framework.node_table import NodeTable
 from kubesched.framework.profile import PluginRef, PluginSet, ProfileConfig
 from kubesched.framework.registry import register
 from kubesched.framework.runtime import Diagnosis, Framework

@@ -17,7 +17,8 @@ from kubesched.api.objects import (
     Taint,
     Toleration,
 )
-from kubesched.cache.node_table import NodeTable, Rows
+from kubesched.api.taints import do_not_schedule_taints
+from kubesched.framework.node_table import NodeTable, Rows
 from kubesched.plugins.helpers import (
     default_normalize_score,
     find_matching_untolerated_taint,
@@ -32,7 +33,7 @@ from kubesched.plugins.helpers import (
     tolerates,
     tolerations_tolerate_taint,
 )
-from kubesched.plugins.helpers.taints import do_not_schedule_taints
+from kubesched.plugins.helpers.selectors import preferred_score_rows, required_affinity_rows
 from kubesched.testing import make_node, make_pod, make_table
 
 # --- builders ------------------------------------------------------------------------
@@ -212,7 +213,7 @@ def test_required_node_affinity_needs_selector_and_terms(table: NodeTable) -> No
         },
     )
     required = required_node_affinity(pod)
-    mask = required.match_rows(table, rows_of(table))
+    mask = required_affinity_rows(required, table, rows_of(table))
     assert [n for n, m in zip(LABELS, mask, strict=True) if m] == ["n6"]
     assert required.matches(table.node(table.row_of("n6") or 0))
     assert not required.matches(table.node(table.row_of("n0") or 0))
@@ -223,8 +224,8 @@ def test_required_node_affinity_without_terms_matches_nothing(table: NodeTable) 
         "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {}}}
     }
     required = required_node_affinity(make_pod("p", spec=spec))
-    assert not required.match_rows(table, rows_of(table)).any()
-    assert required_node_affinity(Pod()).match_rows(table, rows_of(table)).all()
+    assert not required_affinity_rows(required, table, rows_of(table)).any()
+    assert required_affinity_rows(required_node_affinity(Pod()), table, rows_of(table)).all()
 
 
 def test_preferred_terms_skip_weight_zero_and_raise_on_errors(table: NodeTable) -> None:
@@ -240,7 +241,7 @@ def test_preferred_terms_skip_weight_zero_and_raise_on_errors(table: NodeTable) 
         ]
     )
     assert len(terms.terms) == 2
-    assert terms.score_rows(table, rows_of(table)).tolist() == [7, 2, 2, 0, 2, 2, 7]
+    assert preferred_score_rows(terms, table, rows_of(table)).tolist() == [7, 2, 2, 0, 2, 2, 7]
     with pytest.raises(ValueError):
         parse_preferred_terms([pref(1, term(("zone", "Bogus", ["a"])))])
 

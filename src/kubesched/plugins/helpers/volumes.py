@@ -17,6 +17,18 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
+from kubesched.api import labels
+from kubesched.api.node_affinity import (
+    DOES_NOT_EXIST,
+    EXISTS,
+    IN,
+    NOT_IN,
+    LabelRequirement,
+    ParsedTerm,
+    is_empty_term,
+    node_matches_term,
+    parse_term,
+)
 from kubesched.api.objects import (
     LabelSelector,
     Node,
@@ -25,16 +37,8 @@ from kubesched.api.objects import (
     PersistentVolume,
     TopologySelectorTerm,
 )
-from kubesched.api.volumes import SelectorError, selector_requirements
-from kubesched.cache.node_table import BoolArray, NodeTable, Rows
-from kubesched.plugins.helpers.selectors import (
-    LabelRequirement,
-    ParsedTerm,
-    is_empty_term,
-    match_label_requirement,
-    node_matches_term,
-    parse_term,
-)
+from kubesched.framework.node_table import BoolArray, NodeTable, Rows
+from kubesched.plugins.helpers.selectors import match_label_requirement
 
 _CACHE_SIZE = 4096
 # id(required NodeSelector) -> (the selector, its parsed terms): PVs are never mutated.
@@ -137,14 +141,25 @@ def match_topology_terms(
     return match_terms_on_labels(table, rows, parsed)
 
 
+# labels.Selector's operator spelling -> the NodeSelectorRequirement operator matched column-wise.
+_NODE_OPERATOR = {
+    labels.EQUALS: IN,
+    labels.IN: IN,
+    labels.NOT_IN: NOT_IN,
+    labels.EXISTS: EXISTS,
+    labels.DOES_NOT_EXIST: DOES_NOT_EXIST,
+}
+
+
 def match_label_selector(table: NodeTable, rows: Rows, selector: LabelSelector) -> BoolArray:
     """metav1.LabelSelectorAsSelector(selector).Matches(node labels) for every row;
     a selector that does not parse matches no node."""
     try:
-        requirements = selector_requirements(selector)
-    except SelectorError:
+        parsed = labels.label_selector_as_selector(selector)
+    except labels.SelectorError:
         return np.zeros(len(rows), dtype=np.bool_)
     mask = np.ones(len(rows), dtype=np.bool_)
-    for key, operator, values in requirements:
-        mask &= match_label_requirement(table, rows, LabelRequirement(key, operator, values))
+    for req in parsed.requirements:
+        as_node = LabelRequirement(req.key, _NODE_OPERATOR[req.operator], tuple(sorted(req.values)))
+        mask &= match_label_requirement(table, rows, as_node)
     return mask

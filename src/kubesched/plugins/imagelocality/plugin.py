@@ -16,9 +16,9 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from kubesched.cache.node_table import IntArray, NodeTable, Rows, normalized_image_name
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.interfaces import MAX_NODE_SCORE, ScorePlugin
+from kubesched.framework.node_table import IntArray, NodeTable, Rows, normalized_image_name
 from kubesched.framework.types import PodInfo
 
 if TYPE_CHECKING:

@@ -22,14 +22,6 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from kubesched.api.objects import Pod
-from kubesched.cache.node_table import IntArray, NodeTable, Rows
-from kubesched.cache.pod_index import (
-    AffinityTerm,
-    PodAffinityTerms,
-    WeightedAffinityTerm,
-    pod_affinity_terms,
-    sparse_counts,
-)
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.interfaces import (
     MAX_NODE_SCORE,
@@ -42,6 +34,14 @@ from kubesched.framework.interfaces import (
     PreFilterResult,
     PreScorePlugin,
     ScorePlugin,
+)
+from kubesched.framework.node_table import IntArray, NodeTable, Rows
+from kubesched.framework.pod_index import (
+    AffinityTerm,
+    PodAffinityTerms,
+    WeightedAffinityTerm,
+    pod_affinity_terms,
+    sparse_counts,
 )
 from kubesched.framework.status import Code, Status
 from kubesched.framework.types import ActionType, ClusterEvent, PodInfo, Resource

@@ -9,9 +9,9 @@ import msgspec
 import numpy as np
 
 from kubesched.api.objects import Namespace, Pod
-from kubesched.cache.node_table import NodeTable
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.handle import Handle
+from kubesched.framework.node_table import NodeTable
 from kubesched.framework.status import Code
 from kubesched.framework.types import ActionType, PodInfo, Resource
 from kubesched.plugins.interpodaffinity import InterPodAffinity

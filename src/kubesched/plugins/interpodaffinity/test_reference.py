@@ -16,10 +16,10 @@ import numpy as np
 import pytest
 
 from kubesched.api.objects import Namespace, Pod
-from kubesched.cache.node_table import NodeTable
-from kubesched.cache.pod_index import pod_affinity_terms
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.handle import Handle
+from kubesched.framework.node_table import NodeTable
+from kubesched.framework.pod_index import pod_affinity_terms
 from kubesched.framework.status import Code
 from kubesched.framework.types import PodInfo
 from kubesched.plugins.interpodaffinity import InterPodAffinity

@@ -9,9 +9,19 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 import numpy as np
 
+from kubesched.api.node_affinity import (
+    IN,
+    OBJECT_NAME_FIELD,
+    ParsedTerm,
+    PreferredTerms,
+    RequiredNodeAffinity,
+    node_matches_terms,
+    parse_node_selector,
+    parse_preferred_terms,
+    required_node_affinity,
+)
 from kubesched.api.objects import NodeAffinity as NodeAffinitySpec
 from kubesched.api.objects import Pod
-from kubesched.cache.node_table import IntArray, NodeTable, Rows
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.interfaces import (
     MAX_NODE_SCORE,
@@ -24,21 +34,15 @@ from kubesched.framework.interfaces import (
     PreScorePlugin,
     ScorePlugin,
 )
+from kubesched.framework.node_table import IntArray, NodeTable, Rows
 from kubesched.framework.status import Code, Status
 from kubesched.framework.types import ActionType, ClusterEvent, PodInfo, Resource
 from kubesched.plugins.helpers.hints import as_node
 from kubesched.plugins.helpers.normalize import default_normalize_score
 from kubesched.plugins.helpers.selectors import (
-    IN,
-    OBJECT_NAME_FIELD,
-    ParsedTerm,
-    PreferredTerms,
-    RequiredNodeAffinity,
     match_node_selector_terms,
-    node_matches_terms,
-    parse_node_selector,
-    parse_preferred_terms,
-    required_node_affinity,
+    preferred_score_rows,
+    required_affinity_rows,
 )
 
 if TYPE_CHECKING:
@@ -159,7 +163,7 @@ class NodeAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, E
             if isinstance(found, _PreFilterState)
             else required_node_affinity(pod.pod)
         )
-        mismatch = allowed & ~required.match_rows(nodes, rows)
+        mismatch = allowed & ~required_affinity_rows(required, nodes, rows)
         verdicts.add(ERR_REASON_POD, mismatch, Code.UNSCHEDULABLE_AND_UNRESOLVABLE)
         return verdicts
 
@@ -179,13 +183,13 @@ class NodeAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, E
         """The sum of the weights of the preferred terms (added and the pod's) a node matches."""
         total = np.zeros(len(rows), dtype=np.int64)
         if self.added_preferred is not None:
-            total += self.added_preferred.score_rows(nodes, rows)
+            total += preferred_score_rows(self.added_preferred, nodes, rows)
         found = state.get(PRE_SCORE_STATE_KEY)
         preferred = (
             found.preferred if isinstance(found, _PreScoreState) else _pod_preferred_terms(pod.pod)
         )
         if preferred is not None:
-            total += preferred.score_rows(nodes, rows)
+            total += preferred_score_rows(preferred, nodes, rows)
         return total
 
     def normalize_scores(self, state: CycleState, pod: PodInfo, scores: IntArray) -> None:

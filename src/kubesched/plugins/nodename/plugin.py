@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from kubesched.cache.node_table import NodeTable, Rows
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.interfaces import (
     ClusterEventWithHint,
@@ -12,6 +11,7 @@ from kubesched.framework.interfaces import (
     FilterPlugin,
     NodeVerdicts,
 )
+from kubesched.framework.node_table import NodeTable, Rows
 from kubesched.framework.status import Code
 from kubesched.framework.types import ActionType, ClusterEvent, PodInfo, Resource
 

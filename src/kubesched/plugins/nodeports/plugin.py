@@ -8,7 +8,6 @@ from dataclasses import dataclass
 import numpy as np
 
 from kubesched.api.objects import Pod
-from kubesched.cache.node_table import NodeTable, Rows
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.interfaces import (
     ClusterEventWithHint,
@@ -18,6 +17,7 @@ from kubesched.framework.interfaces import (
     PreFilterPlugin,
     PreFilterResult,
 )
+from kubesched.framework.node_table import NodeTable, Rows
 from kubesched.framework.status import Code, Status
 from kubesched.framework.types import ActionType, ClusterEvent, HostPort, PodInfo, Resource
 from kubesched.plugins.helpers.hints import as_pod

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from kubesched.api.objects import Container, ContainerPort, ObjectMeta, Pod, PodSpec, PodStatus
-from kubesched.cache.node_table import NodeTable
 from kubesched.framework.cycle_state import CycleState
+from kubesched.framework.node_table import NodeTable
 from kubesched.framework.status import Code
 from kubesched.framework.types import ActionType, HostPort, PodInfo, Resource
 from kubesched.plugins.nodeports import NodePorts

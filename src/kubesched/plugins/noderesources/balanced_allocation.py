@@ -17,9 +17,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from kubesched.cache.node_table import IntArray, NodeTable, Rows
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.interfaces import PreScorePlugin, ScorePlugin
+from kubesched.framework.node_table import IntArray, NodeTable, Rows
 from kubesched.framework.status import Status
 from kubesched.framework.types import PodInfo
 from kubesched.plugins.noderesources.resource_allocation import (

@@ -27,7 +27,6 @@ import numpy as np
 
 from kubesched.api.objects import Node, Pod
 from kubesched.api.requests import Amounts, amounts, pod_requests
-from kubesched.cache.node_table import PODS, BoolArray, IntArray, NodeTable, Rows
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.interfaces import (
     MAX_NODE_SCORE,
@@ -40,6 +39,7 @@ from kubesched.framework.interfaces import (
     PreScorePlugin,
     ScorePlugin,
 )
+from kubesched.framework.node_table import PODS, BoolArray, IntArray, NodeTable, Rows
 from kubesched.framework.status import Code, Status
 from kubesched.framework.types import ActionType, ClusterEvent, PodInfo, Resource
 from kubesched.plugins.helpers.hints import as_node, as_pod, same_pod

@@ -13,9 +13,9 @@ import numpy as np
 import pytest
 
 from kubesched.api.objects import Node, Pod, PodStatus
-from kubesched.cache.node_table import NodeTable
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.interfaces import NodeVerdicts
+from kubesched.framework.node_table import NodeTable
 from kubesched.framework.status import Code
 from kubesched.framework.types import ActionType, PodInfo, Resource
 from kubesched.plugins.noderesources import (

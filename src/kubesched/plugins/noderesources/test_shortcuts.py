@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from kubesched.cache.cache import Cache
-from kubesched.cache.node_table import CPU, MEMORY, NodeTable
 from kubesched.framework.cycle_state import CycleState
+from kubesched.framework.node_table import CPU, MEMORY, NodeTable
 from kubesched.framework.types import PodInfo
 from kubesched.plugins.noderesources import NodeResourcesBalancedAllocation, NodeResourcesFit
 from kubesched.plugins.noderesources.resource_allocation import (

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from kubesched.api.objects import Pod, Taint
-from kubesched.cache.node_table import NodeTable, Rows
+from kubesched.api.taints import NO_SCHEDULE, TAINT_NODE_UNSCHEDULABLE, tolerations_tolerate_taint
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.interfaces import (
     ClusterEventWithHint,
@@ -11,14 +11,10 @@ from kubesched.framework.interfaces import (
     FilterPlugin,
     NodeVerdicts,
 )
+from kubesched.framework.node_table import NodeTable, Rows
 from kubesched.framework.status import Code
 from kubesched.framework.types import ActionType, ClusterEvent, PodInfo, Resource
 from kubesched.plugins.helpers.hints import as_node, as_pod, same_pod
-from kubesched.plugins.helpers.taints import (
-    NO_SCHEDULE,
-    TAINT_NODE_UNSCHEDULABLE,
-    tolerations_tolerate_taint,
-)
 
 ERR_REASON_UNSCHEDULABLE = "node(s) were unschedulable"
 ERR_REASON_UNKNOWN_CONDITION = "node(s) had unknown conditions"

@@ -6,8 +6,8 @@ from typing import Any
 
 import numpy as np
 
-from kubesched.cache.node_table import NodeTable
 from kubesched.framework.cycle_state import CycleState
+from kubesched.framework.node_table import NodeTable
 from kubesched.framework.status import Code
 from kubesched.framework.types import ActionType, PodInfo, Resource
 from kubesched.plugins.nodeunschedulable import NodeUnschedulable

@@ -23,7 +23,6 @@ from kubesched.api.volumes import (
     not_found,
     volume_is_for_pod,
 )
-from kubesched.cache.node_table import NodeTable, Rows
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.interfaces import (
     ClusterEventWithHint,
@@ -33,13 +32,14 @@ from kubesched.framework.interfaces import (
     PreFilterPlugin,
     PreFilterResult,
 )
+from kubesched.framework.node_table import NodeTable, Rows
 from kubesched.framework.status import Code, Status
 from kubesched.framework.types import ActionType, ClusterEvent, PodInfo, Resource
 from kubesched.plugins.helpers.hints import as_pod
 
 if TYPE_CHECKING:
-    from kubesched.cache.storage import StorageState
     from kubesched.framework.handle import Handle
+    from kubesched.framework.storage import StorageState
 
 NAME = "NodeVolumeLimits"
 ERR_REASON_MAX_VOLUME_COUNT_EXCEEDED = "node(s) exceed max volume count"

@@ -5,9 +5,9 @@ from __future__ import annotations
 import msgspec
 
 from kubesched.api.objects import CSINode, Pod, VolumeAttachment
-from kubesched.cache.node_table import NodeTable
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.handle import Handle
+from kubesched.framework.node_table import NodeTable
 from kubesched.framework.status import Code
 from kubesched.framework.types import PodInfo
 from kubesched.plugins.nodevolumelimits import NodeVolumeLimits

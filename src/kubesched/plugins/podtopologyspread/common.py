@@ -11,15 +11,13 @@ import msgspec
 import numpy as np
 import numpy.typing as npt
 
+from kubesched.api.labels import Selector, label_key_errors, label_selector_as_selector
+from kubesched.api.node_affinity import RequiredNodeAffinity
 from kubesched.api.objects import LabelSelector, Node, Pod, TopologySpreadConstraint
-from kubesched.cache.node_table import BoolArray, NodeTable, Rows
-from kubesched.cache.pod_index import Selector, label_selector_as_selector
-from kubesched.plugins.helpers.selectors import RequiredNodeAffinity, label_key_errors
-from kubesched.plugins.helpers.taints import (
-    do_not_schedule_taints,
-    find_matching_untolerated_taint,
-    per_taint_set,
-)
+from kubesched.api.taints import do_not_schedule_taints, find_matching_untolerated_taint
+from kubesched.framework.node_table import BoolArray, NodeTable, Rows
+from kubesched.plugins.helpers.selectors import required_affinity_rows
+from kubesched.plugins.helpers.taints import per_taint_set
 
 LABEL_HOSTNAME = "kubernetes.io/hostname"
 LABEL_TOPOLOGY_ZONE = "topology.kubernetes.io/zone"
@@ -148,7 +146,7 @@ def included_rows(
         mask = base
         if c.node_affinity_policy == HONOR:
             if affinity_ok is None:
-                affinity_ok = required.match_rows(nodes, rows)
+                affinity_ok = required_affinity_rows(required, nodes, rows)
             mask = mask & affinity_ok
         if c.node_taints_policy == HONOR:
             if taints_ok is None:

@@ -19,9 +19,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from kubesched.api.labels import SelectorError
+from kubesched.api.node_affinity import RequiredNodeAffinity, required_node_affinity
 from kubesched.api.objects import Pod
-from kubesched.cache.node_table import BoolArray, IntArray, LabelColumn, NodeTable, Rows
-from kubesched.cache.pod_index import SelectorError, sparse_counts
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.interfaces import (
     MAX_NODE_SCORE,
@@ -35,10 +35,11 @@ from kubesched.framework.interfaces import (
     PreScorePlugin,
     ScorePlugin,
 )
+from kubesched.framework.node_table import BoolArray, IntArray, LabelColumn, NodeTable, Rows
+from kubesched.framework.pod_index import sparse_counts
 from kubesched.framework.status import Code, Status
 from kubesched.framework.types import ActionType, ClusterEvent, PodInfo, Resource
 from kubesched.plugins.helpers.hints import as_node, as_pod, same_pod
-from kubesched.plugins.helpers.selectors import RequiredNodeAffinity, required_node_affinity
 from kubesched.plugins.podtopologyspread.common import (
     DO_NOT_SCHEDULE,
     HONOR,

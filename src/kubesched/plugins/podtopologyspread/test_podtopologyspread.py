@@ -16,9 +16,9 @@ import numpy as np
 import pytest
 
 from kubesched.api.objects import LabelSelector, Pod
-from kubesched.cache.node_table import NodeTable
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.handle import Handle
+from kubesched.framework.node_table import NodeTable
 from kubesched.framework.status import Code
 from kubesched.framework.types import ActionType, PodInfo, Resource
 from kubesched.plugins.podtopologyspread import PodTopologySpread

@@ -15,12 +15,12 @@ import msgspec
 import numpy as np
 import pytest
 
+from kubesched.api.node_affinity import required_node_affinity
 from kubesched.api.objects import OwnerReference, Pod
-from kubesched.cache.node_table import NodeTable
 from kubesched.framework.cycle_state import CycleState
+from kubesched.framework.node_table import NodeTable
 from kubesched.framework.status import Code
 from kubesched.framework.types import PodInfo
-from kubesched.plugins.helpers.selectors import required_node_affinity
 from kubesched.plugins.podtopologyspread import PodTopologySpread
 from kubesched.plugins.podtopologyspread.common import (
     LABEL_HOSTNAME,

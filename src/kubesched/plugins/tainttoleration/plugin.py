@@ -7,7 +7,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from kubesched.api.objects import Taint, Toleration
-from kubesched.cache.node_table import IntArray, NodeTable, Rows
+from kubesched.api.taints import (
+    PREFER_NO_SCHEDULE,
+    do_not_schedule_taints,
+    find_matching_untolerated_taint,
+    tolerations_tolerate_taint,
+)
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.interfaces import (
     MAX_NODE_SCORE,
@@ -18,17 +23,12 @@ from kubesched.framework.interfaces import (
     PreScorePlugin,
     ScorePlugin,
 )
+from kubesched.framework.node_table import IntArray, NodeTable, Rows
 from kubesched.framework.status import Code, Status
 from kubesched.framework.types import ActionType, ClusterEvent, PodInfo, Resource
 from kubesched.plugins.helpers.hints import as_node, as_pod, same_pod
 from kubesched.plugins.helpers.normalize import default_normalize_score
-from kubesched.plugins.helpers.taints import (
-    PREFER_NO_SCHEDULE,
-    do_not_schedule_taints,
-    find_matching_untolerated_taint,
-    per_taint_set,
-    tolerations_tolerate_taint,
-)
+from kubesched.plugins.helpers.taints import per_taint_set
 
 PRE_SCORE_STATE_KEY = "PreScoreTaintToleration"
 

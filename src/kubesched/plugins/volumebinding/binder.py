@@ -16,6 +16,8 @@ import msgspec
 import numpy as np
 import numpy.typing as npt
 
+from kubesched.api.labels import SelectorError, label_selector_as_selector
+from kubesched.api.node_affinity import IN
 from kubesched.api.objects import PersistentVolume, PersistentVolumeClaim, Pod
 from kubesched.api.volumes import (
     ANN_SELECTED_NODE,
@@ -24,7 +26,6 @@ from kubesched.api.volumes import (
     STORAGE,
     VOLUME_AVAILABLE,
     WAIT_FOR_FIRST_CONSUMER,
-    SelectorError,
     access_modes_match,
     claim_class,
     claim_of,
@@ -32,15 +33,13 @@ from kubesched.api.volumes import (
     is_claim_fully_bound,
     quantity,
     selector_matches,
-    selector_requirements,
     storage_request,
     volume_capacity,
     volume_class,
     volume_is_for_pod,
 )
-from kubesched.cache.node_table import BoolArray, NodeTable, Rows
-from kubesched.cache.storage import StorageState
-from kubesched.plugins.helpers.selectors import IN
+from kubesched.framework.node_table import BoolArray, NodeTable, Rows
+from kubesched.framework.storage import StorageState
 from kubesched.plugins.helpers.volumes import (
     match_label_selector,
     match_pv_node_affinity,
@@ -364,7 +363,7 @@ def _find_matching_volumes(
         selector = claim.spec.selector
         if selector is not None:
             try:
-                selector_requirements(selector)
+                label_selector_as_selector(selector)
             except SelectorError as exc:
                 raise BinderError(
                     f"error creating internal label selector for claim: {claim.key}: {exc}"

@@ -46,7 +46,6 @@ from kubesched.api.volumes import (
     quantity,
     volume_is_for_pod,
 )
-from kubesched.cache.node_table import BoolArray, IntArray, NodeTable, Rows
 from kubesched.cluster import volume_controller
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.interfaces import (
@@ -61,6 +60,7 @@ from kubesched.framework.interfaces import (
     ReservePlugin,
     ScorePlugin,
 )
+from kubesched.framework.node_table import BoolArray, IntArray, NodeTable, Rows
 from kubesched.framework.status import Code, Status
 from kubesched.framework.types import ActionType, ClusterEvent, PodInfo, Resource
 from kubesched.plugins.helpers.volumes import pv_matches_labels
@@ -80,8 +80,8 @@ from kubesched.plugins.volumebinding.binder import (
 )
 
 if TYPE_CHECKING:
-    from kubesched.cache.storage import StorageState
     from kubesched.framework.handle import Handle
+    from kubesched.framework.storage import StorageState
 
 NAME = "VolumeBinding"
 STATE_KEY = NAME

@@ -18,11 +18,11 @@ from kubesched.api.objects import (
     StorageClass,
 )
 from kubesched.api.volumes import storage_request
-from kubesched.cache.node_table import NodeTable
-from kubesched.cache.storage import StorageState
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.handle import Handle
+from kubesched.framework.node_table import NodeTable
 from kubesched.framework.status import Code
+from kubesched.framework.storage import StorageState
 from kubesched.framework.types import PodInfo
 from kubesched.plugins.volumebinding import VolumeBinding
 from kubesched.plugins.volumebinding import plugin as vb

@@ -18,7 +18,6 @@ import numpy as np
 
 from kubesched.api.objects import PersistentVolumeClaim, Pod, Volume
 from kubesched.api.volumes import READ_WRITE_ONCE_POD, not_found
-from kubesched.cache.node_table import NodeTable, Rows
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.interfaces import (
     ClusterEventWithHint,
@@ -29,6 +28,7 @@ from kubesched.framework.interfaces import (
     PreFilterPlugin,
     PreFilterResult,
 )
+from kubesched.framework.node_table import NodeTable, Rows
 from kubesched.framework.status import Code, Status
 from kubesched.framework.types import ActionType, ClusterEvent, PodInfo, Resource
 from kubesched.plugins.helpers.hints import as_pod

@@ -7,9 +7,9 @@ from typing import Any
 import pytest
 
 from kubesched.api.objects import Pod
-from kubesched.cache.node_table import NodeTable
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.handle import Handle
+from kubesched.framework.node_table import NodeTable
 from kubesched.framework.status import Code
 from kubesched.framework.types import PodInfo
 from kubesched.plugins.volumerestrictions import VolumeRestrictions

@@ -25,7 +25,6 @@ from kubesched.api.volumes import (
     not_found,
     zones_of,
 )
-from kubesched.cache.node_table import BoolArray, NodeTable, Rows
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.interfaces import (
     ClusterEventWithHint,
@@ -35,6 +34,7 @@ from kubesched.framework.interfaces import (
     PreFilterPlugin,
     PreFilterResult,
 )
+from kubesched.framework.node_table import BoolArray, NodeTable, Rows
 from kubesched.framework.status import Code, Status
 from kubesched.framework.types import ActionType, ClusterEvent, PodInfo, Resource
 

@@ -30,8 +30,18 @@ import msgspec
 import numpy as np
 import numpy.typing as npt
 
+from kubesched.api.labels import (
+    EQUALS,
+    EXISTS,
+    IN,
+    NOT_IN,
+    NOTHING,
+    Requirement,
+    Selector,
+    SelectorError,
+    label_selector_as_selector,
+)
 from kubesched.api.objects import (
-    LabelSelector,
     Pod,
     PodAffinity,
     PodAffinityTerm,
@@ -41,125 +51,6 @@ from kubesched.framework.types import PodInfo
 
 IntArray = npt.NDArray[np.int64]
 Rows = npt.NDArray[np.intp]
-
-# labels.Requirement operators (selection.Operator spelling).
-EQUALS, IN, NOT_IN, EXISTS, DOES_NOT_EXIST = "=", "in", "notin", "exists", "!"
-_LABEL_SELECTOR_OPERATORS = {
-    "In": IN,
-    "NotIn": NOT_IN,
-    "Exists": EXISTS,
-    "DoesNotExist": DOES_NOT_EXIST,
-}
-
-
-class SelectorError(ValueError):
-    """A label selector that does not parse (metav1.LabelSelectorAsSelector's error)."""
-
-
-# --- labels.Selector ---------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class Requirement:
-    key: str
-    operator: str
-    values: frozenset[str] = frozenset()
-
-    def matches(self, labels: Mapping[str, str]) -> bool:
-        op = self.operator
-        if op in (IN, EQUALS):
-            value = labels.get(self.key)
-            return value is not None and value in self.values
-        if op == NOT_IN:
-            value = labels.get(self.key)
-            return value is None or value not in self.values
-        if op == EXISTS:
-            return self.key in labels
-        return self.key not in labels  # DOES_NOT_EXIST
-
-
-@dataclass(frozen=True, slots=True)
-class Selector:
-    """labels.Selector: requirements ANDed; `nothing` is labels.Nothing().
-
-    No requirements (and not `nothing`) is labels.Everything(), which is also
-    what upstream calls an Empty() selector.
-    """
-
-    requirements: tuple[Requirement, ...] = ()
-    nothing: bool = False
-
-    def matches(self, labels: Mapping[str, str]) -> bool:
-        if self.nothing:
-            return False
-        return all(r.matches(labels) for r in self.requirements)
-
-    def empty(self) -> bool:
-        return not self.nothing and not self.requirements
-
-    def add(self, *requirements: Requirement) -> Selector:
-        """Selector.Add: Nothing stays Nothing; requirements are kept sorted by key."""
-        if self.nothing:
-            return self
-        merged = sorted((*self.requirements, *requirements), key=lambda r: r.key)
-        return Selector(tuple(merged))
-
-    @classmethod
-    def from_set(cls, labels: Mapping[str, str]) -> Selector:
-        """labels.SelectorFromSet: key = value for each entry (none: Everything)."""
-        return cls(
-            tuple(Requirement(k, EQUALS, frozenset((v,))) for k, v in sorted(labels.items()))
-        )
-
-
-EVERYTHING = Selector()
-NOTHING = Selector(nothing=True)
-
-
-def _requirement(key: str, operator: str, values: list[str]) -> Requirement:
-    """labels.NewRequirement with its validation (the errors joined as upstream)."""
-    from kubesched.plugins.helpers.selectors import label_key_errors, label_value_errors
-
-    errors: list[str] = []
-    key_errors = label_key_errors(key)
-    if key_errors:
-        errors.append(f'key: Invalid value: "{key}": {"; ".join(key_errors)}')
-    if operator in (IN, NOT_IN) and not values:
-        errors.append(
-            "values: Invalid value: []string{}: for 'in', 'notin' operators, "
-            "values set can't be empty"
-        )
-    elif operator == EQUALS and len(values) != 1:
-        errors.append("values: Invalid value: exact-match compatibility requires one single value")
-    elif operator in (EXISTS, DOES_NOT_EXIST) and values:
-        errors.append(
-            "values: Invalid value: values set must be empty for exists and does not exist"
-        )
-    for i, value in enumerate(values):
-        value_errors = label_value_errors(value)
-        if value_errors:
-            errors.append(
-                f'values[{i}][{key}]: Invalid value: "{value}": {"; ".join(value_errors)}'
-            )
-    if errors:
-        raise SelectorError(errors[0] if len(errors) == 1 else f"[{', '.join(errors)}]")
-    return Requirement(key, operator, frozenset(values))
-
-
-def label_selector_as_selector(selector: LabelSelector | None) -> Selector:
-    """metav1.LabelSelectorAsSelector: nil is Nothing, {} is Everything; raises SelectorError."""
-    if selector is None:
-        return NOTHING
-    if not selector.match_labels and not selector.match_expressions:
-        return EVERYTHING
-    requirements = [_requirement(k, EQUALS, [v]) for k, v in selector.match_labels.items()]
-    for expr in selector.match_expressions:
-        operator = _LABEL_SELECTOR_OPERATORS.get(expr.operator)
-        if operator is None:
-            raise SelectorError(f'"{expr.operator}" is not a valid label selector operator')
-        requirements.append(_requirement(expr.key, operator, list(expr.values)))
-    return Selector().add(*requirements)
-
 
 # --- framework.AffinityTerm --------------------------------------------------------------
 

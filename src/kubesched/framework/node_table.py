@@ -19,7 +19,7 @@ import numpy.typing as npt
 
 from kubesched.api.objects import Node, Taint
 from kubesched.api.requests import amounts
-from kubesched.cache.pod_index import PodIndex
+from kubesched.framework.pod_index import PodIndex
 from kubesched.framework.types import HostPort, PodInfo
 
 IntArray = npt.NDArray[np.int64]
