@@ -12,11 +12,10 @@ from kubesched.cluster.memory import InMemoryCluster, pod_key
 from kubesched.framework import interfaces as ifc
 from kubesched.framework.clock import SimClock
 from kubesched.framework.cycle_state import CycleState
-from kubesched.framework.fit_error import fit_error_message
+from kubesched.framework.fit_error import Diagnosis, fit_error_message
 from kubesched.framework.node_table import IntArray, NodeTable, Rows
 from kubesched.framework.profile import PluginRef, PluginSet, ProfileConfig
 from kubesched.framework.registry import register
-from kubesched.framework.runtime import Diagnosis
 from kubesched.framework.status import Code, Status
 from kubesched.framework.types import PodInfo
 from kubesched.scheduler import Scheduler

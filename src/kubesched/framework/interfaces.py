@@ -8,6 +8,7 @@ simpler one-node-at-a-time form for plugins where speed matters less.
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
@@ -16,6 +17,7 @@ import numpy as np
 import numpy.typing as npt
 
 from kubesched.framework.cycle_state import CycleState
+from kubesched.framework.fit_error import Diagnosis
 from kubesched.framework.node_table import BoolArray, IntArray, NodeTable, Rows
 from kubesched.framework.nodeinfo import NodeInfo
 from kubesched.framework.status import Code, Status
@@ -185,9 +187,31 @@ class PreFilterExtensions:
         raise NotImplementedError
 
 
+class FilterScope(enum.IntEnum):
+    """What a filter's verdict on a node reads, besides the pod, its CycleState and the
+    cluster objects that a what-if change to nodes leaves alone (PVs, classes).
+
+    Each filter declares it (`FilterPlugin.filter_scope`), so that the framework and
+    DefaultPreemption know when what-if changes to many nodes at once can be filtered
+    in one run and still give each node the verdict it would get alone. kube-scheduler
+    has no such notion: it filters node by node. Wider scopes include the narrower.
+    """
+
+    NODE = 1  # the Node object only (name, labels, taints, allocatable), not its pods
+    AMOUNTS = 2  # also the amounts its pods request (NodeTable.requested)
+    ROW = 3  # also anything else of the node's own row (its pods, ports, volumes)
+    CLUSTER = 4  # other nodes too: what a filter that says nothing is taken to read
+
+
 class FilterPlugin(Plugin):
     def filter(self, state: CycleState, pod: PodInfo, nodes: NodeTable, rows: Rows) -> NodeVerdicts:
         raise NotImplementedError
+
+    def filter_scope(self, pod: PodInfo) -> FilterScope:
+        """What this filter's verdict reads for `pod` (see FilterScope). A subclass
+        that overrides `filter` or `filter_node` must declare it again, or it is taken
+        as CLUSTER (`declared_filter_scope`)."""
+        return FilterScope.CLUSTER
 
 
 class NodeFilterPlugin(FilterPlugin):
@@ -213,6 +237,19 @@ class NodeFilterPlugin(FilterPlugin):
         return verdicts
 
 
+def declared_filter_scope(plugin: FilterPlugin, pod: PodInfo) -> FilterScope:
+    """The plugin's FilterScope for `pod`, trusted only when declared by the class that
+    implements its filter or by a subclass of it: a declaration inherited past an
+    overriding `filter` says nothing about the new code."""
+    for klass in type(plugin).__mro__:
+        attributes = vars(klass)
+        if "filter_scope" in attributes:
+            return plugin.filter_scope(pod)
+        if "filter" in attributes or "filter_node" in attributes:
+            return FilterScope.CLUSTER
+    return FilterScope.CLUSTER
+
+
 class FrameworkRunner(Protocol):
     """What a PostFilter plugin may run of its profile's framework (the framework
     handle upstream): Filter on one node, with nominated pods, and the
@@ -221,6 +258,20 @@ class FrameworkRunner(Protocol):
     def filter_status_with_nominated_pods(
         self, state: CycleState, pod: PodInfo, nodes: NodeTable, row: int
     ) -> Status: ...
+
+    def run_filters(
+        self, state: CycleState, pod: PodInfo, nodes: NodeTable, rows: Rows
+    ) -> tuple[Rows, Diagnosis]:
+        """RunFilterPlugins over many nodes: the feasible rows, and why the others failed."""
+        ...
+
+    def filter_scopes(
+        self, state: CycleState, pod: PodInfo
+    ) -> list[tuple[FilterPlugin, FilterScope]] | None:
+        """The filters that run for the pod, each with what it reads; None when a
+        PreFilterExtensions runs for the pod, since its CycleState would not follow
+        what-if changes to several nodes at once."""
+        ...
 
     def run_pre_filter_extension_add_pod(
         self, state: CycleState, pod: PodInfo, to_add: PodInfo, nodes: NodeTable, row: int

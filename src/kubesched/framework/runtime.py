@@ -10,7 +10,6 @@ from __future__ import annotations
 import contextlib
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 import numpy as np
@@ -18,6 +17,7 @@ import numpy.typing as npt
 
 from kubesched.framework import interfaces as ifc
 from kubesched.framework.cycle_state import CycleState
+from kubesched.framework.fit_error import Diagnosis
 from kubesched.framework.handle import Handle
 from kubesched.framework.node_table import IntArray, NodeTable, Rows
 from kubesched.framework.profile import ProfileConfig, resolve
@@ -45,95 +45,10 @@ class ScoreRangeError(PluginError):
     pass
 
 
-_NO_ROWS: Rows = np.empty(0, np.intp)
-_NO_ROWS.flags.writeable = False
-_NO_CODES: npt.NDArray[np.int8] = np.empty(0, np.int8)
-_NO_CODES.flags.writeable = False
 _SUCCESS = int(Code.SUCCESS)
 _MAX_U64 = np.maximum.reduce
 _ERROR = int(Code.ERROR)
 _PENDING = int(Code.PENDING)
-
-
-# Built-in filters whose verdict on a row depends only on that row of the node table
-# (and the CycleState): what-if changes to other rows do not concern them.
-_ROW_LOCAL_FILTERS = frozenset(
-    {
-        "NodeUnschedulable",
-        "NodeName",
-        "TaintToleration",
-        "NodeAffinity",
-        "NodePorts",
-        "NodeResourcesFit",
-        "VolumeZone",
-        "NodeVolumeLimits",
-    }
-)
-
-
-@dataclass(slots=True)
-class Diagnosis:
-    """Why a pod fits no node: per-node codes and reasons, as kube-scheduler's Diagnosis."""
-
-    rows: Rows  # nodes that failed, in evaluation order
-    codes: npt.NDArray[np.int8]  # their codes, aligned with rows
-    plugins: list[str]  # the failing plugin of each row
-    reasons: list[tuple[str, Rows]] = field(default_factory=list)
-    unschedulable_plugins: set[str] = field(default_factory=set)
-    pending_plugins: set[str] = field(default_factory=set)
-    pre_filter_message: str = ""
-    post_filter_message: str = ""
-    # Status for nodes that were never evaluated (PreFilter rejected, or left out
-    # by a PreFilter node set), and how many such nodes there are.
-    absent_status: Status | None = None
-    absent_count: int = 0
-
-    @classmethod
-    def empty(cls) -> Diagnosis:
-        # Shared read-only empties: the arrays are only ever replaced, never changed.
-        return cls(_NO_ROWS, _NO_CODES, [])
-
-    def reason_counts(self) -> dict[str, int]:
-        counts: dict[str, int] = {}
-        for reason, rows in self.reasons:
-            counts[reason] = counts.get(reason, 0) + len(rows)
-        if self.absent_status is not None and self.absent_count:
-            for reason in self.absent_status.reasons:
-                counts[reason] = counts.get(reason, 0) + self.absent_count
-        return counts
-
-    def reasons_of(self, row: int) -> list[str]:
-        return [reason for reason, rows in self.reasons if row in rows]
-
-    def code_of(self, row: int) -> Code | None:
-        hit = np.nonzero(self.rows == row)[0]
-        return Code(int(self.codes[hit[0]])) if len(hit) else None
-
-    def status_of(self, row: int) -> Status | None:
-        """The Filter status of a node that failed (None if it did not)."""
-        hit = np.nonzero(self.rows == row)[0]
-        if not len(hit):
-            return None
-        index = int(hit[0])
-        return Status(Code(int(self.codes[index])), self.reasons_of(row), self.plugins[index])
-
-    def extend(self, other: Diagnosis) -> None:
-        """Add the failed nodes of `other` (which this one does not have)."""
-        self.rows = np.concatenate([self.rows, other.rows])
-        self.codes = np.concatenate([self.codes, other.codes])
-        self.plugins = [*self.plugins, *other.plugins]
-        self.reasons.extend(other.reasons)
-        self.unschedulable_plugins |= other.unschedulable_plugins
-        self.pending_plugins |= other.pending_plugins
-
-    def sort_rows(self, order: Rows, capacity: int) -> None:
-        """Put the failed nodes in the order they have in `order`."""
-        position = np.empty(capacity, dtype=np.intp)
-        position[order] = np.arange(len(order))
-        ranks = np.argsort(position[self.rows], kind="stable")
-        self.rows = self.rows[ranks]
-        self.codes = self.codes[ranks]
-        self.plugins = [self.plugins[int(i)] for i in ranks]
 
 
 class Framework:
@@ -388,24 +303,27 @@ class Framework:
                 found[row] = pods
         return found
 
-    def _rows_independent(self, state: CycleState) -> bool:
-        """Whether what-if changes to several rows at once give each row the verdict it
-        would get alone: no PreFilterExtensions runs for the pod (its CycleState does
-        not follow the changes), and every filter that runs is a built-in one whose
-        verdict on a row depends on that row of the table alone."""
+    def filter_scopes(
+        self, state: CycleState, pod: PodInfo
+    ) -> list[tuple[ifc.FilterPlugin, ifc.FilterScope]] | None:
+        """The filters that run for the pod with what each declares it reads; None when
+        a PreFilterExtensions runs for the pod (its CycleState does not follow what-if
+        changes to several nodes at once)."""
         skipped = state.skip_filter_plugins
         for plugin in self.pre_filter:
             if isinstance(plugin, ifc.PreFilterExtensions) and plugin.name not in skipped:
-                return False
-        for filter_plugin in self.filter:
-            if filter_plugin.name in skipped:
-                continue
-            kind = type(filter_plugin)
-            if kind.__name__ not in _ROW_LOCAL_FILTERS or not kind.__module__.startswith(
-                "kubesched.plugins."
-            ):
-                return False
-        return True
+                return None
+        return [
+            (plugin, ifc.declared_filter_scope(plugin, pod))
+            for plugin in self.filter
+            if plugin.name not in skipped
+        ]
+
+    def _rows_independent(self, state: CycleState, pod: PodInfo) -> bool:
+        """Whether what-if changes to several rows at once give each row the verdict it
+        would get alone: every filter that runs reads no more than its node's row."""
+        scopes = self.filter_scopes(state, pod)
+        return scopes is not None and all(scope <= ifc.FilterScope.ROW for _, scope in scopes)
 
     def run_filters_with_nominated_pods(
         self, state: CycleState, pod: PodInfo, nodes: NodeTable, rows: Rows
@@ -419,7 +337,7 @@ class Framework:
         special = np.fromiter(nominated, dtype=np.intp, count=len(nominated))
         feasible, diagnosis = self.run_filters(state, pod, nodes, rows[~np.isin(rows, special)])
         passed = [feasible]
-        if len(nominated) > 1 and self._rows_independent(state):
+        if len(nominated) > 1 and self._rows_independent(state, pod):
             # Every row with its nominated pods at once, then those that fit without.
             saved_rows = [nodes.save_row(row) for row in nominated]
             try:

@@ -22,11 +22,11 @@ from kubesched.cache.cache import Cache
 from kubesched.framework.client import BindConflict, ClusterClient
 from kubesched.framework.clock import Clock, SimClock
 from kubesched.framework.cycle_state import CycleState
-from kubesched.framework.fit_error import NO_NODES_AT_ALL, fit_error_message
+from kubesched.framework.fit_error import NO_NODES_AT_ALL, Diagnosis, fit_error_message
 from kubesched.framework.handle import Handle
 from kubesched.framework.node_table import Rows
 from kubesched.framework.profile import ProfileConfig
-from kubesched.framework.runtime import Diagnosis, Framework, PluginError
+from kubesched.framework.runtime import Framework, PluginError
 from kubesched.framework.status import Code, Status
 from kubesched.framework.types import (
     EVENT_ASSIGNED_POD_ADD,

@@ -14,9 +14,10 @@ Evaluator), with asynchronous preemption (SchedulerAsyncPreemption, on by defaul
    important (priority, then start time), as long as the pod still fits. The
    table is put back exactly afterwards. The dry run stops once it has
    max(minCandidateNodesPercentage% of the nodes, minCandidateNodesAbsolute)
-   candidates and at least one that violates no PDB. When the pod's filters only
-   look at a node's requested amounts (NodeResourcesFit and filters blind to pods)
-   and no PreFilterExtensions runs, nodes are dry-run a batch at a time over the
+   candidates and at least one that violates no PDB. When the pod's filters
+   declare that they read a node's pods only through its requested amounts
+   (FilterScope AMOUNTS, as NodeResourcesFit) or not at all (NODE, as the filters
+   blind to pods) and no PreFilterExtensions runs, nodes are dry-run a batch at a time over the
    node table's columns, with the same outcome (see select_victims_batch).
 3. pickOneNodeForPreemption: fewest PDB violations, then the lowest highest
    victim priority, the smallest sum of priorities, the fewest victims, the
@@ -47,28 +48,20 @@ import numpy.typing as npt
 from kubesched.api.disruption import selector_matches
 from kubesched.api.objects import Pod, PodDisruptionBudget
 from kubesched.framework.cycle_state import CycleState
-from kubesched.framework.fit_error import fit_error_message
+from kubesched.framework.fit_error import Diagnosis, fit_error_message
 from kubesched.framework.interfaces import (
     ClusterEventWithHint,
     EnqueueExtensions,
     FilterPlugin,
+    FilterScope,
     FrameworkRunner,
     PostFilterPlugin,
     PostFilterResult,
     PreEnqueuePlugin,
-    PreFilterExtensions,
 )
 from kubesched.framework.node_table import PODS, NodeTable, Rows
-from kubesched.framework.runtime import Diagnosis, Framework
 from kubesched.framework.status import Code, Status
 from kubesched.framework.types import ActionType, ClusterEvent, PodInfo, Resource
-from kubesched.plugins.nodeaffinity.plugin import NodeAffinity
-from kubesched.plugins.nodename.plugin import NodeName
-from kubesched.plugins.noderesources.fit import NodeResourcesFit
-from kubesched.plugins.nodeunschedulable.plugin import NodeUnschedulable
-from kubesched.plugins.nodevolumelimits.plugin import NodeVolumeLimits
-from kubesched.plugins.tainttoleration.plugin import TaintToleration
-from kubesched.plugins.volumezone.plugin import VolumeZone
 
 if TYPE_CHECKING:
     from kubesched.framework.handle import Handle
@@ -93,14 +86,6 @@ _MIN_BATCH = 16
 _AMOUNTS_CACHE_SIZE = 1 << 16
 # GetPodStartTime gives pods that have not started "now": later than any start.
 _NOW = 2**63 - 1
-
-
-# Filters whose verdict on a node depends on its pods only through the amounts in
-# NodeTable.requested (NodeResourcesFit), or not at all (the others).
-_AMOUNT_FILTERS: frozenset[type] = frozenset({NodeResourcesFit})
-_POD_BLIND_FILTERS: frozenset[type] = frozenset(
-    {NodeUnschedulable, NodeName, TaintToleration, NodeAffinity, VolumeZone}
-)
 
 
 class ArgsError(ValueError):
@@ -634,28 +619,15 @@ class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin, EnqueueExtensions):
 
     def _amount_filters(self, state: CycleState, pod: PodInfo) -> list[FilterPlugin] | None:
         """The filters that run for the pod and look at the amounts, when
-        `amounts_only` (else None)."""
-        fw = self.framework
-        if not isinstance(fw, Framework):
+        `amounts_only` (else None): each filter's declared FilterScope says whether it
+        reads the node's pods not at all (NODE), only through the amounts (AMOUNTS),
+        or more."""
+        if self.framework is None:
             return None
-        skipped = state.skip_filter_plugins
-        for plugin in fw.pre_filter:
-            if isinstance(plugin, PreFilterExtensions) and plugin.name not in skipped:
-                return None
-        found: list[FilterPlugin] = []
-        for filter_plugin in fw.filter:
-            if filter_plugin.name in skipped:
-                continue
-            kind = type(filter_plugin)
-            if kind in _AMOUNT_FILTERS:
-                found.append(filter_plugin)
-            elif kind in _POD_BLIND_FILTERS:
-                continue
-            elif kind is NodeVolumeLimits and not pod.pod.spec.volumes:
-                continue  # passes every node, whatever their pods
-            else:
-                return None
-        return found
+        scopes = self.framework.filter_scopes(state, pod)
+        if scopes is None or any(scope > FilterScope.AMOUNTS for _, scope in scopes):
+            return None
+        return [plugin for plugin, scope in scopes if scope == FilterScope.AMOUNTS]
 
     def select_victims_batch(
         self,
@@ -682,7 +654,7 @@ class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin, EnqueueExtensions):
         then goes node by node, which reports errors per node."""
         fw = self.framework
         amount_filters = self._amount_filters(state, pod)
-        if not isinstance(fw, Framework) or amount_filters is None:
+        if fw is None or amount_filters is None:
             return None
         n = len(rows)
         width = table.requested.shape[1]

@@ -447,9 +447,9 @@ def test_nominated_rows_at_once_match_one_by_one(
     for together in (True, False):
         fw = env.fw
         if not together:
-            fw._rows_independent = lambda state: False  # type: ignore[method-assign]
+            fw._rows_independent = lambda state, pod: False  # type: ignore[method-assign]
         state = _pre_filtered(env, info)
-        assert not together or fw._rows_independent(state)
+        assert not together or fw._rows_independent(state, info)
         feasible, diagnosis = fw.run_filters_with_nominated_pods(state, info, env.table, rows)
         assert fingerprint(env.table) == before
         statuses = [_status(diagnosis.status_of(int(r)) or Status()) for r in diagnosis.rows]

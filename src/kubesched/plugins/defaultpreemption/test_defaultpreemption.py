@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from kubesched.api.objects import Pod, PodCondition, PodDisruptionBudget
 from kubesched.cluster.memory import InMemoryCluster
 from kubesched.framework.cycle_state import CycleState
+from kubesched.framework.fit_error import Diagnosis
 from kubesched.framework.handle import Handle
 from kubesched.framework.interfaces import (
     FilterPlugin,
@@ -28,7 +29,7 @@ from kubesched.framework.interfaces import (
 from kubesched.framework.node_table import NodeTable
 from kubesched.framework.profile import PluginRef, PluginSet, ProfileConfig
 from kubesched.framework.registry import register
-from kubesched.framework.runtime import Diagnosis, Framework
+from kubesched.framework.runtime import Framework
 from kubesched.framework.status import Code, Status
 from kubesched.framework.types import PodInfo
 from kubesched.plugins.defaultpreemption import (

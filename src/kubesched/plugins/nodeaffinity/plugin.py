@@ -28,6 +28,7 @@ from kubesched.framework.interfaces import (
     ClusterEventWithHint,
     EnqueueExtensions,
     FilterPlugin,
+    FilterScope,
     NodeVerdicts,
     PreFilterPlugin,
     PreFilterResult,
@@ -149,6 +150,10 @@ class NodeAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, E
         if not node_names:
             return None, Status.unresolvable(ERR_REASON_CONFLICT, plugin=self.name)
         return PreFilterResult(node_names), Status.success()
+
+    def filter_scope(self, pod: PodInfo) -> FilterScope:
+        # The verdict reads the node's labels and name.
+        return FilterScope.NODE
 
     def filter(self, state: CycleState, pod: PodInfo, nodes: NodeTable, rows: Rows) -> NodeVerdicts:
         verdicts = NodeVerdicts.passing(len(rows))

@@ -9,6 +9,7 @@ from kubesched.framework.interfaces import (
     ClusterEventWithHint,
     EnqueueExtensions,
     FilterPlugin,
+    FilterScope,
     NodeVerdicts,
 )
 from kubesched.framework.node_table import NodeTable, Rows
@@ -20,6 +21,10 @@ ERR_REASON = "node(s) didn't match the requested node name"
 
 class NodeName(FilterPlugin, EnqueueExtensions):
     name = "NodeName"
+
+    def filter_scope(self, pod: PodInfo) -> FilterScope:
+        # The verdict reads the node's name.
+        return FilterScope.NODE
 
     def filter(self, state: CycleState, pod: PodInfo, nodes: NodeTable, rows: Rows) -> NodeVerdicts:
         wanted = pod.pod.spec.node_name

@@ -13,6 +13,7 @@ from kubesched.framework.interfaces import (
     ClusterEventWithHint,
     EnqueueExtensions,
     FilterPlugin,
+    FilterScope,
     NodeVerdicts,
     PreFilterPlugin,
     PreFilterResult,
@@ -97,6 +98,10 @@ class NodePorts(PreFilterPlugin, FilterPlugin, EnqueueExtensions):
             return None, Status.skip()
         state.write(PRE_FILTER_STATE_KEY, _PreFilterState(ports))
         return None, Status.success()
+
+    def filter_scope(self, pod: PodInfo) -> FilterScope:
+        # The verdict reads the host ports its pods use.
+        return FilterScope.ROW
 
     def filter(self, state: CycleState, pod: PodInfo, nodes: NodeTable, rows: Rows) -> NodeVerdicts:
         wanted = state.read(PRE_FILTER_STATE_KEY, _PreFilterState).ports

@@ -33,6 +33,7 @@ from kubesched.framework.interfaces import (
     ClusterEventWithHint,
     EnqueueExtensions,
     FilterPlugin,
+    FilterScope,
     NodeVerdicts,
     PreFilterPlugin,
     PreFilterResult,
@@ -285,6 +286,10 @@ class NodeResourcesFit(
         )
         state.write(PRE_FILTER_STATE_KEY, _PreFilterState(request, _need(nodes, request)))
         return None, Status.success()
+
+    def filter_scope(self, pod: PodInfo) -> FilterScope:
+        # The verdict reads the node's allocatable and the amounts its pods request.
+        return FilterScope.AMOUNTS
 
     def filter(self, state: CycleState, pod: PodInfo, nodes: NodeTable, rows: Rows) -> NodeVerdicts:
         pre = state.get(PRE_FILTER_STATE_KEY)

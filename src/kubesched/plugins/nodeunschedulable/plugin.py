@@ -9,6 +9,7 @@ from kubesched.framework.interfaces import (
     ClusterEventWithHint,
     EnqueueExtensions,
     FilterPlugin,
+    FilterScope,
     NodeVerdicts,
 )
 from kubesched.framework.node_table import NodeTable, Rows
@@ -29,6 +30,10 @@ def tolerates_unschedulable(pod: Pod) -> bool:
 
 class NodeUnschedulable(FilterPlugin, EnqueueExtensions):
     name = "NodeUnschedulable"
+
+    def filter_scope(self, pod: PodInfo) -> FilterScope:
+        # The verdict reads the node's unschedulable flag and taints.
+        return FilterScope.NODE
 
     def filter(self, state: CycleState, pod: PodInfo, nodes: NodeTable, rows: Rows) -> NodeVerdicts:
         if nodes.num_unschedulable == 0:

@@ -28,6 +28,7 @@ from kubesched.framework.interfaces import (
     ClusterEventWithHint,
     EnqueueExtensions,
     FilterPlugin,
+    FilterScope,
     NodeVerdicts,
     PreFilterPlugin,
     PreFilterResult,
@@ -182,6 +183,11 @@ class NodeVolumeLimits(PreFilterPlugin, FilterPlugin, EnqueueExtensions):
             }
             self._limits_key = key
         return self._limits_cache
+
+    def filter_scope(self, pod: PodInfo) -> FilterScope:
+        # A pod without volumes passes every node, whatever is on it; otherwise the
+        # verdict counts the volumes of the node's pods.
+        return FilterScope.NODE if not pod.pod.spec.volumes else FilterScope.ROW
 
     def filter(self, state: CycleState, pod: PodInfo, nodes: NodeTable, rows: Rows) -> NodeVerdicts:
         n = len(rows)

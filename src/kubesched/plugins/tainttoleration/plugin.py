@@ -19,6 +19,7 @@ from kubesched.framework.interfaces import (
     ClusterEventWithHint,
     EnqueueExtensions,
     FilterPlugin,
+    FilterScope,
     NodeVerdicts,
     PreScorePlugin,
     ScorePlugin,
@@ -62,6 +63,10 @@ class TaintToleration(FilterPlugin, PreScorePlugin, ScorePlugin, EnqueueExtensio
     """Weight 3 in the default profile (set by the profile, not here)."""
 
     name = "TaintToleration"
+
+    def filter_scope(self, pod: PodInfo) -> FilterScope:
+        # The verdict reads the node's taints.
+        return FilterScope.NODE
 
     def filter(self, state: CycleState, pod: PodInfo, nodes: NodeTable, rows: Rows) -> NodeVerdicts:
         if nodes.num_tainted == 0:

@@ -30,6 +30,7 @@ from kubesched.framework.interfaces import (
     ClusterEventWithHint,
     EnqueueExtensions,
     FilterPlugin,
+    FilterScope,
     NodeVerdicts,
     PreFilterPlugin,
     PreFilterResult,
@@ -145,6 +146,10 @@ class VolumeZone(PreFilterPlugin, FilterPlugin, EnqueueExtensions):
             return None, Status.skip()
         state.write(PRE_FILTER_STATE_KEY, _State(tuple(topologies)))
         return None, Status.success()
+
+    def filter_scope(self, pod: PodInfo) -> FilterScope:
+        # The verdict reads the node's labels, against the pod's PVs.
+        return FilterScope.NODE
 
     def filter(self, state: CycleState, pod: PodInfo, nodes: NodeTable, rows: Rows) -> NodeVerdicts:
         if not pod.pod.spec.volumes:
