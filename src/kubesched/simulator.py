@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from kubesched.api.objects import Namespace, Node, Pod, PodDisruptionBudget
-from kubesched.cluster.memory import InMemoryCluster, RecordedEvent, pod_key
+from kubesched.cluster.memory import InMemoryCluster, RecordedEvent
 from kubesched.framework.clock import SimClock
 from kubesched.framework.profile import ProfileConfig
 from kubesched.framework.storage import StorageState
@@ -97,7 +97,7 @@ async def _simulate(
     for node in nodes:
         cluster.nodes[node.metadata.name] = node
     for pod in pods:
-        cluster.pods[pod_key(pod)] = pod
+        cluster.pods[pod.key] = pod
     scheduler = Scheduler(
         profiles, cluster, clock=clock, seed=seed, percentage_of_nodes_to_score=percentage
     )

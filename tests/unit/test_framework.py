@@ -8,7 +8,7 @@ from typing import Any, ClassVar
 import numpy as np
 import pytest
 
-from kubesched.cluster.memory import InMemoryCluster, pod_key
+from kubesched.cluster.memory import InMemoryCluster
 from kubesched.framework import interfaces as ifc
 from kubesched.framework.clock import SimClock
 from kubesched.framework.cycle_state import CycleState
@@ -229,7 +229,7 @@ def test_permit_wait_then_allow_binds() -> None:
         clock = SimClock()
         cluster = InMemoryCluster(nodes={"node-1": NODES[0]})
         pod = make_pod("p", labels={"permit": "wait"})
-        cluster.pods[pod_key(pod)] = pod
+        cluster.pods[pod.key] = pod
         sched = Scheduler([profile("test-Recorder")], cluster, clock=clock)
         cluster.watch(sched)
         sched.schedule_one(sched.queue.pop_nowait())  # type: ignore[arg-type]
@@ -389,7 +389,7 @@ def test_a_pod_deleted_while_binding_is_not_retried() -> None:
         clock = SimClock()
         cluster = InMemoryCluster(nodes={"node-1": NODES[0]})
         pod = make_pod("p")
-        cluster.pods[pod_key(pod)] = pod
+        cluster.pods[pod.key] = pod
         sched = Scheduler([profile()], cluster, clock=clock)
         cluster.watch(sched)
         qpi = sched.queue.pop_nowait()

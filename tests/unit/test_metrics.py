@@ -242,7 +242,7 @@ def test_attempt_duration_is_observed_after_the_bind() -> None:
     once the pod is bound, so it includes the binding."""
     import asyncio
 
-    from kubesched.cluster.memory import InMemoryCluster, pod_key
+    from kubesched.cluster.memory import InMemoryCluster
     from kubesched.framework.clock import SimClock
     from kubesched.framework.profile import ProfileConfig
     from kubesched.scheduler import Scheduler
@@ -270,7 +270,7 @@ def test_attempt_duration_is_observed_after_the_bind() -> None:
 
     cluster = SlowBindCluster(nodes={"n": make_node("n", cpu="2")})
     pod = make_pod("p", cpu="1")
-    cluster.pods[pod_key(pod)] = pod
+    cluster.pods[pod.key] = pod
     clock = SimClock()
     sched = Scheduler([ProfileConfig.default()], cluster, clock=clock, seed=1, observer=Recorder())
     cluster.watch(sched)

@@ -9,7 +9,7 @@ from typing import Any
 import msgspec
 
 from kubesched.api.objects import Pod, PodStatus
-from kubesched.cluster.memory import InMemoryCluster, pod_key
+from kubesched.cluster.memory import InMemoryCluster
 from kubesched.framework.clock import SimClock
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.handle import Handle
@@ -80,7 +80,7 @@ def test_preemptor_is_nominated_in_status_queue_and_nominator_then_bound() -> No
         clock = SimClock()
         cluster = InMemoryCluster(nodes={"n": make_node("n", cpu="2")})
         for p in (pod("low", "2", 0, "n"), pod("high", "2", 100)):
-            cluster.pods[pod_key(p)] = p
+            cluster.pods[p.key] = p
         sched = Scheduler([PREEMPTING], cluster, clock=clock, seed=1)
         cluster.watch(sched)
         qpi = sched.queue.pop_nowait()
@@ -116,11 +116,11 @@ def test_failures_other_than_postfilter_clear_the_nomination() -> None:
     async def scenario(profile: ProfileConfig, p: Pod) -> str:
         clock = SimClock()
         cluster = InMemoryCluster(nodes={"a": nodes[0]})
-        cluster.pods[pod_key(p)] = p
+        cluster.pods[p.key] = p
         sched = Scheduler([profile], cluster, clock=clock, seed=1)
         cluster.watch(sched)
         await run_until_quiet(sched, clock)
-        return cluster.pods[pod_key(p)].status.nominated_node_name
+        return cluster.pods[p.key].status.nominated_node_name
 
     never = msgspec.structs.replace(
         stale, spec=msgspec.structs.replace(stale.spec, preemption_policy="Never")
@@ -135,7 +135,7 @@ def test_deleting_a_nominated_pod_requeues_lower_or_equal_priority_pods() -> Non
     clock = SimClock()
     cluster = InMemoryCluster(nodes={"n": make_node("n", cpu="1")})
     for p in (pod("full", "1", 1000, "n"), pod("low", "1", 10), pod("high", "1", 500)):
-        cluster.pods[pod_key(p)] = p
+        cluster.pods[p.key] = p
     sched = Scheduler([ProfileConfig.default()], cluster, clock=clock, seed=1)
     cluster.watch(sched)
     for _ in range(2):
@@ -174,7 +174,7 @@ def test_a_victim_waiting_at_permit_is_preempted_in_memory() -> None:
     async def scenario() -> tuple[Status, list[tuple[str, str]], list[str]]:
         clock = SimClock()
         victim = pod("v", "1", 0, "n")
-        cluster = InMemoryCluster(nodes={"n": make_node("n")}, pods={pod_key(victim): victim})
+        cluster = InMemoryCluster(nodes={"n": make_node("n")}, pods={victim.key: victim})
         waiting_pods = WaitingPods(clock)
         waiting = waiting_pods.add("default/v", "n", {"SomePermit": 60.0})
         handle = Handle(make_table([make_node("n")], [victim]), cluster=cluster)

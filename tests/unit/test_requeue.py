@@ -13,7 +13,7 @@ from typing import Any
 import msgspec
 
 from kubesched.api.objects import Pod
-from kubesched.cluster.memory import InMemoryCluster, pod_key
+from kubesched.cluster.memory import InMemoryCluster
 from kubesched.framework.clock import SimClock
 from kubesched.framework.interfaces import ClusterEventWithHint
 from kubesched.framework.profile import ProfileConfig
@@ -49,7 +49,7 @@ def start(nodes: list[Any], pods: list[Pod]) -> tuple[Scheduler, InMemoryCluster
     clock = SimClock()
     cluster = InMemoryCluster(nodes={n.metadata.name: n for n in nodes})
     for p in pods:
-        cluster.pods[pod_key(p)] = p
+        cluster.pods[p.key] = p
     sched = Scheduler([ProfileConfig.default()], cluster, clock=clock, seed=1)
     cluster.watch(sched)
     return sched, cluster, clock

@@ -38,6 +38,17 @@ class ObjectMeta(_Api):
     creation_timestamp: str | None = None
     deletion_timestamp: str | None = None
 
+    @property
+    def key(self) -> str:
+        """The object's key (cache.MetaNamespaceKeyFunc): "namespace/name", or the name
+        alone for a cluster-scoped object. The one way kubesched names objects."""
+        return namespaced_name(self.namespace, self.name)
+
+
+def namespaced_name(namespace: str, name: str) -> str:
+    """ "namespace/name", or the name alone when there is no namespace."""
+    return f"{namespace}/{name}" if namespace else name
+
 
 # --- selectors -------------------------------------------------------------------
 
@@ -265,7 +276,7 @@ class Pod(_Api):
     @property
     def key(self) -> str:
         """The "namespace/name" a pod is known by in messages and reports."""
-        return f"{self.metadata.namespace}/{self.metadata.name}"
+        return self.metadata.key
 
 
 def same_pod(a: Pod, b: Pod) -> bool:
@@ -364,7 +375,7 @@ class PersistentVolumeClaim(_Api):
 
     @property
     def key(self) -> str:
-        return f"{self.metadata.namespace}/{self.metadata.name}"
+        return self.metadata.key
 
 
 class VolumeNodeAffinity(_Api):

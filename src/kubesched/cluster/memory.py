@@ -33,10 +33,6 @@ class RecordedEvent:
     message: str
 
 
-def pod_key(pod: Pod) -> str:
-    return f"{pod.metadata.namespace}/{pod.metadata.name}"
-
-
 @dataclass
 class InMemoryCluster:
     nodes: dict[str, Node] = field(default_factory=dict)
@@ -77,7 +73,7 @@ class InMemoryCluster:
                 w.on_node_delete(node)
 
     def add_pod(self, pod: Pod) -> None:
-        key = pod_key(pod)
+        key = pod.key
         old = self.pods.get(key)
         self.pods[key] = pod
         for w in self.watchers:
@@ -95,7 +91,7 @@ class InMemoryCluster:
     # --- ClusterClient ---------------------------------------------------------
 
     async def bind(self, pod: Pod, node_name: str) -> None:
-        key = pod_key(pod)
+        key = pod.key
         current = self.pods.get(key)
         if current is None:
             raise BindConflict(f'pods "{pod.metadata.name}" not found')
@@ -119,7 +115,7 @@ class InMemoryCluster:
             w.on_pod_update(current, bound)
 
     async def set_disruption_target(self, pod: Pod, reason: str, message: str) -> bool:
-        key = pod_key(pod)
+        key = pod.key
         current = self.pods.get(key)
         if current is None:
             return False
@@ -134,16 +130,16 @@ class InMemoryCluster:
         return True
 
     async def delete_pod(self, pod: Pod, reason: str) -> None:
-        key = pod_key(pod)
+        key = pod.key
         if key in self.pods:  # deleting a pod that is gone is a 404, ignored
             self.evicted.append(key)
             self.remove_pod(key)
 
     def record_event(self, pod: Pod, event_type: str, reason: str, message: str) -> None:
-        self.events.append(RecordedEvent(pod_key(pod), event_type, reason, message))
+        self.events.append(RecordedEvent(pod.key, event_type, reason, message))
 
     def set_unschedulable(self, pod: Pod, reason: str, message: str, nominated_node: str) -> None:
-        key = pod_key(pod)
+        key = pod.key
         current = self.pods.get(key)
         if current is None:
             return

@@ -147,7 +147,7 @@ class StorageObjects:
         problem = check(obj)
         if problem is not None:
             return problem
-        key = f"{meta.namespace}/{meta.name}" if namespaced else meta.name
+        key = meta.key if namespaced else meta.name
         objects = self.by_kind.setdefault(kind, {})
         if key in objects:
             return (

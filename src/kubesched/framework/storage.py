@@ -34,6 +34,7 @@ from kubesched.api.objects import (
     PersistentVolumeClaim,
     StorageClass,
     VolumeAttachment,
+    namespaced_name,
 )
 from kubesched.api.volumes import volume_class
 from kubesched.framework.types import ActionType, ClusterEvent, Resource
@@ -58,10 +59,6 @@ class VolumeWriter(Protocol):
 def _event(resource: Resource, action: ActionType) -> ClusterEvent:
     word = {ActionType.ADD: "Add", ActionType.UPDATE: "Update", ActionType.DELETE: "Delete"}
     return ClusterEvent(resource, action, f"{resource}{word[action]}")
-
-
-def _key(namespace: str, name: str) -> str:
-    return f"{namespace}/{name}" if namespace else name
 
 
 class StorageState:
@@ -232,7 +229,7 @@ class StorageState:
 
     def pvc(self, namespace: str, name: str) -> PersistentVolumeClaim | None:
         """The stored claim (the lister's view)."""
-        return self.pvcs.get(f"{namespace}/{name}")
+        return self.pvcs.get(namespaced_name(namespace, name))
 
     def assumed_pvc(self, key: str) -> PersistentVolumeClaim | None:
         stored = self.pvcs.get(key)
@@ -314,14 +311,14 @@ class StorageState:
             self._emit(Resource.CSI_DRIVER, ActionType.DELETE, old, None)
 
     def upsert_capacity(self, capacity: CSIStorageCapacity) -> None:
-        key = _key(capacity.metadata.namespace, capacity.metadata.name)
+        key = capacity.metadata.key
         old = self.capacities.get(key)
         self.capacities[key] = capacity
         action = ActionType.ADD if old is None else ActionType.UPDATE
         self._emit(Resource.CSI_STORAGE_CAPACITY, action, old, capacity)
 
     def delete_capacity(self, capacity: CSIStorageCapacity) -> None:
-        key = _key(capacity.metadata.namespace, capacity.metadata.name)
+        key = capacity.metadata.key
         old = self.capacities.pop(key, None)
         if old is not None:
             self._emit(Resource.CSI_STORAGE_CAPACITY, ActionType.DELETE, old, None)

@@ -25,7 +25,7 @@ class PodInfo:
         """`like`: an earlier PodInfo of the same pod; what it worked out from the
         containers is kept when they are unchanged (binding changes only nodeName)."""
         self.pod = pod
-        self.key = f"{pod.metadata.namespace}/{pod.metadata.name}"
+        self.key = pod.key
         self.requests: Amounts
         self.host_ports: tuple[HostPort, ...]
         self.non_zero_cpu: int

@@ -40,7 +40,7 @@ class KubeCluster:
                     raise BindConflict(str(exc)) from exc
                 raise
         self.bound += 1
-        self.statuses.forget(f"{meta.namespace}/{meta.name}")
+        self.statuses.forget(meta.key)
 
     async def delete_pod(self, pod: Pod, reason: str) -> None:
         meta = pod.metadata

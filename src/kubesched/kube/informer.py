@@ -54,8 +54,7 @@ class Handlers(Generic[T]):
 
 
 def object_key(obj: _HasMeta) -> str:
-    meta = obj.metadata
-    return f"{meta.namespace}/{meta.name}" if meta.namespace else meta.name
+    return obj.metadata.key
 
 
 class Gone(Exception):

@@ -228,7 +228,7 @@ class StatusWriter:
         self.written = 0
 
     def set_unschedulable(self, pod: Pod, reason: str, message: str, nominated_node: str) -> None:
-        key = f"{pod.metadata.namespace}/{pod.metadata.name}"
+        key = pod.key
         previous = self.pending.get(key)
         for condition in pod.status.conditions:
             if (

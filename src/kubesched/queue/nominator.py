@@ -15,10 +15,6 @@ from collections.abc import Collection
 from kubesched.api.objects import Pod
 
 
-def _key(pod: Pod) -> str:
-    return f"{pod.metadata.namespace}/{pod.metadata.name}"
-
-
 class Nominator:
     def __init__(self) -> None:
         self._by_node: dict[str, list[str]] = {}
@@ -27,7 +23,7 @@ class Nominator:
     def add(self, pod: Pod, nominated: str | None) -> None:
         """addNominatedPod: `nominated` None keeps the pod's own nominatedNodeName
         (ModeNoop), a string overrides it ("" clears the nomination)."""
-        key = _key(pod)
+        key = pod.key
         self.delete(key)
         node = pod.status.nominated_node_name if nominated is None else nominated
         if not node:
@@ -42,8 +38,8 @@ class Nominator:
         the nomination the scheduler made (its status write may still be on its way)."""
         nominated = None
         if not old.status.nominated_node_name and not new.status.nominated_node_name:
-            nominated = self._node_of.get(_key(old))
-        self.delete(_key(old))
+            nominated = self._node_of.get(old.key)
+        self.delete(old.key)
         self.add(new, nominated)
 
     def delete(self, key: str) -> None:
