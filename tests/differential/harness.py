@@ -832,10 +832,8 @@ def _preemption_choices(
     candidates pickOneNodeForPreemption leaves tied (its last tie-break is the
     first candidate: a candidate is among the tied ones iff it wins when put first)."""
     from kubesched.framework.status import Code
-    from kubesched.plugins.defaultpreemption.plugin import (
-        DefaultPreemption,
-        pick_one_node_for_preemption,
-    )
+    from kubesched.plugins.defaultpreemption.candidates import pick_one_node_for_preemption
+    from kubesched.plugins.defaultpreemption.plugin import DefaultPreemption
 
     plugin = next((p for p in fw.post_filter if isinstance(p, DefaultPreemption)), None)
     if plugin is None:

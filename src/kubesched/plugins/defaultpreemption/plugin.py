@@ -36,32 +36,37 @@ scheduling" for every node that was not a candidate.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime
-from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import numpy.typing as npt
 
-from kubesched.api.disruption import selector_matches
-from kubesched.api.objects import Pod, PodDisruptionBudget
+from kubesched.api.objects import PodDisruptionBudget
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.fit_error import Diagnosis, fit_error_message
 from kubesched.framework.interfaces import (
     ClusterEventWithHint,
     EnqueueExtensions,
-    FilterPlugin,
-    FilterScope,
     FrameworkRunner,
     PostFilterPlugin,
     PostFilterResult,
     PreEnqueuePlugin,
 )
-from kubesched.framework.node_table import PODS, NodeTable, Rows
+from kubesched.framework.node_table import NodeTable
 from kubesched.framework.status import Code, Status
 from kubesched.framework.types import ActionType, ClusterEvent, PodInfo, Resource
+from kubesched.plugins.defaultpreemption.batch import BatchedDryRun
+from kubesched.plugins.defaultpreemption.candidates import (
+    NO_VICTIMS,
+    PREEMPTION_BY_SCHEDULER,
+    Candidate,
+    filter_pods_with_pdb_violation,
+    importance,
+    is_lower_priority,
+    pick_one_node_for_preemption,
+    terminating_by_preemption,
+)
 
 if TYPE_CHECKING:
     from kubesched.framework.handle import Handle
@@ -72,20 +77,13 @@ NAME = "DefaultPreemption"
 
 NOT_ELIGIBLE_NEVER = "not eligible due to preemptionPolicy=Never."
 NOT_ELIGIBLE_TERMINATING = "not eligible due to a terminating pod on the nominated node."
-NO_VICTIMS = "No preemption victims found for incoming pod"
 NOT_HELPFUL = "Preemption is not helpful for scheduling"
 NO_CANDIDATE = "no candidate node for preemption"
 
-DISRUPTION_TARGET = "DisruptionTarget"
-PREEMPTION_BY_SCHEDULER = "PreemptionByScheduler"
 PREEMPT_NEVER = "Never"
 
-_MAX_INT32 = 2**31 - 1
 # The fewest nodes a batched dry run takes at once.
 _MIN_BATCH = 16
-_AMOUNTS_CACHE_SIZE = 1 << 16
-# GetPodStartTime gives pods that have not started "now": later than any start.
-_NOW = 2**63 - 1
 
 
 class ArgsError(ValueError):
@@ -134,162 +132,13 @@ class DefaultPreemptionArgs:
         return cls(percentage, absolute)
 
 
-@dataclass(slots=True)
-class Candidate:
-    """A node where evicting `victims` (most important first) makes the pod fit."""
-
-    name: str
-    row: int
-    victims: list[PodInfo]
-    num_pdb_violations: int
-
-
-# --- pods: importance, start times, PDBs, termination ----------------------------------
-
-
-def start_time(pod: Pod) -> int:
-    """util.GetPodStartTime in nanoseconds; pods not started yet count as started now."""
-    text = pod.status.start_time
-    if not text:
-        return _NOW
-    return _parse_start_time(text)
-
-
-@lru_cache(maxsize=4096)
-def _parse_start_time(text: str) -> int:
-    try:
-        moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
-        return _NOW
-    return int(moment.timestamp()) * 1_000_000_000 + moment.microsecond * 1000
-
-
-def importance(pod: PodInfo) -> tuple[int, int]:
-    """Sort key for util.MoreImportantPod: higher priority first, then the older pod."""
-    return (-pod.priority, start_time(pod.pod))
-
-
-def terminating_by_preemption(pod: Pod) -> bool:
-    """podTerminatingByPreemption: being deleted, with DisruptionTarget=True set by a
-    scheduler's preemption (the first DisruptionTarget condition decides)."""
-    if pod.metadata.deletion_timestamp is None:
-        return False
-    for condition in pod.status.conditions:
-        if condition.type == DISRUPTION_TARGET:
-            return condition.status == "True" and condition.reason == PREEMPTION_BY_SCHEDULER
-    return False
-
-
-def filter_pods_with_pdb_violation(
-    pods: Sequence[PodInfo], pdbs: Sequence[PodDisruptionBudget]
-) -> tuple[list[PodInfo], list[PodInfo]]:
-    """filterPodsWithPDBViolation: (violating, non-violating), each in input order. Each
-    matching budget's allowance is spent pod by pod; a pod the budget already counts as
-    disrupted spends nothing."""
-    allowed = [pdb.status.disruptions_allowed if pdb.status is not None else 0 for pdb in pdbs]
-    violating: list[PodInfo] = []
-    non_violating: list[PodInfo] = []
-    for info in pods:
-        pod = info.pod
-        violated = False
-        if pod.metadata.labels:
-            for i, pdb in enumerate(pdbs):
-                if pdb.metadata.namespace != pod.metadata.namespace:
-                    continue
-                if not selector_matches(pdb.spec.selector, pod.metadata.labels):
-                    continue
-                if pdb.status is not None and pod.metadata.name in pdb.status.disrupted_pods:
-                    continue
-                allowed[i] -= 1
-                if allowed[i] < 0:
-                    violated = True
-        (violating if violated else non_violating).append(info)
-    return violating, non_violating
-
-
-def earliest_start_of_highest_priority(victims: Sequence[PodInfo]) -> int:
-    """util.GetEarliestPodStartTime: among the victims of the highest priority."""
-    earliest = start_time(victims[0].pod)
-    highest = victims[0].priority
-    for victim in victims:
-        if victim.priority == highest:
-            earliest = min(earliest, start_time(victim.pod))
-        elif victim.priority > highest:
-            highest = victim.priority
-            earliest = start_time(victim.pod)
-    return earliest
-
-
-def _pass(
-    filters: Sequence[FilterPlugin], state: CycleState, pod: PodInfo, table: NodeTable, rows: Rows
-) -> npt.NDArray[np.bool_]:
-    """Which rows every one of the filters lets through: Framework.run_filters's
-    verdicts (each filter sees the rows the earlier ones passed), minus the diagnosis.
-    Raises on an Error verdict, as run_filters does."""
-    passed = np.ones(len(rows), dtype=np.bool_)
-    for plugin in filters:
-        going = np.flatnonzero(passed)
-        if not len(going):
-            break
-        codes = plugin.filter(state, pod, table, rows[going]).codes
-        if (codes == Code.ERROR).any():
-            raise RuntimeError(f"{plugin.name} Filter failed with an error")
-        passed[going] = codes == Code.SUCCESS
-    return passed
-
-
-def _statuses_of(
-    diagnosis: Diagnosis, rows: Sequence[int], wanted: npt.NDArray[np.bool_]
-) -> Iterator[tuple[int, Status]]:
-    """(index, Diagnosis.status_of(rows[index])) for the wanted indices, all in one
-    pass over the diagnosis."""
-    index = {int(rows[i]): i for i in np.flatnonzero(wanted).tolist()}
-    reasons: dict[int, list[str]] = {i: [] for i in index.values()}
-    for reason, failed in diagnosis.reasons:
-        for row in failed.tolist():
-            i = index.get(row)
-            if i is not None:
-                reasons[i].append(reason)
-    found: dict[int, Status] = {}
-    for row, code, plugin in zip(
-        diagnosis.rows.tolist(), diagnosis.codes.tolist(), diagnosis.plugins, strict=True
-    ):
-        i = index.get(row)
-        if i is not None and i not in found:
-            found[i] = Status(Code(code), reasons[i], plugin)
-    for i in index.values():
-        yield i, found[i]
-
-
-def pick_one_node_for_preemption(candidates: Sequence[Candidate]) -> Candidate:
-    """pickOneNodeForPreemption with the default score functions, in their order; ties
-    left after the last one go to the first candidate."""
-    # Each candidate's victim priorities, looked up once.
-    priorities = {id(c): [v.priority for v in c.victims] for c in candidates}
-    scores: list[Callable[[Candidate], int]] = [
-        lambda c: -c.num_pdb_violations,
-        lambda c: -priorities[id(c)][0],
-        lambda c: -sum(priorities[id(c)]) - len(c.victims) * (_MAX_INT32 + 1),
-        lambda c: -len(c.victims),
-        lambda c: earliest_start_of_highest_priority(c.victims),
-    ]
-    remaining = list(candidates)
-    for score in scores:
-        values = [score(c) for c in remaining]
-        best = max(values)
-        remaining = [c for c, v in zip(remaining, values, strict=True) if v == best]
-        if len(remaining) == 1:
-            break
-    return remaining[0]
-
-
 # --- the plugin --------------------------------------------------------------------------
 
 
 WAITING_FOR_PREEMPTION = "waiting for the preemption for this pod to be finished"
 
 
-class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin, EnqueueExtensions):
+class DefaultPreemption(BatchedDryRun, PostFilterPlugin, PreEnqueuePlugin, EnqueueExtensions):
     """PostFilter: preempt lower-priority pods. PreEnqueue (async preemption, on by
     default since 1.33): a preemptor is not retried while its victims are still
     being evicted, so it never preempts twice for one nomination."""
@@ -402,10 +251,7 @@ class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin, EnqueueExtensions):
                         return False, NOT_ELIGIBLE_TERMINATING
         return True, ""
 
-    @staticmethod
-    def is_preemption_allowed(victim: PodInfo, preemptor: PodInfo) -> bool:
-        """isPreemptionAllowed: only lower priority pods (IsEligiblePod allows all)."""
-        return victim.priority < preemptor.priority
+    is_preemption_allowed = staticmethod(is_lower_priority)
 
     def node_status(self, diagnosis: Diagnosis, node_name: str) -> Status:
         """NodeToStatus.Get: the node's Filter verdict, or the status of absent nodes
@@ -585,205 +431,6 @@ class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin, EnqueueExtensions):
         if violating and non_violating:
             victims.sort(key=importance)
         return victims, violations, Status()
-
-    # --- the batched dry run --------------------------------------------------------
-
-    def nominated_by_row(self, pod: PodInfo, table: NodeTable) -> dict[int, list[PodInfo]]:
-        """The pods nominated to each row that the pod's filters must count (those of
-        its priority or more, itself aside), as RunFilterPluginsWithNominatedPods."""
-        nominator = self.handle.nominated
-        found: dict[int, list[PodInfo]] = {}
-        for name in nominator.nominated_nodes():
-            row = table.row_of(name)
-            if row is None:
-                continue
-            others = [
-                p
-                for p in nominator.nominated_pods_for_node(name)
-                if p.priority >= pod.priority and p.key != pod.key
-            ]
-            if others:
-                found[row] = others
-        return found
-
-    def amounts_only(self, state: CycleState, pod: PodInfo) -> bool:
-        """Whether the filters that run for the pod see the pods on a node only through
-        the amounts it has requested (`NodeTable.requested`, and what the table keeps
-        in step with it), with no PreFilterExtension to tell: the built-in plugins
-        that do not look at pods at all, and NodeResourcesFit. Evicting or reprieving
-        a victim is then a change of one row of `requested`, and a node's verdict
-        depends on nothing but its own row, so that many nodes can be dry-run at once.
-        Any other plugin (one of the others, a subclass, an out-of-tree one) means one
-        node at a time, as upstream."""
-        return self._amount_filters(state, pod) is not None
-
-    def _amount_filters(self, state: CycleState, pod: PodInfo) -> list[FilterPlugin] | None:
-        """The filters that run for the pod and look at the amounts, when
-        `amounts_only` (else None): each filter's declared FilterScope says whether it
-        reads the node's pods not at all (NODE), only through the amounts (AMOUNTS),
-        or more."""
-        if self.framework is None:
-            return None
-        scopes = self.framework.filter_scopes(state, pod)
-        if scopes is None or any(scope > FilterScope.AMOUNTS for _, scope in scopes):
-            return None
-        return [plugin for plugin, scope in scopes if scope == FilterScope.AMOUNTS]
-
-    def select_victims_batch(
-        self,
-        state: CycleState,
-        pod: PodInfo,
-        table: NodeTable,
-        rows: Sequence[int],
-        pdbs: Sequence[PodDisruptionBudget],
-        nominated: Mapping[int, list[PodInfo]] | None = None,
-    ) -> list[tuple[list[PodInfo], int, Status]] | None:
-        """select_victims_on_node for each of the rows, all at once, for pods that
-        `amounts_only` allows. The filters run once with every row's lower priority
-        pods taken out of its requested amounts (`NodeTable.shift_requested`), then,
-        once per reprieve step k, the filters that look at the amounts run for the
-        rows still going, each with its k-th victim back (kept if the pod still fits):
-        the others passed those rows already and look at no amounts.
-
-        Pods nominated to a row (of the pod's priority or more) are added to its
-        amounts for every run, as RunFilterPluginsWithNominatedPods's first pass; its
-        second pass, without them, cannot fail where the first passed, since more
-        requested never makes a node fit better. None (the table as it was) for the
-        rare cases that do not fit this (a nominated pod already on the row, a
-        resource without a column) and when a filter failed with an error: the caller
-        then goes node by node, which reports errors per node."""
-        fw = self.framework
-        amount_filters = self._amount_filters(state, pod)
-        if fw is None or amount_filters is None:
-            return None
-        n = len(rows)
-        width = table.requested.shape[1]
-        columns = table.resource_index
-
-        cache = self._amounts
-        if len(cache) > _AMOUNTS_CACHE_SIZE:
-            cache.clear()
-
-        def amounts(info: PodInfo) -> list[int] | None:
-            """What add_pod adds to the row's `requested` (None: not just that)."""
-            cached = cache.get(info.key)
-            if cached is not None and cached[0] is info and len(cached[1]) == width:
-                return cached[1]
-            vector = [0] * width
-            for resource, amount in info.requests.items():
-                col = columns.get(resource)
-                if col is None or col >= width or amount < 0:
-                    return None
-                vector[col] += amount
-            vector[PODS] += 1
-            cache[info.key] = (info, vector)
-            return vector
-
-        orders: list[list[PodInfo]] = []
-        violating_counts: list[int] = []
-        # Every victim's amounts, with its reprieve step and the index of its row.
-        vectors: list[list[int]] = []
-        at_step: list[int] = []
-        at_row: list[int] = []
-        allowed = self.is_preemption_allowed
-        if allowed is DefaultPreemption.is_preemption_allowed:
-            priority = pod.priority
-            lower: Callable[[PodInfo], bool] = lambda p: p.priority < priority  # noqa: E731
-        else:
-            lower = lambda p: allowed(p, pod)  # noqa: E731
-        for i, row in enumerate(rows):
-            potential = [p for p in table.pods_on(row) if lower(p)]
-            if len(potential) > 1:
-                potential.sort(key=importance)
-            if pdbs:
-                violating, non_violating = filter_pods_with_pdb_violation(potential, pdbs)
-                order = violating + non_violating
-            else:
-                violating, order = [], potential
-            for k, victim in enumerate(order):
-                vector = amounts(victim)
-                if vector is None:
-                    return None
-                vectors.append(vector)
-                at_step.append(k)
-                at_row.append(i)
-            orders.append(order)
-            violating_counts.append(len(violating))
-        lengths = np.array([len(order) for order in orders], dtype=np.intp)
-        has_victims = lengths > 0
-        no_victims: tuple[list[PodInfo], int, Status] = ([], 0, Status.unresolvable(NO_VICTIMS))
-        results = [no_victims] * n
-        if not has_victims.any():
-            return [([], 0, Status.unresolvable(NO_VICTIMS)) for _ in range(n)]
-        steps = int(lengths.max())
-        delta = np.zeros((steps, n, width), dtype=np.int64)
-        delta[at_step, at_row] = vectors
-        # What the first step changes: every victim out, the nominated pods in.
-        change = -delta.sum(axis=0)
-        if nominated is None:
-            nominated = self.nominated_by_row(pod, table)
-        if nominated:
-            added: list[list[int]] = []
-            added_at: list[int] = []
-            for i, row in enumerate(rows):
-                others = nominated.get(row)
-                if not others:
-                    continue
-                on_row = table.rows[row]
-                assert on_row is not None
-                for other in others:
-                    vector = amounts(other)
-                    if vector is None or other.key in on_row.pods:
-                        return None
-                    added.append(vector)
-                    added_at.append(i)
-            if added:
-                np.add.at(change, added_at, np.array(added, dtype=np.int64))
-
-        row_array = np.asarray(rows, dtype=np.intp)
-        trial = state.clone()
-        evicted = [[False] * len(order) for order in orders]
-        applied = np.zeros((n, width), dtype=np.int64)  # to take off again at the end
-        try:
-            table.shift_requested(row_array, change)
-            applied += change
-            tried = row_array[has_victims]
-            fitting, diagnosis = fw.run_filters(trial, pod, table, tried)
-            passed = np.zeros(table.capacity, dtype=np.bool_)
-            passed[fitting] = True
-            fits = passed[row_array]
-            if not fits[has_victims].all():
-                for i, status in _statuses_of(diagnosis, rows, has_victims & ~fits):
-                    results[i] = ([], 0, status)
-            for k in range(steps):
-                going = np.flatnonzero(fits & (lengths > k))
-                if not len(going):
-                    break
-                back = row_array[going]
-                table.shift_requested(back, delta[k, going])
-                applied[going] += delta[k, going]
-                # The other filters passed these rows, with any amounts.
-                lost = ~_pass(amount_filters, trial, pod, table, back)
-                if lost.any():
-                    table.shift_requested(back[lost], -delta[k, going[lost]])
-                    applied[going[lost]] -= delta[k, going[lost]]
-                    for i in going[lost].tolist():
-                        evicted[i][k] = True
-        except Exception:
-            log.debug("batched dry run for pod %s failed; node by node", pod.key, exc_info=True)
-            return None
-        finally:
-            table.shift_requested(row_array, -applied)
-        for i in np.flatnonzero(~has_victims).tolist():
-            results[i] = ([], 0, Status.unresolvable(NO_VICTIMS))
-        for i in np.flatnonzero(fits).tolist():
-            order = orders[i]
-            out = evicted[i]
-            victims = [v for v, gone in zip(order, out, strict=True) if gone]
-            if 0 < violating_counts[i] < len(order):
-                victims.sort(key=importance)
-            results[i] = (victims, sum(out[: violating_counts[i]]), Status())
-        return results
 
     def select_candidate(self, candidates: Sequence[Candidate]) -> Candidate | None:
         if not candidates:

@@ -21,7 +21,7 @@ from kubesched.framework.registry import register
 from kubesched.framework.status import Code, Status
 from kubesched.framework.types import PodInfo
 from kubesched.plugins.defaultpreemption import plugin as plugin_module
-from kubesched.plugins.defaultpreemption.plugin import Candidate
+from kubesched.plugins.defaultpreemption.candidates import Candidate
 from kubesched.plugins.defaultpreemption.test_defaultpreemption import (
     T0,
     T1,

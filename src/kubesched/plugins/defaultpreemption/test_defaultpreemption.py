@@ -38,7 +38,7 @@ from kubesched.plugins.defaultpreemption import (
     DefaultPreemption,
     DefaultPreemptionArgs,
 )
-from kubesched.plugins.defaultpreemption.plugin import (
+from kubesched.plugins.defaultpreemption.candidates import (
     filter_pods_with_pdb_violation,
     pick_one_node_for_preemption,
     start_time,

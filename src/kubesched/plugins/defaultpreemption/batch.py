@@ -1,0 +1,284 @@
+"""DefaultPreemption's batched dry run: many candidate nodes at once over the node
+table's columns, when the pod's filters declare that they read a node's pods only
+through its requested amounts (FilterScope). Gives the same victims as the node by
+node dry run (SelectVictimsOnNode upstream), which the tests check."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING
+
+import numpy as np
+import numpy.typing as npt
+
+from kubesched.api.objects import PodDisruptionBudget
+from kubesched.framework.cycle_state import CycleState
+from kubesched.framework.fit_error import Diagnosis
+from kubesched.framework.handle import Handle
+from kubesched.framework.interfaces import FilterPlugin, FilterScope, FrameworkRunner
+from kubesched.framework.node_table import PODS, NodeTable, Rows
+from kubesched.framework.status import Code, Status
+from kubesched.framework.types import PodInfo
+from kubesched.plugins.defaultpreemption.candidates import (
+    NO_VICTIMS,
+    filter_pods_with_pdb_violation,
+    importance,
+    is_lower_priority,
+)
+
+log = logging.getLogger("kubesched.preemption")
+
+_AMOUNTS_CACHE_SIZE = 1 << 16
+
+
+def _pass(
+    filters: Sequence[FilterPlugin], state: CycleState, pod: PodInfo, table: NodeTable, rows: Rows
+) -> npt.NDArray[np.bool_]:
+    """Which rows every one of the filters lets through: Framework.run_filters's
+    verdicts (each filter sees the rows the earlier ones passed), minus the diagnosis.
+    Raises on an Error verdict, as run_filters does."""
+    passed = np.ones(len(rows), dtype=np.bool_)
+    for plugin in filters:
+        going = np.flatnonzero(passed)
+        if not len(going):
+            break
+        codes = plugin.filter(state, pod, table, rows[going]).codes
+        if (codes == Code.ERROR).any():
+            raise RuntimeError(f"{plugin.name} Filter failed with an error")
+        passed[going] = codes == Code.SUCCESS
+    return passed
+
+
+def _statuses_of(
+    diagnosis: Diagnosis, rows: Sequence[int], wanted: npt.NDArray[np.bool_]
+) -> Iterator[tuple[int, Status]]:
+    """(index, Diagnosis.status_of(rows[index])) for the wanted indices, all in one
+    pass over the diagnosis."""
+    index = {int(rows[i]): i for i in np.flatnonzero(wanted).tolist()}
+    reasons: dict[int, list[str]] = {i: [] for i in index.values()}
+    for reason, failed in diagnosis.reasons:
+        for row in failed.tolist():
+            i = index.get(row)
+            if i is not None:
+                reasons[i].append(reason)
+    found: dict[int, Status] = {}
+    for row, code, plugin in zip(
+        diagnosis.rows.tolist(), diagnosis.codes.tolist(), diagnosis.plugins, strict=True
+    ):
+        i = index.get(row)
+        if i is not None and i not in found:
+            found[i] = Status(Code(code), reasons[i], plugin)
+    for i in index.values():
+        yield i, found[i]
+
+
+class BatchedDryRun:
+    """The batched dry run, mixed into DefaultPreemption."""
+
+    framework: FrameworkRunner | None
+    _amounts: dict[str, tuple[PodInfo, list[int]]]
+
+    if TYPE_CHECKING:  # what DefaultPreemption brings
+
+        @property
+        def handle(self) -> Handle: ...
+
+        def is_preemption_allowed(self, victim: PodInfo, preemptor: PodInfo) -> bool: ...
+
+    def nominated_by_row(self, pod: PodInfo, table: NodeTable) -> dict[int, list[PodInfo]]:
+        """The pods nominated to each row that the pod's filters must count (those of
+        its priority or more, itself aside), as RunFilterPluginsWithNominatedPods."""
+        nominator = self.handle.nominated
+        found: dict[int, list[PodInfo]] = {}
+        for name in nominator.nominated_nodes():
+            row = table.row_of(name)
+            if row is None:
+                continue
+            others = [
+                p
+                for p in nominator.nominated_pods_for_node(name)
+                if p.priority >= pod.priority and p.key != pod.key
+            ]
+            if others:
+                found[row] = others
+        return found
+
+    def amounts_only(self, state: CycleState, pod: PodInfo) -> bool:
+        """Whether the filters that run for the pod see the pods on a node only through
+        the amounts it has requested (`NodeTable.requested`, and what the table keeps
+        in step with it), with no PreFilterExtension to tell: the built-in plugins
+        that do not look at pods at all, and NodeResourcesFit. Evicting or reprieving
+        a victim is then a change of one row of `requested`, and a node's verdict
+        depends on nothing but its own row, so that many nodes can be dry-run at once.
+        Any other plugin (one of the others, a subclass, an out-of-tree one) means one
+        node at a time, as upstream."""
+        return self._amount_filters(state, pod) is not None
+
+    def _amount_filters(self, state: CycleState, pod: PodInfo) -> list[FilterPlugin] | None:
+        """The filters that run for the pod and look at the amounts, when
+        `amounts_only` (else None): each filter's declared FilterScope says whether it
+        reads the node's pods not at all (NODE), only through the amounts (AMOUNTS),
+        or more."""
+        if self.framework is None:
+            return None
+        scopes = self.framework.filter_scopes(state, pod)
+        if scopes is None or any(scope > FilterScope.AMOUNTS for _, scope in scopes):
+            return None
+        return [plugin for plugin, scope in scopes if scope == FilterScope.AMOUNTS]
+
+    def select_victims_batch(
+        self,
+        state: CycleState,
+        pod: PodInfo,
+        table: NodeTable,
+        rows: Sequence[int],
+        pdbs: Sequence[PodDisruptionBudget],
+        nominated: Mapping[int, list[PodInfo]] | None = None,
+    ) -> list[tuple[list[PodInfo], int, Status]] | None:
+        """select_victims_on_node for each of the rows, all at once, for pods that
+        `amounts_only` allows. The filters run once with every row's lower priority
+        pods taken out of its requested amounts (`NodeTable.shift_requested`), then,
+        once per reprieve step k, the filters that look at the amounts run for the
+        rows still going, each with its k-th victim back (kept if the pod still fits):
+        the others passed those rows already and look at no amounts.
+
+        Pods nominated to a row (of the pod's priority or more) are added to its
+        amounts for every run, as RunFilterPluginsWithNominatedPods's first pass; its
+        second pass, without them, cannot fail where the first passed, since more
+        requested never makes a node fit better. None (the table as it was) for the
+        rare cases that do not fit this (a nominated pod already on the row, a
+        resource without a column) and when a filter failed with an error: the caller
+        then goes node by node, which reports errors per node."""
+        fw = self.framework
+        amount_filters = self._amount_filters(state, pod)
+        if fw is None or amount_filters is None:
+            return None
+        n = len(rows)
+        width = table.requested.shape[1]
+        columns = table.resource_index
+
+        cache = self._amounts
+        if len(cache) > _AMOUNTS_CACHE_SIZE:
+            cache.clear()
+
+        def amounts(info: PodInfo) -> list[int] | None:
+            """What add_pod adds to the row's `requested` (None: not just that)."""
+            cached = cache.get(info.key)
+            if cached is not None and cached[0] is info and len(cached[1]) == width:
+                return cached[1]
+            vector = [0] * width
+            for resource, amount in info.requests.items():
+                col = columns.get(resource)
+                if col is None or col >= width or amount < 0:
+                    return None
+                vector[col] += amount
+            vector[PODS] += 1
+            cache[info.key] = (info, vector)
+            return vector
+
+        orders: list[list[PodInfo]] = []
+        violating_counts: list[int] = []
+        # Every victim's amounts, with its reprieve step and the index of its row.
+        vectors: list[list[int]] = []
+        at_step: list[int] = []
+        at_row: list[int] = []
+        allowed = self.is_preemption_allowed
+        if allowed is is_lower_priority:
+            priority = pod.priority
+            lower: Callable[[PodInfo], bool] = lambda p: p.priority < priority  # noqa: E731
+        else:
+            lower = lambda p: allowed(p, pod)  # noqa: E731
+        for i, row in enumerate(rows):
+            potential = [p for p in table.pods_on(row) if lower(p)]
+            if len(potential) > 1:
+                potential.sort(key=importance)
+            if pdbs:
+                violating, non_violating = filter_pods_with_pdb_violation(potential, pdbs)
+                order = violating + non_violating
+            else:
+                violating, order = [], potential
+            for k, victim in enumerate(order):
+                vector = amounts(victim)
+                if vector is None:
+                    return None
+                vectors.append(vector)
+                at_step.append(k)
+                at_row.append(i)
+            orders.append(order)
+            violating_counts.append(len(violating))
+        lengths = np.array([len(order) for order in orders], dtype=np.intp)
+        has_victims = lengths > 0
+        no_victims: tuple[list[PodInfo], int, Status] = ([], 0, Status.unresolvable(NO_VICTIMS))
+        results = [no_victims] * n
+        if not has_victims.any():
+            return [([], 0, Status.unresolvable(NO_VICTIMS)) for _ in range(n)]
+        steps = int(lengths.max())
+        delta = np.zeros((steps, n, width), dtype=np.int64)
+        delta[at_step, at_row] = vectors
+        # What the first step changes: every victim out, the nominated pods in.
+        change = -delta.sum(axis=0)
+        if nominated is None:
+            nominated = self.nominated_by_row(pod, table)
+        if nominated:
+            added: list[list[int]] = []
+            added_at: list[int] = []
+            for i, row in enumerate(rows):
+                others = nominated.get(row)
+                if not others:
+                    continue
+                on_row = table.rows[row]
+                assert on_row is not None
+                for other in others:
+                    vector = amounts(other)
+                    if vector is None or other.key in on_row.pods:
+                        return None
+                    added.append(vector)
+                    added_at.append(i)
+            if added:
+                np.add.at(change, added_at, np.array(added, dtype=np.int64))
+
+        row_array = np.asarray(rows, dtype=np.intp)
+        trial = state.clone()
+        evicted = [[False] * len(order) for order in orders]
+        applied = np.zeros((n, width), dtype=np.int64)  # to take off again at the end
+        try:
+            table.shift_requested(row_array, change)
+            applied += change
+            tried = row_array[has_victims]
+            fitting, diagnosis = fw.run_filters(trial, pod, table, tried)
+            passed = np.zeros(table.capacity, dtype=np.bool_)
+            passed[fitting] = True
+            fits = passed[row_array]
+            if not fits[has_victims].all():
+                for i, status in _statuses_of(diagnosis, rows, has_victims & ~fits):
+                    results[i] = ([], 0, status)
+            for k in range(steps):
+                going = np.flatnonzero(fits & (lengths > k))
+                if not len(going):
+                    break
+                back = row_array[going]
+                table.shift_requested(back, delta[k, going])
+                applied[going] += delta[k, going]
+                # The other filters passed these rows, with any amounts.
+                lost = ~_pass(amount_filters, trial, pod, table, back)
+                if lost.any():
+                    table.shift_requested(back[lost], -delta[k, going[lost]])
+                    applied[going[lost]] -= delta[k, going[lost]]
+                    for i in going[lost].tolist():
+                        evicted[i][k] = True
+        except Exception:
+            log.debug("batched dry run for pod %s failed; node by node", pod.key, exc_info=True)
+            return None
+        finally:
+            table.shift_requested(row_array, -applied)
+        for i in np.flatnonzero(~has_victims).tolist():
+            results[i] = ([], 0, Status.unresolvable(NO_VICTIMS))
+        for i in np.flatnonzero(fits).tolist():
+            order = orders[i]
+            out = evicted[i]
+            victims = [v for v, gone in zip(order, out, strict=True) if gone]
+            if 0 < violating_counts[i] < len(order):
+                victims.sort(key=importance)
+            results[i] = (victims, sum(out[: violating_counts[i]]), Status())
+        return results
