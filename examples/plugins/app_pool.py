@@ -14,6 +14,7 @@ from kubesched.framework.interfaces import (
     ClusterEventWithHint,
     EnqueueExtensions,
     FilterPlugin,
+    FilterScope,
     NodeVerdicts,
 )
 from kubesched.framework.node_table import NodeTable, Rows
@@ -39,6 +40,10 @@ class AppPool(FilterPlugin, EnqueueExtensions):
         return NodeVerdicts.failing(
             len(rows), [(REASON, outside)], Code.UNSCHEDULABLE_AND_UNRESOLVABLE
         )
+
+    def filter_scope(self, pod: PodInfo) -> FilterScope:
+        # The verdict reads the node's labels only: preemption may dry-run many nodes at once.
+        return FilterScope.NODE
 
     def events_to_register(self) -> list[ClusterEventWithHint]:
         return [
