@@ -49,7 +49,6 @@ import json
 import os
 import re
 import sys
-import uuid
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -94,6 +93,12 @@ from kubesched.api.workloads import (
     StatefulSet,
     Workload,
 )
+from kubesched.cluster.generated_names import (
+    _MAX_GENERATE_NAME_BASE,
+    _random_chars,
+    _safe_encode,
+    _uid,
+)
 from kubesched.cluster.volume_manifests import (
     CLUSTER_SCOPED_STORAGE,
     STORAGE_GROUPS,
@@ -136,11 +141,6 @@ PREEMPT_LOWER_PRIORITY = "PreemptLowerPriority"
 SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
 
-# utilrand's alphabet: no vowels (no words), no 0/1/3 (no look-alikes).
-_ALPHANUMS = "bcdfghjklmnpqrstvwxz2456789"
-# A generated name is generateName (at most 58 characters) plus 5 random ones.
-_MAX_GENERATE_NAME_BASE = 58
-_UID_NAMESPACE = uuid.NAMESPACE_URL
 
 _TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
 
@@ -454,21 +454,6 @@ class _Origin:
     def __str__(self) -> str:
         where = f"{self.source} document {self.document}"
         return where if self.item is None else f"{where}, item {self.item}"
-
-
-def _uid(kind: str, namespace: str, name: str) -> str:
-    return str(uuid.uuid5(_UID_NAMESPACE, f"kubesched/{kind}/{namespace}/{name}"))
-
-
-def _safe_encode(text: str) -> str:
-    """rand.SafeEncodeString: each byte mapped into the alphabet."""
-    return "".join(_ALPHANUMS[b % len(_ALPHANUMS)] for b in text.encode())
-
-
-def _random_chars(seed: str, count: int = 5) -> str:
-    """`count` random-looking characters, deterministic in `seed`."""
-    digest = hashlib.blake2b(seed.encode(), digest_size=count).digest()
-    return "".join(_ALPHANUMS[b % len(_ALPHANUMS)] for b in digest)
 
 
 def _template_hash(raw: object, template: PodTemplateSpec) -> str:

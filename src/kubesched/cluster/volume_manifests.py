@@ -16,7 +16,6 @@ CSIStorageCapacity, VolumeAttachment. After reading, as a cluster would:
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -49,6 +48,7 @@ from kubesched.api.volumes import (
     ephemeral_claim_name,
 )
 from kubesched.api.workloads import PersistentVolumeClaimTemplate
+from kubesched.cluster.generated_names import _uid
 from kubesched.cluster.volume_controller import sync_claims, sync_volume_phases
 from kubesched.framework.storage import StorageState
 
@@ -78,12 +78,6 @@ STORAGE_GROUPS: Mapping[str, tuple[str, ...]] = {
 CLUSTER_SCOPED_STORAGE = frozenset(
     k for k, (_, namespaced) in STORAGE_KINDS.items() if not namespaced
 )
-
-_UID_NAMESPACE = uuid.NAMESPACE_URL
-
-
-def _uid(kind: str, namespace: str, name: str) -> str:
-    return str(uuid.uuid5(_UID_NAMESPACE, f"kubesched/{kind}/{namespace}/{name}"))
 
 
 def _check_quantity(raw: object, path: str) -> tuple[str, str] | None:
