@@ -93,6 +93,16 @@ from kubesched.api.workloads import (
     StatefulSet,
     Workload,
 )
+from kubesched.cluster.admission import (
+    BUILTIN_PRIORITY_CLASSES,
+    HIGHEST_USER_DEFINABLE_PRIORITY,
+    NAMESPACE_NAME_LABEL,
+    PREEMPT_LOWER_PRIORITY,
+    SYSTEM_NAMESPACES,
+    _admit_priority,
+    _implicit_namespace,
+    builtin_priority_classes,
+)
 from kubesched.cluster.generated_names import (
     _MAX_GENERATE_NAME_BASE,
     _random_chars,
@@ -115,7 +125,6 @@ except ImportError:  # pragma: no cover - PyYAML built without libyaml
     from yaml import SafeLoader as _SafeLoader  # type: ignore[assignment]
 
 __all__ = [
-    "BUILTIN_PRIORITY_CLASSES",
     "ClusterState",
     "LoadProblem",
     "builtin_priority_classes",
@@ -128,18 +137,6 @@ __all__ = [
 T = TypeVar("T")
 
 MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
-
-# The classes the apiserver creates at start-up (scheduling.SystemPriorityClasses).
-BUILTIN_PRIORITY_CLASSES: Mapping[str, int] = {
-    "system-node-critical": 2000001000,
-    "system-cluster-critical": 2000000000,
-}
-HIGHEST_USER_DEFINABLE_PRIORITY = 1000000000
-PREEMPT_LOWER_PRIORITY = "PreemptLowerPriority"
-
-# Namespaces the apiserver always creates.
-SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
-NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
 
 
 _TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
@@ -240,17 +237,6 @@ def running_pods(state: ClusterState) -> list[Pod]:
     """Pods bound to a node that still hold its resources (not Succeeded/Failed;
     the scheduler never sees finished pods)."""
     return [p for p in state.pods if p.spec.node_name and _is_live(p)]
-
-
-def builtin_priority_classes() -> dict[str, PriorityClass]:
-    return {
-        name: PriorityClass(
-            metadata=ObjectMeta(name=name, uid=_uid("PriorityClass", "", name)),
-            value=value,
-            preemption_policy=PREEMPT_LOWER_PRIORITY,
-        )
-        for name, value in BUILTIN_PRIORITY_CLASSES.items()
-    }
 
 
 # --- entry points ------------------------------------------------------------------
@@ -1284,50 +1270,6 @@ class _Loader:
         stamped.sort(key=lambda pair: pair[0])  # stable: equal times keep input order
         for slot, (_, item) in zip(slots, stamped, strict=True):
             items[slot] = item
-
-
-def _implicit_namespace(name: str) -> Namespace:
-    return Namespace(
-        metadata=ObjectMeta(
-            name=name, uid=_uid("Namespace", "", name), labels={NAMESPACE_NAME_LABEL: name}
-        )
-    )
-
-
-def _admit_priority(
-    spec: PodSpec,
-    classes: Mapping[str, PriorityClass],
-    default_class: PriorityClass | None,
-    kept: list[str],
-    key: str,
-) -> str | None:
-    """The Priority admission plugin; an error message if it rejects the pod.
-
-    A pod that already carries spec.priority (a dump of admitted pods) keeps
-    it, also when its class is not in the input; that is listed in a note."""
-    if spec.priority_class_name:
-        pc = classes.get(spec.priority_class_name)
-        if pc is None:
-            if spec.priority is None:
-                return f"no PriorityClass with name {spec.priority_class_name} was found"
-            kept.append(key)
-            if spec.preemption_policy is None:
-                spec.preemption_policy = PREEMPT_LOWER_PRIORITY
-            return None
-        value, policy = pc.value, pc.preemption_policy
-    elif default_class is not None:
-        value, policy = default_class.value, default_class.preemption_policy
-        if spec.priority is None:
-            spec.priority_class_name = default_class.metadata.name
-    else:
-        value, policy = 0, PREEMPT_LOWER_PRIORITY
-    if spec.priority is None:
-        spec.priority = value
-    elif spec.priority != value:
-        kept.append(key)
-    if spec.preemption_policy is None:
-        spec.preemption_policy = policy or PREEMPT_LOWER_PRIORITY
-    return None
 
 
 # --- controllers -------------------------------------------------------------------
