@@ -45,10 +45,6 @@ import contextlib
 import functools
 import gc
 import hashlib
-import json
-import os
-import re
-import sys
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -57,7 +53,6 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import msgspec
-import yaml
 
 from kubesched.api.disruption import compute_status
 from kubesched.api.node_affinity import required_node_affinity
@@ -105,6 +100,7 @@ from kubesched.cluster.generated_names import (
     _safe_encode,
     _uid,
 )
+from kubesched.cluster.manifest_reader import _json_documents, _read_path, _yaml_documents
 from kubesched.cluster.manifest_validation import (
     _check_pod_spec,
     _check_quantities,
@@ -122,11 +118,6 @@ from kubesched.cluster.volume_manifests import (
 )
 from kubesched.framework.storage import StorageState
 
-try:
-    from yaml import CSafeLoader as _SafeLoader
-except ImportError:  # pragma: no cover - PyYAML built without libyaml
-    from yaml import SafeLoader as _SafeLoader  # type: ignore[assignment]
-
 __all__ = [
     "ClusterState",
     "LoadProblem",
@@ -138,8 +129,6 @@ __all__ = [
 ]
 
 T = TypeVar("T")
-
-MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
 
 
 _TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
@@ -281,154 +270,6 @@ def _gc_paused() -> Iterator[None]:
     finally:
         if enabled:
             gc.enable()
-
-
-# --- reading files -----------------------------------------------------------------
-
-
-class _YamlLoader(_SafeLoader):
-    """The safe loader without YAML 1.1 timestamps: `creationTimestamp:
-    2024-01-01T00:00:00Z` stays the string the API (and msgspec) expects."""
-
-
-_YamlLoader.yaml_implicit_resolvers = {
-    first: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:timestamp"]
-    for first, resolvers in _SafeLoader.yaml_implicit_resolvers.items()
-}
-
-
-def _read_path(path: str | Path, loader: _Loader) -> Iterator[tuple[str, bytes, bool]]:
-    if str(path) == "-":
-        yield "<stdin>", sys.stdin.buffer.read(), False
-        return
-    path = Path(path)
-    if path.is_dir():
-        files = _manifest_files(path)
-        if not files:
-            loader.notes.append(f"no *.yaml, *.yml or *.json files in {path}")
-        for file in files:
-            yield from _read_file(file, loader)
-    elif path.exists():
-        yield from _read_file(path, loader)
-    else:
-        loader.file_problem(str(path), "no such file or directory")
-
-
-def _manifest_files(root: Path) -> list[Path]:
-    found: list[Path] = []
-    for folder, dirs, files in os.walk(root):
-        dirs[:] = [d for d in dirs if not d.startswith(".")]
-        found.extend(
-            Path(folder, f)
-            for f in files
-            if not f.startswith(".") and f.lower().endswith(MANIFEST_SUFFIXES)
-        )
-    return sorted(found, key=lambda p: p.relative_to(root).parts)
-
-
-def _read_file(path: Path, loader: _Loader) -> Iterator[tuple[str, bytes, bool]]:
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        loader.file_problem(str(path), f"cannot read: {exc.strerror or exc}")
-        return
-    yield str(path), data, path.suffix.lower() == ".json"
-
-
-def _yaml_documents(text: str, report: Callable[[int, str], None]) -> Iterator[tuple[int, object]]:
-    """(1-based index, object) for each document of a YAML stream.
-
-    The stream is cut at its `---` lines and each document is read on its own
-    by PyYAML (libyaml), so a syntax error costs only its own document (reported
-    through `report`) and reading goes on with the next one. Streams with
-    directives or `...` markers are read whole. JSON input is much faster to
-    read than YAML for large cluster dumps (`kubectl get ... -o json`)."""
-    if "\r" in text:
-        text = text.replace("\r\n", "\n")
-    lines = text.split("\n")
-    newline_at_end = text.endswith("\n")
-    if newline_at_end:
-        lines.pop()
-    starts = [0]
-    whole = False
-    for number, line in enumerate(lines):
-        if line.startswith(("---", "...", "%")):
-            if line.startswith("---") and (len(line) == 3 or line[3] in " \t"):
-                if number:
-                    starts.append(number)
-            else:
-                whole = True
-    if whole:
-        starts = [0]
-    index = 0
-    for k, start in enumerate(starts):
-        end = starts[k + 1] if k + 1 < len(starts) else len(lines)
-        complete = newline_at_end or k + 1 < len(starts)  # the last line ends with "\n"
-        chunk = "\n".join(lines[start:end]) + ("\n" if complete else "")
-        try:
-            for obj in yaml.load_all(chunk, Loader=_YamlLoader):
-                index += 1
-                yield index, obj
-        except Exception as exc:  # PyYAML raises KeyError & co. on some odd input too
-            index += 1
-            report(index, _yaml_error(exc, start))
-
-
-def _yaml_error(exc: Exception, first_line: int) -> str:
-    """A one-line message for a PyYAML error; `first_line` is where its text began."""
-    if not isinstance(exc, yaml.MarkedYAMLError):
-        return f"YAML error: {type(exc).__name__}: {exc}"
-    detail = exc.problem or "invalid YAML"
-    mark = exc.problem_mark or exc.context_mark
-    where = (
-        "" if mark is None else f" at line {first_line + mark.line + 1}, column {mark.column + 1}"
-    )
-    if exc.context:
-        context = exc.context
-        if exc.context_mark is not None and exc.context_mark is not mark:
-            line = first_line + exc.context_mark.line + 1
-            context = f"{context} at line {line}, column {exc.context_mark.column + 1}"
-        detail = f"{detail} ({context})"
-    return f"YAML syntax error{where}: {detail}"
-
-
-def _json_documents(
-    data: bytes, report: Callable[[int, str], None]
-) -> Iterator[tuple[int, object]]:
-    """One JSON value (the usual case, decoded fast), or a stream of them."""
-    if data.startswith(b"\xef\xbb\xbf"):
-        data = data[3:]
-    try:
-        obj = msgspec.json.decode(data)
-    except msgspec.DecodeError:
-        pass
-    else:
-        yield 1, obj
-        return
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        report(1, f"not UTF-8 text: {exc.reason} at byte {exc.start}")
-        return
-    decoder = json.JSONDecoder()
-    whitespace = re.compile(r"\s*")
-    position = 0
-    index = 0
-    while True:
-        match = whitespace.match(text, position)
-        position = match.end() if match else position
-        if position >= len(text):
-            return
-        index += 1
-        try:
-            obj, position = decoder.raw_decode(text, position)
-        except json.JSONDecodeError as exc:
-            report(index, f"JSON syntax error at line {exc.lineno}, column {exc.colno}: {exc.msg}")
-            return
-        except RecursionError:
-            report(index, "JSON nested too deeply")
-            return
-        yield index, obj
 
 
 # --- small helpers -----------------------------------------------------------------
