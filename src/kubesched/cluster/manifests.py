@@ -247,7 +247,7 @@ def load_paths(
         for path in paths:
             for source, data, is_json in _read_path(path, loader):
                 loader.add_stream(source, data, is_json)
-        return loader.finish()
+        return _finish(loader)
 
 
 def load_documents(docs: Iterable[tuple[str, int, object]]) -> ClusterState:
@@ -256,7 +256,7 @@ def load_documents(docs: Iterable[tuple[str, int, object]]) -> ClusterState:
     with _gc_paused():
         for source, document, obj in docs:
             loader.add_document(_Origin(source, document), obj)
-        return loader.finish()
+        return _finish(loader)
 
 
 @contextlib.contextmanager
@@ -822,134 +822,139 @@ class _Loader:
         raw_template = spec.get("template") if isinstance(spec, dict) else None
         self.items.append(_WorkloadItem(workload, raw_template, origin, created))
 
-    # -- after all documents
 
-    def finish(self) -> ClusterState:
-        classes = builtin_priority_classes()
-        classes.update((name, pc) for name, (pc, _) in self.priority_classes.items())
-        namespaces = {name: ns for name, (ns, _) in self.namespaces.items()}
+# --- after all documents -----------------------------------------------------------
 
-        expander = _Expander(self)
-        items: list[_PodItem] = []
-        for entry in self.items:
-            if isinstance(entry, _PodItem):
-                items.append(entry)
-            else:
-                items.extend(expander.expand(entry))
-        if expander.reconciled:
-            self.notes.append(
-                f"{expander.reconciled} pods in the input already belong to workloads in the "
-                f"input; those workloads only got the pods they were missing"
-            )
-        for workload_kind, key, origin in expander.skipped_deployments:
-            self.notes.append(
-                f"{workload_kind} {key} at {origin} has its ReplicaSets in the input; "
-                f"its pods come from them"
-            )
 
-        items = self.admit(items, classes)
-        self.sort_by_creation(items)
+def _finish(loader: _Loader) -> ClusterState:
+    classes = builtin_priority_classes()
+    classes.update((name, pc) for name, (pc, _) in loader.priority_classes.items())
+    namespaces = {name: ns for name, (ns, _) in loader.namespaces.items()}
 
-        pods = [item.pod for item in items]
-        for name in SYSTEM_NAMESPACES:
-            namespaces.setdefault(name, _implicit_namespace(name))
-        for pod in pods:
-            if pod.metadata.namespace not in namespaces:
-                namespaces[pod.metadata.namespace] = _implicit_namespace(pod.metadata.namespace)
-
-        unknown = [p for p in pods if p.spec.node_name and p.spec.node_name not in self.node_origin]
-        if unknown:
-            example = unknown[0]
-            self.notes.append(
-                f"{len(unknown)} pods are bound to nodes not in the input "
-                f"(e.g. {example.key} on {example.spec.node_name})"
-            )
-        # Problems found after reading (priorities, duplicates) go to their place.
-        self.problems.sort(key=lambda p: (self.sources.get(p.source, 0), p.document, p.item or 0))
-        pdbs = [pdb for pdb, _ in self.pdbs.values()]
-        for pdb in pdbs:
-            if pdb.status is None:
-                pdb.status = compute_status(pdb, pods)
-        storage = build_storage(
-            self.storage_objects, pods, self.stateful_set_claims, self.notes.append
+    expander = _Expander(loader)
+    items: list[_PodItem] = []
+    for entry in loader.items:
+        if isinstance(entry, _PodItem):
+            items.append(entry)
+        else:
+            items.extend(expander.expand(entry))
+    if expander.reconciled:
+        loader.notes.append(
+            f"{expander.reconciled} pods in the input already belong to workloads in the "
+            f"input; those workloads only got the pods they were missing"
         )
-        return ClusterState(
-            storage=storage,
-            nodes=self.nodes,
-            pods=pods,
-            priority_classes=classes,
-            namespaces=namespaces,
-            pdbs=pdbs,
-            problems=self.problems,
-            notes=self.notes,
+    for workload_kind, key, origin in expander.skipped_deployments:
+        loader.notes.append(
+            f"{workload_kind} {key} at {origin} has its ReplicaSets in the input; "
+            f"its pods come from them"
         )
 
-    def admit(self, items: list[_PodItem], classes: Mapping[str, PriorityClass]) -> list[_PodItem]:
-        """Names from generateName, uids, duplicate keys, Priority admission."""
-        default_class = next((pc for pc in classes.values() if pc.global_default), None)
-        seen: dict[str, _Origin] = {}
-        rejected: set[_Origin] = set()
-        kept_priority: list[str] = []
-        admitted: list[_PodItem] = []
-        for item in items:
-            pod = item.pod
-            meta = pod.metadata
-            if item.generated and not meta.name:
-                meta.name = self.generate_name(
-                    "Pod",
-                    meta.namespace,
-                    meta.generate_name,
-                    functools.partial(self.pod_name_taken, meta.namespace),
-                )
-                self.taken.add(pod.key)
-            key = pod.key
-            first = seen.get(key)
-            if first is not None:
-                self.problem(
+    items = _admit(loader, items, classes)
+    _sort_by_creation(items)
+
+    pods = [item.pod for item in items]
+    for name in SYSTEM_NAMESPACES:
+        namespaces.setdefault(name, _implicit_namespace(name))
+    for pod in pods:
+        if pod.metadata.namespace not in namespaces:
+            namespaces[pod.metadata.namespace] = _implicit_namespace(pod.metadata.namespace)
+
+    unknown = [p for p in pods if p.spec.node_name and p.spec.node_name not in loader.node_origin]
+    if unknown:
+        example = unknown[0]
+        loader.notes.append(
+            f"{len(unknown)} pods are bound to nodes not in the input "
+            f"(e.g. {example.key} on {example.spec.node_name})"
+        )
+    # Problems found after reading (priorities, duplicates) go to their place.
+    loader.problems.sort(key=lambda p: (loader.sources.get(p.source, 0), p.document, p.item or 0))
+    pdbs = [pdb for pdb, _ in loader.pdbs.values()]
+    for pdb in pdbs:
+        if pdb.status is None:
+            pdb.status = compute_status(pdb, pods)
+    storage = build_storage(
+        loader.storage_objects, pods, loader.stateful_set_claims, loader.notes.append
+    )
+    return ClusterState(
+        storage=storage,
+        nodes=loader.nodes,
+        pods=pods,
+        priority_classes=classes,
+        namespaces=namespaces,
+        pdbs=pdbs,
+        problems=loader.problems,
+        notes=loader.notes,
+    )
+
+
+def _admit(
+    loader: _Loader, items: list[_PodItem], classes: Mapping[str, PriorityClass]
+) -> list[_PodItem]:
+    """Names from generateName, uids, duplicate keys, Priority admission."""
+    default_class = next((pc for pc in classes.values() if pc.global_default), None)
+    seen: dict[str, _Origin] = {}
+    rejected: set[_Origin] = set()
+    kept_priority: list[str] = []
+    admitted: list[_PodItem] = []
+    for item in items:
+        pod = item.pod
+        meta = pod.metadata
+        if item.generated and not meta.name:
+            meta.name = loader.generate_name(
+                "Pod",
+                meta.namespace,
+                meta.generate_name,
+                functools.partial(loader.pod_name_taken, meta.namespace),
+            )
+            loader.taken.add(pod.key)
+        key = pod.key
+        first = seen.get(key)
+        if first is not None:
+            loader.problem(
+                item.origin,
+                item.kind,
+                item.object_name,
+                "metadata.name",
+                f"duplicate: a Pod named {key} was already loaded from {first}",
+            )
+            continue
+        error = _admit_priority(pod.spec, classes, default_class, kept_priority, key)
+        if error is not None:
+            if item.origin not in rejected:  # once per workload, not per replica
+                rejected.add(item.origin)
+                loader.problem(
                     item.origin,
                     item.kind,
                     item.object_name,
-                    "metadata.name",
-                    f"duplicate: a Pod named {key} was already loaded from {first}",
+                    f"{item.spec_path}.priorityClassName",
+                    error,
                 )
-                continue
-            error = _admit_priority(pod.spec, classes, default_class, kept_priority, key)
-            if error is not None:
-                if item.origin not in rejected:  # once per workload, not per replica
-                    rejected.add(item.origin)
-                    self.problem(
-                        item.origin,
-                        item.kind,
-                        item.object_name,
-                        f"{item.spec_path}.priorityClassName",
-                        error,
-                    )
-                continue
-            seen[key] = item.origin
-            if not meta.uid:
-                meta.uid = _uid("Pod", meta.namespace, meta.name)
-            if not pod.status.phase:
-                pod.status.phase = "Pending"
-            admitted.append(item)
-        if kept_priority:
-            self.notes.append(
-                f"kept spec.priority of {len(kept_priority)} pods whose priorityClassName is "
-                f"unknown or has another value (pods already admitted, e.g. from a cluster "
-                f"dump): {', '.join(kept_priority[:5])}{', ...' if len(kept_priority) > 5 else ''}"
-            )
-        return admitted
+            continue
+        seen[key] = item.origin
+        if not meta.uid:
+            meta.uid = _uid("Pod", meta.namespace, meta.name)
+        if not pod.status.phase:
+            pod.status.phase = "Pending"
+        admitted.append(item)
+    if kept_priority:
+        loader.notes.append(
+            f"kept spec.priority of {len(kept_priority)} pods whose priorityClassName is "
+            f"unknown or has another value (pods already admitted, e.g. from a cluster "
+            f"dump): {', '.join(kept_priority[:5])}{', ...' if len(kept_priority) > 5 else ''}"
+        )
+    return admitted
 
-    @staticmethod
-    def sort_by_creation(items: list[_PodItem]) -> None:
-        slots: list[int] = []
-        stamped: list[tuple[datetime, _PodItem]] = []
-        for i, item in enumerate(items):
-            if item.created is not None:
-                slots.append(i)
-                stamped.append((item.created, item))
-        stamped.sort(key=lambda pair: pair[0])  # stable: equal times keep input order
-        for slot, (_, item) in zip(slots, stamped, strict=True):
-            items[slot] = item
+
+def _sort_by_creation(items: list[_PodItem]) -> None:
+    slots: list[int] = []
+    stamped: list[tuple[datetime, _PodItem]] = []
+    for i, item in enumerate(items):
+        if item.created is not None:
+            slots.append(i)
+            stamped.append((item.created, item))
+    stamped.sort(key=lambda pair: pair[0])  # stable: equal times keep input order
+    for slot, (_, item) in zip(slots, stamped, strict=True):
+        items[slot] = item
 
 
 # --- controllers -------------------------------------------------------------------
