@@ -948,7 +948,7 @@ def test_problems_are_listed_in_input_order(tmp_path: Path) -> None:
 
 
 def test_an_unexpected_error_costs_only_its_document(monkeypatch: pytest.MonkeyPatch) -> None:
-    from kubesched.cluster import manifests
+    from kubesched.cluster import manifest_loader as manifests
 
     real = manifests._check_pod_spec
 

@@ -1,0 +1,567 @@
+"""The loader: the documents read from manifests become typed objects.
+
+Each document (or item of a `kind: List`) is decoded by msgspec into its
+struct and defaulted as the apiserver would (namespace "default", names from
+generateName, node allocatable from capacity, deterministic uids); a bad
+object becomes one LoadProblem naming file, document, object and field, and is
+skipped. The loader only collects: the pods workload controllers create,
+admission and the ClusterState come after all documents (see manifests).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any, TypeVar
+
+import msgspec
+
+from kubesched.api.objects import (
+    Namespace,
+    Node,
+    ObjectMeta,
+    Pod,
+    PodDisruptionBudget,
+    PriorityClass,
+)
+from kubesched.api.workloads import DaemonSet, Deployment, Job, ReplicaSet, StatefulSet, Workload
+from kubesched.cluster.admission import (
+    BUILTIN_PRIORITY_CLASSES,
+    HIGHEST_USER_DEFINABLE_PRIORITY,
+    NAMESPACE_NAME_LABEL,
+    PREEMPT_LOWER_PRIORITY,
+)
+from kubesched.cluster.generated_names import _MAX_GENERATE_NAME_BASE, _random_chars, _uid
+from kubesched.cluster.manifest_reader import _json_documents, _yaml_documents
+from kubesched.cluster.manifest_validation import (
+    _check_pod_spec,
+    _check_quantities,
+    _check_workload,
+    _type_word,
+    _validation_field,
+)
+from kubesched.cluster.volume_manifests import (
+    CLUSTER_SCOPED_STORAGE,
+    STORAGE_GROUPS,
+    STORAGE_KINDS,
+    StatefulSetClaim,
+    StorageObjects,
+)
+
+T = TypeVar("T")
+
+# The API groups each kind is read from ("" is the core group, "v1").
+_GROUPS: Mapping[str, tuple[str, ...]] = {
+    "Pod": ("",),
+    "Node": ("",),
+    "Namespace": ("",),
+    "PriorityClass": ("scheduling.k8s.io",),
+    "PodDisruptionBudget": ("policy",),
+    "Deployment": ("apps", "extensions"),
+    "ReplicaSet": ("apps", "extensions"),
+    "DaemonSet": ("apps", "extensions"),
+    "StatefulSet": ("apps",),
+    "Job": ("batch",),
+    **STORAGE_GROUPS,
+}
+_CLUSTER_SCOPED = frozenset({"Node", "Namespace", "PriorityClass"}) | CLUSTER_SCOPED_STORAGE
+
+
+@dataclass
+class LoadProblem:
+    """One object that could not be loaded, and why. The object was skipped."""
+
+    source: str
+    document: int  # 1-based index of the document in the file; 0 for the file itself
+    kind: str
+    name: str  # "namespace/name" for namespaced objects, "name" otherwise; "" if unknown
+    field: str | None  # e.g. "spec.containers[0].resources.requests.cpu"
+    message: str
+    item: int | None = None  # 1-based index in the items of a `kind: List`
+
+    @property
+    def location(self) -> str:
+        """Where the object is: "file: document 3, item 5"."""
+        if self.document <= 0:
+            return self.source
+        where = f"{self.source}: document {self.document}"
+        return where if self.item is None else f"{where}, item {self.item}"
+
+    def __str__(self) -> str:
+        text = self.location
+        if self.kind or self.name:
+            text += f" ({' '.join(p for p in (self.kind, self.name) if p)})"
+        if self.field:
+            text += f": field {self.field}"
+        return f"{text}: {self.message}".replace("\r", " ").replace("\n", " ")
+
+
+@dataclass(frozen=True, slots=True)
+class _Origin:
+    source: str
+    document: int
+    item: int | None = None
+
+    def __str__(self) -> str:
+        where = f"{self.source} document {self.document}"
+        return where if self.item is None else f"{where}, item {self.item}"
+
+
+def _parse_time(text: str) -> datetime:
+    stamp = datetime.fromisoformat(text.upper())  # RFC 3339 allows "t" and "z"
+    return stamp if stamp.tzinfo is not None else stamp.replace(tzinfo=UTC)
+
+
+def _raw_name(obj: Mapping[str, Any], kind: str) -> str:
+    meta = obj.get("metadata")
+    if not isinstance(meta, dict):
+        return ""
+    name = meta.get("name") or meta.get("generateName") or ""
+    if not isinstance(name, str) or not name:
+        return ""
+    if kind in _CLUSTER_SCOPED:
+        return name
+    namespace = meta.get("namespace") or "default"
+    return f"{namespace}/{name}" if isinstance(namespace, str) else name
+
+
+class _PodItem:
+    """A pod on its way into the state, with where it came from."""
+
+    __slots__ = ("created", "generated", "kind", "name", "origin", "pod", "spec_path")
+
+    def __init__(
+        self,
+        pod: Pod,
+        origin: _Origin,
+        created: datetime | None,
+        *,
+        kind: str = "Pod",
+        name: str = "",
+        spec_path: str = "spec",
+    ) -> None:
+        self.pod = pod
+        self.origin = origin
+        self.created = created
+        self.kind = kind  # the object problems name: the Pod itself or its workload
+        self.name = name  # that object's key; "" means the pod's own key
+        self.spec_path = spec_path
+        self.generated = False
+
+    @property
+    def object_name(self) -> str:
+        return self.name or self.pod.key
+
+
+class _WorkloadItem:
+    __slots__ = ("created", "key", "origin", "raw_template", "workload")
+
+    def __init__(
+        self, workload: Workload, raw_template: object, origin: _Origin, created: datetime | None
+    ) -> None:
+        self.workload = workload
+        self.raw_template = raw_template
+        self.origin = origin
+        self.created = created
+        self.key = f"{workload.metadata.namespace}/{workload.metadata.name}"
+
+
+_OwnerKey = tuple[str, str, str]  # (namespace, kind, name)
+
+
+class _Loader:
+    def __init__(self) -> None:
+        self.problems: list[LoadProblem] = []
+        self.notes: list[str] = []
+        self.nodes: list[Node] = []
+        self.node_origin: dict[str, _Origin] = {}
+        self.items: list[_PodItem | _WorkloadItem] = []
+        self.priority_classes: dict[str, tuple[PriorityClass, _Origin]] = {}
+        self.namespaces: dict[str, tuple[Namespace, _Origin]] = {}
+        self.pdbs: dict[str, tuple[PodDisruptionBudget, _Origin]] = {}
+        self.workload_origin: dict[tuple[str, str], _Origin] = {}
+        self.storage_objects = StorageObjects()
+        self.stateful_set_claims: list[StatefulSetClaim] = []
+        self.deployments_with_replicasets: set[tuple[str, str]] = set()
+        self.generated: Counter[str] = Counter()
+        self.taken: set[str] = set()  # pod keys in use
+        self.sources: dict[str, int] = {}  # input order, to sort problems by
+
+    # -- reporting
+
+    def problem(
+        self, origin: _Origin, kind: str, name: str, field: str | None, message: str
+    ) -> None:
+        self.problems.append(
+            LoadProblem(origin.source, origin.document, kind, name, field, message, origin.item)
+        )
+
+    def file_problem(self, source: str, message: str) -> None:
+        self.sources.setdefault(source, len(self.sources))
+        self.problems.append(LoadProblem(source, 0, "", "", None, message))
+
+    # -- input
+
+    def add_stream(self, source: str, data: bytes, is_json: bool) -> None:
+        self.sources.setdefault(source, len(self.sources))
+
+        def report(document: int, message: str) -> None:
+            self.problem(_Origin(source, document), "", "", None, message)
+
+        documents: Iterator[tuple[int, object]]
+        if is_json:
+            documents = _json_documents(data, report)
+        else:
+            try:
+                text = data.decode("utf-8-sig")
+            except UnicodeDecodeError as exc:
+                self.file_problem(source, f"not UTF-8 text: {exc.reason} at byte {exc.start}")
+                return
+            documents = _yaml_documents(text, report)
+        for index, obj in documents:
+            self.add_document(_Origin(source, index), obj)
+
+    def add_document(self, origin: _Origin, obj: object) -> None:
+        self.sources.setdefault(origin.source, len(self.sources))
+        try:
+            self.read_document(origin, obj)
+        except Exception as exc:  # a safety net: one odd document must not stop the load
+            self.problem(origin, "", "", None, f"cannot read: {type(exc).__name__}: {exc}")
+
+    def read_document(self, origin: _Origin, obj: object) -> None:
+        if obj is None:
+            return
+        if not isinstance(obj, dict):
+            self.problem(
+                origin, "", "", None, f"expected an object (a mapping), got {_type_word(obj)}"
+            )
+            return
+        kind = obj.get("kind")
+        api_version = obj.get("apiVersion") or ""
+        if not isinstance(kind, str) or not kind:
+            message = (
+                "missing required field `kind`"
+                if kind is None or kind == ""
+                else f"Expected `str`, got `{_type_word(kind)}`"
+            )
+            self.problem(origin, "", _raw_name(obj, ""), "kind", message)
+            return
+        if not isinstance(api_version, str):
+            self.problem(
+                origin,
+                kind,
+                _raw_name(obj, kind),
+                "apiVersion",
+                f"Expected `str`, got `{_type_word(api_version)}`",
+            )
+            return
+        if kind.endswith("List") and (kind == "List" or "items" in obj):
+            self.add_list(origin, kind, api_version, obj)
+            return
+        groups = _GROUPS.get(kind)
+        group = api_version.rpartition("/")[0]
+        if groups is None or (api_version and group not in groups):
+            shown = api_version or "no apiVersion"
+            self.notes.append(f"skipped kind {kind} ({shown}) at {origin}")
+            return
+        if kind == "Pod":
+            self.add_pod(origin, obj)
+        elif kind == "Node":
+            self.add_node(origin, obj)
+        elif kind == "PriorityClass":
+            self.add_priority_class(origin, obj)
+        elif kind == "Namespace":
+            self.add_namespace(origin, obj)
+        elif kind in STORAGE_KINDS:
+            self.add_storage_object(origin, kind, obj)
+        elif kind == "PodDisruptionBudget":
+            self.add_pdb(origin, obj)
+        else:
+            self.add_workload(origin, kind, obj)
+
+    def add_list(
+        self, origin: _Origin, kind: str, api_version: str, obj: Mapping[str, Any]
+    ) -> None:
+        items = obj.get("items")
+        if items is None:
+            return
+        if not isinstance(items, list):
+            self.problem(origin, kind, "", "items", f"Expected `array`, got `{_type_word(items)}`")
+            return
+        if origin.item is not None:
+            self.notes.append(f"skipped a {kind} nested in a list at {origin}")
+            return
+        item_kind = kind[: -len("List")]
+        for index, item in enumerate(items, 1):
+            if item_kind and isinstance(item, dict) and not item.get("kind"):
+                # The API's typed lists (PodList, ...) leave kind out of their items.
+                item = {
+                    **item,
+                    "kind": item_kind,
+                    "apiVersion": item.get("apiVersion") or api_version,
+                }
+            self.add_document(_Origin(origin.source, origin.document, index), item)
+
+    def decode(
+        self, origin: _Origin, obj: Mapping[str, Any], kind: str, type_: type[T]
+    ) -> T | None:
+        try:
+            return msgspec.convert(obj, type=type_)
+        except msgspec.ValidationError as exc:
+            path, message = _validation_field(str(exc), obj)
+            self.problem(origin, kind, _raw_name(obj, kind), path, message)
+            return None
+
+    def check_time(
+        self, origin: _Origin, kind: str, meta: ObjectMeta, name: str
+    ) -> tuple[bool, datetime | None]:
+        if meta.creation_timestamp is None:
+            return True, None
+        try:
+            return True, _parse_time(meta.creation_timestamp)
+        except ValueError:
+            self.problem(
+                origin,
+                kind,
+                name,
+                "metadata.creationTimestamp",
+                f"expected an RFC 3339 time like 2024-05-01T12:00:00Z, "
+                f"got {meta.creation_timestamp!r}",
+            )
+            return False, None
+
+    def generate_name(
+        self, kind: str, namespace: str, base: str, taken: Callable[[str], bool]
+    ) -> str:
+        base = base[:_MAX_GENERATE_NAME_BASE]
+        while True:
+            counter_key = f"{kind}/{namespace}/{base}"
+            self.generated[counter_key] += 1
+            name = base + _random_chars(f"{counter_key}#{self.generated[counter_key]}")
+            if not taken(name):
+                return name
+
+    def pod_name_taken(self, namespace: str, name: str) -> bool:
+        return f"{namespace}/{name}" in self.taken
+
+    def add_pod(self, origin: _Origin, obj: Mapping[str, Any]) -> None:
+        pod = self.decode(origin, obj, "Pod", Pod)
+        if pod is None:
+            return
+        meta = pod.metadata
+        if not meta.namespace:
+            meta.namespace = "default"
+        if not meta.name and not meta.generate_name:
+            self.problem(origin, "Pod", "", "metadata.name", "name or generateName is required")
+            return
+        name = f"{meta.namespace}/{meta.name or meta.generate_name}"
+        ok, created = self.check_time(origin, "Pod", meta, name)
+        if not ok:
+            return
+        error = _check_pod_spec(pod.spec, "spec")
+        if error is not None:
+            self.problem(origin, "Pod", name, *error)
+            return
+        item = _PodItem(pod, origin, created)
+        if meta.name:
+            self.taken.add(pod.key)
+        else:
+            item.generated = True
+        self.items.append(item)
+
+    def add_node(self, origin: _Origin, obj: Mapping[str, Any]) -> None:
+        node = self.decode(origin, obj, "Node", Node)
+        if node is None:
+            return
+        meta = node.metadata
+        if not meta.name:
+            if not meta.generate_name:
+                self.problem(
+                    origin, "Node", "", "metadata.name", "name or generateName is required"
+                )
+                return
+            meta.name = self.generate_name(
+                "Node", "", meta.generate_name, lambda n: n in self.node_origin
+            )
+        status = node.status
+        if not status.allocatable and status.capacity:
+            status.allocatable = dict(status.capacity)  # SetDefaults_NodeStatus
+        error = _check_quantities(status.capacity, "status.capacity") or _check_quantities(
+            status.allocatable, "status.allocatable"
+        )
+        if error is not None:
+            self.problem(origin, "Node", meta.name, *error)
+            return
+        first = self.node_origin.get(meta.name)
+        if first is not None:
+            self.problem(
+                origin,
+                "Node",
+                meta.name,
+                "metadata.name",
+                f"duplicate: a Node named {meta.name} was already loaded from {first}",
+            )
+            return
+        if not meta.uid:
+            meta.uid = _uid("Node", "", meta.name)
+        self.node_origin[meta.name] = origin
+        self.nodes.append(node)
+
+    def add_priority_class(self, origin: _Origin, obj: Mapping[str, Any]) -> None:
+        pc = self.decode(origin, obj, "PriorityClass", PriorityClass)
+        if pc is None:
+            return
+        name = pc.metadata.name
+        if not name:
+            self.problem(origin, "PriorityClass", "", "metadata.name", "name is required")
+            return
+        builtin = BUILTIN_PRIORITY_CLASSES.get(name)
+        error: tuple[str, str] | None = None
+        if name.startswith("system-") and builtin is None:
+            error = (
+                "metadata.name",
+                "priority class names with 'system-' prefix are reserved for system use only",
+            )
+        elif builtin is not None and pc.value != builtin:
+            error = ("value", f"the system priority class {name} has value {builtin}")
+        elif builtin is None and pc.value > HIGHEST_USER_DEFINABLE_PRIORITY:
+            error = (
+                "value",
+                f"maximum allowed value of a user defined priority is "
+                f"{HIGHEST_USER_DEFINABLE_PRIORITY}",
+            )
+        elif name in self.priority_classes:
+            error = (
+                "metadata.name",
+                f"duplicate: a PriorityClass named {name} was already loaded from "
+                f"{self.priority_classes[name][1]}",
+            )
+        elif pc.global_default:
+            other = next((p for p, _ in self.priority_classes.values() if p.global_default), None)
+            if other is not None:
+                error = (
+                    "globalDefault",
+                    f"PriorityClass {other.metadata.name} is already marked as default. "
+                    f"Only one default can exist",
+                )
+        if error is not None:
+            self.problem(origin, "PriorityClass", name, *error)
+            return
+        if pc.preemption_policy is None:
+            pc.preemption_policy = PREEMPT_LOWER_PRIORITY
+        if not pc.metadata.uid:
+            pc.metadata.uid = _uid("PriorityClass", "", name)
+        self.priority_classes[name] = (pc, origin)
+
+    def add_namespace(self, origin: _Origin, obj: Mapping[str, Any]) -> None:
+        ns = self.decode(origin, obj, "Namespace", Namespace)
+        if ns is None:
+            return
+        name = ns.metadata.name
+        if not name:
+            self.problem(origin, "Namespace", "", "metadata.name", "name is required")
+            return
+        if name in self.namespaces:
+            self.problem(
+                origin,
+                "Namespace",
+                name,
+                "metadata.name",
+                f"duplicate: a Namespace named {name} was already loaded from "
+                f"{self.namespaces[name][1]}",
+            )
+            return
+        ns.metadata.labels = {**ns.metadata.labels, NAMESPACE_NAME_LABEL: name}
+        if not ns.metadata.uid:
+            ns.metadata.uid = _uid("Namespace", "", name)
+        self.namespaces[name] = (ns, origin)
+
+    def add_pdb(self, origin: _Origin, obj: Mapping[str, Any]) -> None:
+        pdb = self.decode(origin, obj, "PodDisruptionBudget", PodDisruptionBudget)
+        if pdb is None:
+            return
+        meta = pdb.metadata
+        if not meta.namespace:
+            meta.namespace = "default"
+        if not meta.name:
+            self.problem(origin, "PodDisruptionBudget", "", "metadata.name", "name is required")
+            return
+        key = f"{meta.namespace}/{meta.name}"
+        if key in self.pdbs:
+            self.problem(
+                origin,
+                "PodDisruptionBudget",
+                key,
+                "metadata.name",
+                f"duplicate: a PodDisruptionBudget named {key} was already loaded from "
+                f"{self.pdbs[key][1]}",
+            )
+            return
+        if not meta.uid:
+            meta.uid = _uid("PodDisruptionBudget", meta.namespace, meta.name)
+        self.pdbs[key] = (pdb, origin)
+
+    def add_storage_object(self, origin: _Origin, kind: str, obj: Mapping[str, Any]) -> None:
+        decoded = self.decode(origin, obj, kind, STORAGE_KINDS[kind][0])
+        if decoded is None:
+            return
+        problem = self.storage_objects.add(kind, decoded, str(origin))
+        if problem is not None:
+            meta = decoded.metadata
+            name = meta.name if kind in _CLUSTER_SCOPED else f"{meta.namespace}/{meta.name}"
+            self.problem(origin, kind, name if meta.name else "", *problem)
+
+    def add_workload(self, origin: _Origin, kind: str, obj: Mapping[str, Any]) -> None:
+        types: dict[str, type[Workload]] = {
+            "Deployment": Deployment,
+            "ReplicaSet": ReplicaSet,
+            "StatefulSet": StatefulSet,
+            "DaemonSet": DaemonSet,
+            "Job": Job,
+        }
+        workload = self.decode(origin, obj, kind, types[kind])
+        if workload is None:
+            return
+        meta = workload.metadata
+        if not meta.namespace:
+            meta.namespace = "default"
+        if not meta.name:
+            if not meta.generate_name:
+                self.problem(origin, kind, "", "metadata.name", "name or generateName is required")
+                return
+            meta.name = self.generate_name(
+                kind,
+                meta.namespace,
+                meta.generate_name,
+                lambda n: (kind, f"{meta.namespace}/{n}") in self.workload_origin,
+            )
+        key = f"{meta.namespace}/{meta.name}"
+        ok, created = self.check_time(origin, kind, meta, key)
+        if not ok:
+            return
+        error = _check_workload(workload)
+        if error is not None:
+            self.problem(origin, kind, key, *error)
+            return
+        first = self.workload_origin.get((kind, key))
+        if first is not None:
+            self.problem(
+                origin,
+                kind,
+                key,
+                "metadata.name",
+                f"duplicate: a {kind} named {key} was already loaded from {first}",
+            )
+            return
+        self.workload_origin[kind, key] = origin
+        if not meta.uid:
+            meta.uid = _uid(kind, meta.namespace, meta.name)
+        if isinstance(workload, ReplicaSet):
+            for ref in meta.owner_references:
+                if ref.controller and ref.kind == "Deployment":
+                    self.deployments_with_replicasets.add((meta.namespace, ref.name))
+        spec = obj.get("spec")
+        raw_template = spec.get("template") if isinstance(spec, dict) else None
+        self.items.append(_WorkloadItem(workload, raw_template, origin, created))
