@@ -44,69 +44,24 @@ from __future__ import annotations
 import contextlib
 import functools
 import gc
-import hashlib
-from collections import defaultdict
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
-import msgspec
-
 from kubesched.api.disruption import compute_status
-from kubesched.api.node_affinity import required_node_affinity
-from kubesched.api.objects import (
-    Affinity,
-    Namespace,
-    Node,
-    NodeAffinity,
-    NodeSelector,
-    NodeSelectorRequirement,
-    NodeSelectorTerm,
-    ObjectMeta,
-    OwnerReference,
-    PersistentVolumeClaimVolumeSource,
-    Pod,
-    PodDisruptionBudget,
-    PodSpec,
-    PriorityClass,
-    Toleration,
-    Volume,
-)
-from kubesched.api.taints import do_not_schedule_taints, find_matching_untolerated_taint
-from kubesched.api.workloads import (
-    DaemonSet,
-    Deployment,
-    Job,
-    PodTemplateSpec,
-    ReplicaSet,
-    StatefulSet,
-)
+from kubesched.api.objects import Namespace, Node, Pod, PodDisruptionBudget, PriorityClass
 from kubesched.cluster.admission import (
     SYSTEM_NAMESPACES,
     _admit_priority,
     _implicit_namespace,
     builtin_priority_classes,
 )
-from kubesched.cluster.generated_names import (
-    _MAX_GENERATE_NAME_BASE,
-    _random_chars,
-    _safe_encode,
-    _uid,
-)
-from kubesched.cluster.manifest_loader import (
-    LoadProblem,
-    _Loader,
-    _Origin,
-    _OwnerKey,
-    _PodItem,
-    _WorkloadItem,
-)
+from kubesched.cluster.generated_names import _uid
+from kubesched.cluster.manifest_loader import LoadProblem, _Loader, _Origin, _PodItem
 from kubesched.cluster.manifest_reader import _read_path
-from kubesched.cluster.volume_manifests import (
-    StatefulSetClaim,
-    build_storage,
-)
+from kubesched.cluster.volume_manifests import build_storage
+from kubesched.cluster.workload_controllers import _Expander, _is_live
 from kubesched.framework.storage import StorageState
 
 __all__ = [
@@ -118,21 +73,6 @@ __all__ = [
     "pending_pods",
     "running_pods",
 ]
-
-
-_TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
-
-
-# The tolerations the DaemonSet controller adds (AddOrUpdateDaemonPodTolerations).
-_DAEMON_TOLERATIONS = (
-    ("node.kubernetes.io/not-ready", "NoExecute"),
-    ("node.kubernetes.io/unreachable", "NoExecute"),
-    ("node.kubernetes.io/disk-pressure", "NoSchedule"),
-    ("node.kubernetes.io/memory-pressure", "NoSchedule"),
-    ("node.kubernetes.io/pid-pressure", "NoSchedule"),
-    ("node.kubernetes.io/unschedulable", "NoSchedule"),
-)
-_DAEMON_HOST_NETWORK_TOLERATION = ("node.kubernetes.io/network-unavailable", "NoSchedule")
 
 
 # --- results -----------------------------------------------------------------------
@@ -154,10 +94,6 @@ class ClusterState:
     storage: StorageState = field(default_factory=StorageState)
     problems: list[LoadProblem] = field(default_factory=list)  # errors: objects skipped
     notes: list[str] = field(default_factory=list)  # informational
-
-
-def _is_live(pod: Pod) -> bool:
-    return pod.status.phase not in _TERMINAL_PHASES
 
 
 def pending_pods(state: ClusterState) -> list[Pod]:
@@ -215,85 +151,6 @@ def _gc_paused() -> Iterator[None]:
     finally:
         if enabled:
             gc.enable()
-
-
-# --- small helpers -----------------------------------------------------------------
-
-
-def _template_hash(raw: object, template: PodTemplateSpec) -> str:
-    """A 10-character pod-template-hash: a 32-bit hash of the template printed
-    in decimal (zero-padded to 10 digits) and safe-encoded, as ComputeHash does."""
-    try:
-        data = msgspec.json.encode(raw, order="sorted")
-    except (TypeError, ValueError, OverflowError):
-        data = msgspec.json.encode(template, order="sorted")
-    value = int.from_bytes(hashlib.blake2b(data, digest_size=4).digest(), "big")
-    return _safe_encode(f"{value:010d}")
-
-
-# --- selectors, node affinity and taints (as the DaemonSet controller checks them) ---
-
-
-def _daemon_tolerations(spec: PodSpec) -> list[Toleration]:
-    """The template's tolerations with the DaemonSet controller's added
-    (v1helper.AddOrUpdateTolerationInPodSpec: a matching one is replaced)."""
-    tolerations = list(spec.tolerations)
-    added = list(_DAEMON_TOLERATIONS)
-    if spec.host_network:
-        added.append(_DAEMON_HOST_NETWORK_TOLERATION)
-    for key, effect in added:
-        new = Toleration(key=key, operator="Exists", effect=effect)
-        matches = [
-            i
-            for i, have in enumerate(tolerations)
-            if (have.key, have.operator, have.value, have.effect) == (key, "Exists", "", effect)
-        ]
-        for i in matches:
-            tolerations[i] = new
-        if not matches:
-            tolerations.append(new)
-    return tolerations
-
-
-def _pin_to_node(affinity: Affinity | None, node_name: str) -> Affinity:
-    """ReplaceDaemonSetPodNodeNameNodeAffinity, without touching shared objects."""
-    required = NodeSelector(
-        node_selector_terms=[
-            NodeSelectorTerm(
-                match_fields=[
-                    NodeSelectorRequirement(key="metadata.name", operator="In", values=[node_name])
-                ]
-            )
-        ]
-    )
-    if affinity is None:
-        return Affinity(
-            node_affinity=NodeAffinity(required_during_scheduling_ignored_during_execution=required)
-        )
-    if affinity.node_affinity is None:
-        node_affinity = NodeAffinity(required_during_scheduling_ignored_during_execution=required)
-    else:
-        node_affinity = msgspec.structs.replace(
-            affinity.node_affinity, required_during_scheduling_ignored_during_execution=required
-        )
-    return msgspec.structs.replace(affinity, node_affinity=node_affinity)
-
-
-def _daemon_target(pod: Pod) -> str | None:
-    """GetTargetNodeName: the node a (possibly pending) daemon pod is for."""
-    if pod.spec.node_name:
-        return pod.spec.node_name
-    affinity = pod.spec.affinity
-    if affinity is None or affinity.node_affinity is None:
-        return None
-    required = affinity.node_affinity.required_during_scheduling_ignored_during_execution
-    if required is None:
-        return None
-    for term in required.node_selector_terms:
-        for req in term.match_fields:
-            if req.key == "metadata.name" and req.operator == "In" and len(req.values) == 1:
-                return req.values[0]
-    return None
 
 
 # --- after all documents -----------------------------------------------------------
@@ -428,303 +285,3 @@ def _sort_by_creation(items: list[_PodItem]) -> None:
     stamped.sort(key=lambda pair: pair[0])  # stable: equal times keep input order
     for slot, (_, item) in zip(slots, stamped, strict=True):
         items[slot] = item
-
-
-# --- controllers -------------------------------------------------------------------
-
-
-class _Expander:
-    """Creates the pods workload controllers would, minus those already there."""
-
-    def __init__(self, loader: _Loader) -> None:
-        self.loader = loader
-        self.reconciled = 0
-        self.skipped_deployments: list[tuple[str, str, _Origin]] = []
-        # Pods in the input by their controller: (namespace, kind, name) -> pods.
-        self.owned: defaultdict[_OwnerKey, list[Pod]] = defaultdict(list)
-        # Deployment -> its pods in the input, through their ReplicaSets' names.
-        self.deployment_pods: defaultdict[tuple[str, str], list[Pod]] = defaultdict(list)
-        for entry in loader.items:
-            if isinstance(entry, _PodItem):
-                self.index(entry.pod)
-
-    def index(self, pod: Pod) -> None:
-        meta = pod.metadata
-        for ref in meta.owner_references:
-            if not ref.controller:
-                continue
-            self.owned[meta.namespace, ref.kind, ref.name].append(pod)
-            template_hash = meta.labels.get("pod-template-hash")
-            suffix = f"-{template_hash}"
-            if ref.kind == "ReplicaSet" and template_hash and ref.name.endswith(suffix):
-                deployment = ref.name[: -len(suffix)]
-                self.deployment_pods[meta.namespace, deployment].append(pod)
-
-    def existing(self, namespace: str, kind: str, name: str) -> list[Pod]:
-        pods = [
-            p
-            for p in self.owned.get((namespace, kind, name), ())
-            if _is_live(p) and p.metadata.deletion_timestamp is None
-        ]
-        self.reconciled += len(pods)
-        return pods
-
-    def expand(self, item: _WorkloadItem) -> list[_PodItem]:
-        workload = item.workload
-        if isinstance(workload, Deployment):
-            return self.deployment(item, workload)
-        if isinstance(workload, ReplicaSet):
-            return self.replica_set(item, workload)
-        if isinstance(workload, StatefulSet):
-            return self.stateful_set(item, workload)
-        if isinstance(workload, DaemonSet):
-            return self.daemon_set(item, workload)
-        return self.job(item, workload)
-
-    # -- building pods
-
-    def new_pod(
-        self,
-        item: _WorkloadItem,
-        template: PodTemplateSpec,
-        name: str,
-        generate_name: str,
-        labels: dict[str, str],
-        owner: OwnerReference,
-        spec: PodSpec | None = None,
-        annotations: dict[str, str] | None = None,
-    ) -> _PodItem:
-        meta = item.workload.metadata
-        pod = Pod(
-            metadata=ObjectMeta(
-                name=name,
-                generate_name=generate_name,
-                namespace=meta.namespace,
-                labels=labels,
-                annotations=annotations
-                if annotations is not None
-                else dict(template.metadata.annotations),
-                owner_references=[owner],
-                creation_timestamp=meta.creation_timestamp,
-            ),
-            # Each pod gets its own PodSpec (binding sets spec.nodeName) but shares
-            # the template's containers, tolerations, ... which nobody modifies.
-            spec=spec if spec is not None else msgspec.structs.replace(template.spec),
-        )
-        self.loader.taken.add(pod.key)
-        return _PodItem(
-            pod,
-            item.origin,
-            item.created,
-            kind=item.workload.kind,
-            name=item.key,
-            spec_path="spec.template.spec",
-        )
-
-    def generated_name(self, namespace: str, prefix: str, seed: str) -> str:
-        """`prefix` plus 5 characters derived from `seed`, not yet in use."""
-        base = prefix[:_MAX_GENERATE_NAME_BASE]
-        attempt = 0
-        while True:
-            name = base + _random_chars(seed if attempt == 0 else f"{seed}#{attempt}")
-            if f"{namespace}/{name}" not in self.loader.taken:
-                return name
-            attempt += 1
-
-    def replicas(
-        self,
-        item: _WorkloadItem,
-        template: PodTemplateSpec,
-        rs_name: str,
-        count: int,
-        labels: dict[str, str],
-        owner: OwnerReference,
-    ) -> list[_PodItem]:
-        namespace = item.workload.metadata.namespace
-        prefix = f"{rs_name}-"
-        return [
-            self.new_pod(
-                item,
-                template,
-                self.generated_name(namespace, prefix, f"{namespace}/{rs_name}/{i}"),
-                prefix,
-                dict(labels),
-                owner,
-            )
-            for i in range(count)
-        ]
-
-    # -- the controllers
-
-    def deployment(self, item: _WorkloadItem, deploy: Deployment) -> list[_PodItem]:
-        meta = deploy.metadata
-        if (meta.namespace, meta.name) in self.loader.deployments_with_replicasets:
-            self.skipped_deployments.append(("Deployment", item.key, item.origin))
-            return []
-        template = deploy.spec.template
-        template_hash = _template_hash(item.raw_template, template)
-        rs_name = f"{meta.name}-{template_hash}"
-        live = [
-            p
-            for p in self.deployment_pods.get((meta.namespace, meta.name), ())
-            if _is_live(p) and p.metadata.deletion_timestamp is None
-        ]
-        self.reconciled += len(live)
-        replicas = 1 if deploy.spec.replicas is None else deploy.spec.replicas
-        owner = OwnerReference(
-            api_version="apps/v1",
-            kind="ReplicaSet",
-            name=rs_name,
-            uid=_uid("ReplicaSet", meta.namespace, rs_name),
-            controller=True,
-        )
-        labels = {**template.metadata.labels, "pod-template-hash": template_hash}
-        return self.replicas(item, template, rs_name, max(0, replicas - len(live)), labels, owner)
-
-    def replica_set(self, item: _WorkloadItem, rs: ReplicaSet) -> list[_PodItem]:
-        meta = rs.metadata
-        live = self.existing(meta.namespace, "ReplicaSet", meta.name)
-        replicas = 1 if rs.spec.replicas is None else rs.spec.replicas
-        owner = _controller_ref("apps/v1", "ReplicaSet", meta)
-        template = rs.spec.template
-        labels = dict(template.metadata.labels)
-        return self.replicas(item, template, meta.name, max(0, replicas - len(live)), labels, owner)
-
-    def stateful_set(self, item: _WorkloadItem, sts: StatefulSet) -> list[_PodItem]:
-        meta = sts.metadata
-        spec = sts.spec
-        template = spec.template
-        present = {p.metadata.name for p in self.existing(meta.namespace, "StatefulSet", meta.name)}
-        revision = f"{meta.name}-{_template_hash(item.raw_template, template)}"
-        owner = _controller_ref("apps/v1", "StatefulSet", meta)
-        claims = [claim.metadata.name for claim in spec.volume_claim_templates]
-        start = spec.ordinals.start if spec.ordinals is not None else 0
-        replicas = 1 if spec.replicas is None else spec.replicas
-        pods: list[_PodItem] = []
-        selector_labels = spec.selector.match_labels if spec.selector is not None else {}
-        for ordinal in range(start, start + replicas):
-            for claim_template in spec.volume_claim_templates:
-                self.loader.stateful_set_claims.append(
-                    StatefulSetClaim(
-                        meta.namespace,
-                        f"{claim_template.metadata.name}-{meta.name}-{ordinal}",
-                        claim_template,
-                        selector_labels,
-                    )
-                )
-            name = f"{meta.name}-{ordinal}"
-            if name in present:
-                continue
-            labels = {
-                **template.metadata.labels,
-                "controller-revision-hash": revision,
-                "statefulset.kubernetes.io/pod-name": name,
-                "apps.kubernetes.io/pod-index": str(ordinal),
-            }
-            pod_spec = msgspec.structs.replace(template.spec)
-            if claims:
-                # updateStorage: a volume per claim template, then the template's others.
-                pod_spec.volumes = [
-                    Volume(
-                        name=claim,
-                        persistent_volume_claim=PersistentVolumeClaimVolumeSource(
-                            claim_name=f"{claim}-{meta.name}-{ordinal}"
-                        ),
-                    )
-                    for claim in claims
-                ] + [v for v in template.spec.volumes if v.name not in claims]
-            pods.append(self.new_pod(item, template, name, "", labels, owner, pod_spec))
-        return pods
-
-    def daemon_set(self, item: _WorkloadItem, ds: DaemonSet) -> list[_PodItem]:
-        meta = ds.metadata
-        template = ds.spec.template
-        covered = {_daemon_target(p) for p in self.existing(meta.namespace, "DaemonSet", meta.name)}
-        owner = _controller_ref("apps/v1", "DaemonSet", meta)
-        labels = {
-            **template.metadata.labels,
-            "controller-revision-hash": _template_hash(item.raw_template, template),
-            "pod-template-generation": "1",
-        }
-        tolerations = _daemon_tolerations(template.spec)
-        prefix = f"{meta.name}-"
-        pods: list[_PodItem] = []
-        for node in self.loader.nodes:
-            node_name = node.metadata.name
-            if node_name in covered or not _daemon_should_run(template.spec, tolerations, node):
-                continue
-            pod_spec = msgspec.structs.replace(
-                template.spec,
-                tolerations=tolerations,
-                affinity=_pin_to_node(template.spec.affinity, node_name),
-            )
-            name = self.generated_name(
-                meta.namespace, prefix, f"{meta.namespace}/{meta.name}@{node_name}"
-            )
-            pods.append(self.new_pod(item, template, name, prefix, dict(labels), owner, pod_spec))
-        return pods
-
-    def job(self, item: _WorkloadItem, job: Job) -> list[_PodItem]:
-        meta = job.metadata
-        spec = job.spec
-        template = spec.template
-        owned = self.owned.get((meta.namespace, "Job", meta.name), [])
-        succeeded = [p for p in owned if p.status.phase == "Succeeded"]
-        live = self.existing(meta.namespace, "Job", meta.name)
-        if spec.suspend:
-            return []
-        want = 1 if spec.parallelism is None else spec.parallelism
-        if spec.completions is not None:
-            want = min(want, max(0, spec.completions - len(succeeded)))
-        count = max(0, want - len(live))
-        labels = dict(template.metadata.labels)
-        if not spec.manual_selector:
-            labels.update(
-                {
-                    "batch.kubernetes.io/controller-uid": meta.uid,
-                    "batch.kubernetes.io/job-name": meta.name,
-                    "controller-uid": meta.uid,
-                    "job-name": meta.name,
-                }
-            )
-        owner = _controller_ref("batch/v1", "Job", meta)
-        index_key = "batch.kubernetes.io/job-completion-index"
-        pods: list[_PodItem] = []
-        if spec.completion_mode == "Indexed":
-            used = {p.metadata.annotations.get(index_key) for p in (*succeeded, *live)}
-            indexes = [i for i in range(spec.completions or 0) if str(i) not in used][:count]
-            for index in indexes:
-                prefix = f"{meta.name}-{index}-"
-                name = self.generated_name(meta.namespace, prefix, f"{meta.namespace}/{prefix}")
-                annotations = {**template.metadata.annotations, index_key: str(index)}
-                pod_labels = {**labels, index_key: str(index)}
-                pods.append(
-                    self.new_pod(
-                        item, template, name, prefix, pod_labels, owner, annotations=annotations
-                    )
-                )
-            return pods
-        prefix = f"{meta.name}-"
-        for i in range(count):
-            name = self.generated_name(meta.namespace, prefix, f"{meta.namespace}/{meta.name}/{i}")
-            pods.append(self.new_pod(item, template, name, prefix, dict(labels), owner))
-        return pods
-
-
-def _controller_ref(api_version: str, kind: str, meta: ObjectMeta) -> OwnerReference:
-    return OwnerReference(
-        api_version=api_version, kind=kind, name=meta.name, uid=meta.uid, controller=True
-    )
-
-
-def _daemon_should_run(spec: PodSpec, tolerations: list[Toleration], node: Node) -> bool:
-    """nodeShouldRunDaemonPod's predicates: node name, required node affinity
-    (nodeSelector included) and NoSchedule/NoExecute taints tolerated."""
-    if spec.node_name and spec.node_name != node.metadata.name:
-        return False
-    if not required_node_affinity(Pod(spec=spec)).matches(node):
-        return False
-    untolerated = find_matching_untolerated_taint(
-        node.spec.taints, tolerations, do_not_schedule_taints
-    )
-    return untolerated is None
