@@ -37,6 +37,19 @@ that pods carrying `metadata.creationTimestamp` are ordered among themselves
 by it. The stable sort only permutes the pods that have a timestamp, within
 the positions they occupy; a pod without one keeps its exact input position.
 Workload pods carry their workload's timestamp (replicas keep their order).
+
+This module is the entry point (ClusterState, the load functions, and what
+follows the reading: pod names, duplicates, admission, order, namespaces,
+budgets' status, storage). The steps live beside it:
+
+- manifest_reader: files, folders and stdin into YAML and JSON documents;
+- manifest_loader: documents into typed objects, or LoadProblems;
+- manifest_validation: the checks of those objects, and the field paths of
+  decoding errors;
+- workload_controllers: the pods the workload controllers create;
+- admission: Priority admission, built-in PriorityClasses, implicit namespaces;
+- volume_manifests: the storage objects and what their controllers do;
+- generated_names: uids and names from generateName.
 """
 
 from __future__ import annotations
