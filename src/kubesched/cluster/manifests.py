@@ -27,10 +27,9 @@ Bad input never raises and never costs other objects: each bad object is one
 LoadProblem naming file, document, object and field, and is skipped. A YAML
 syntax error costs only its document: reading resumes at the next `---`.
 
-Speed: JSON is decoded by msgspec; YAML by a fast reader for the block YAML
-kubectl and people write (falling back to PyYAML, document by document, for
-anything else), then msgspec.convert builds the structs. About 10,000 pods a
-second from YAML, more from JSON.
+Speed: JSON is decoded by msgspec; YAML by PyYAML's C loader (libyaml, its
+pure-Python loader where libyaml is missing), document by document; then
+msgspec.convert builds the structs.
 
 Pod order (`ClusterState.pods`, hence `pending_pods`): input order, except
 that pods carrying `metadata.creationTimestamp` are ordered among themselves
