@@ -18,7 +18,7 @@ The scheduler calls plain methods; nothing here knows the framework types.
 from __future__ import annotations
 
 import random
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.exposition import CONTENT_TYPE_PLAIN_0_0_4, generate_latest
@@ -279,6 +279,14 @@ class SchedulerMetrics:
     def inc_plugin_evaluation(self, plugin: str, point: str, profile: str, n: int = 1) -> None:
         """A plugin was evaluated (PreFilter, Filter, PreScore, Score; not skipped)."""
         self.plugin_evaluation.labels(plugin, point, profile).inc(n)
+
+    def plugin_evaluation_counter(
+        self, plugin: str, point: str, profile: str
+    ) -> Callable[[float], None]:
+        """inc_plugin_evaluation for one (plugin, point, profile), the label lookup done
+        once (upstream's setInstrumentedPlugins caches the metric stream likewise): it
+        runs on every Filter and Score call."""
+        return self.plugin_evaluation.labels(plugin, point, profile).inc
 
     def observe_permit_wait(self, result: str, seconds: float) -> None:
         """A pod's wait on Permit ended; result is the status string (Success, ...)."""

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 from kubesched.api.objects import Namespace, Node, Pod, PodDisruptionBudget
 from kubesched.cluster.memory import InMemoryCluster, RecordedEvent
+from kubesched.cluster.volume_writer import InMemoryVolumeWriter
 from kubesched.framework.clock import SimClock
 from kubesched.framework.profile import ProfileConfig
 from kubesched.framework.storage import StorageState
@@ -108,6 +109,10 @@ async def _simulate(
         # change reaches the queue as the informers' events would.
         scheduler.handle.storage = storage.copy()
         scheduler.handle.storage.subscribe(scheduler.queue.on_event)
+    # PreBind's volume writes land in the scheduler's storage, which the writer's
+    # PV controller and provisioner then complete (as the runner's KubeVolumeWriter
+    # writes to the API server); the nodes are the provisioner's topology source.
+    scheduler.handle.storage.writer = InMemoryVolumeWriter(scheduler.handle.storage, cluster.nodes)
     started = time.perf_counter()
     cluster.watch(scheduler)
     total = len(scheduler.queue.active) + len(scheduler.queue.unschedulable)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import time
@@ -11,6 +12,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
+from prometheus_client.samples import Sample
 
 from tests.integration.conftest import REPO_ROOT, AdminApi, ControlPlane
 from tests.integration.kubesched_proc import KubeschedProcess, start_kubesched
@@ -117,6 +120,205 @@ def test_200_pods_over_50_nodes_bound_as_simulate_predicts(
         'scheduler_framework_extension_point_duration_seconds_count{extension_point="Filter"'
         in metrics
     )
+
+
+# Every metric /metrics exports (metrics.py), by its exposed name.
+EXPORTED_METRICS = {
+    "scheduler_schedule_attempts_total",
+    "scheduler_scheduling_attempt_duration_seconds",
+    "scheduler_scheduling_algorithm_duration_seconds",
+    "scheduler_preemption_victims",
+    "scheduler_preemption_attempts_total",
+    "scheduler_pending_pods",
+    "scheduler_pod_scheduling_sli_duration_seconds",
+    "scheduler_pod_scheduling_attempts",
+    "scheduler_framework_extension_point_duration_seconds",
+    "scheduler_plugin_execution_duration_seconds",
+    "scheduler_queue_incoming_pods_total",
+    "scheduler_permit_wait_duration_seconds",
+    "scheduler_cache_size",
+    "scheduler_unschedulable_pods",
+    "scheduler_plugin_evaluation_total",
+}
+
+# An out-of-tree Permit plugin, installed the way a package installs one (an entry
+# point in the kubesched.plugins group): kube-scheduler's in-tree plugins never wait
+# at Permit, so without it permit_wait_duration_seconds could not move.
+PERMIT_PLUGIN = """
+from kubesched.framework.interfaces import PermitPlugin
+from kubesched.framework.status import Status
+
+
+class WaitAWhile(PermitPlugin):
+    \"\"\"Pods labelled kubesched.test/permit=wait wait 0.3 s at Permit, then are allowed.\"\"\"
+
+    name = "WaitAWhile"
+
+    def permit(self, state, pod, node_name):
+        if pod.pod.metadata.labels.get("kubesched.test/permit") != "wait":
+            return Status(), 0.0
+        handle, key = self.handle, pod.key
+
+        def allow():
+            waiting = handle.waiting_pods.get(key)
+            if waiting is not None:
+                waiting.allow(self.name)
+
+        handle.clock.call_at(handle.clock.now() + 0.3, allow)
+        return Status.wait(), 30.0
+"""
+
+
+def install_permit_plugin(site: Path) -> None:
+    """WaitAWhile as an installed distribution in SITE (put SITE on PYTHONPATH)."""
+    site.mkdir()
+    (site / "kubesched_test_permit.py").write_text(PERMIT_PLUGIN)
+    dist = site / "kubesched_test_permit-0.0.0.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text(
+        "Metadata-Version: 2.1\nName: kubesched-test-permit\nVersion: 0.0.0\n"
+    )
+    (dist / "entry_points.txt").write_text(
+        "[kubesched.plugins]\nWaitAWhile = kubesched_test_permit:WaitAWhile\n"
+    )
+
+
+def scrape(proc: KubeschedProcess) -> dict[str, list[Sample]]:
+    """Exposed metric name -> its samples (histograms: _bucket, _count, _sum)."""
+    families: dict[str, list[Sample]] = {}
+    for family in text_string_to_metric_families(proc.get("/metrics").text):
+        name = f"{family.name}_total" if family.type == "counter" else family.name
+        families[name] = list(family.samples)
+    return families
+
+
+def sample(families: dict[str, list[Sample]], name: str, **labels: str) -> float | None:
+    """The value of NAME (an exposed sample name) with exactly LABELS."""
+    family = name.removesuffix("_count").removesuffix("_sum")
+    for s in families.get(family, []):
+        if s.name == name and s.labels == labels:
+            return float(s.value)
+    return None
+
+
+def test_every_exported_metric_moves(
+    control_plane: ControlPlane,
+    api: AdminApi,
+    namespace: str,
+    kubesched: list[KubeschedProcess],
+    tmp_path: Path,
+) -> None:
+    prefix = unique_prefix("metrics")
+    for i in range(2):
+        api.create_node(f"{prefix}-{i}", cpu="2", memory="8Gi")
+    low, high = f"{namespace}-low", f"{namespace}-high"
+    for name, value in ((low, 10), (high, 1000)):
+        api.post(
+            "/apis/scheduling.k8s.io/v1/priorityclasses",
+            {
+                "apiVersion": "scheduling.k8s.io/v1",
+                "kind": "PriorityClass",
+                "metadata": {"name": name},
+                "value": value,
+            },
+        )
+    site = tmp_path / "site"
+    install_permit_plugin(site)
+    config = tmp_path / "config.yaml"
+    config.write_text(
+        "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n"
+        "profiles:\n- schedulerName: kubesched\n"
+        "  plugins:\n    multiPoint:\n      enabled: [{name: WaitAWhile}]\n"
+    )
+    pythonpath = os.pathsep.join(p for p in (str(site), os.environ.get("PYTHONPATH")) if p)
+    proc = start_kubesched(
+        control_plane,
+        tmp_path,
+        "--no-leader-elect",
+        "--config",
+        str(config),
+        name="kubesched-metrics",
+        PYTHONPATH=pythonpath,
+    )
+    kubesched.append(proc)
+    try:
+        proc.wait_ready()
+        # Pods that need nothing: one waits at Permit; enough cycles that some are
+        # sampled for plugin_execution_duration_seconds (10 %, seeded).
+        api.create_pod(namespace, "waits", labels={"kubesched.test/permit": "wait"})
+        small = [f"small-{i}" for i in range(10)]
+        for name in small:
+            api.create_pod(namespace, name)
+        wait_bound(api, namespace, ["waits", *small], timeout=30)
+        # Two nodes of 2 CPUs filled by low-priority pods; a high-priority one preempts.
+        fillers = [f"filler-{i}" for i in range(4)]
+        for name in fillers:
+            api.create_pod(namespace, name, cpu="1", priorityClassName=low)
+        wait_bound(api, namespace, fillers, timeout=30)
+        api.create_pod(namespace, "preemptor", cpu="1", priorityClassName=high)
+        wait_bound(api, namespace, ["preemptor"], timeout=30)
+        # And one that fits nowhere, and stays.
+        api.create_pod(namespace, "huge", cpu="64")
+
+        def settled() -> dict[str, list[Sample]] | None:
+            families = scrape(proc)
+            attempts = sum(
+                s.value
+                for s in families["scheduler_schedule_attempts_total"]
+                if s.name.endswith("_total")
+            )
+            algorithm = sample(families, "scheduler_scheduling_algorithm_duration_seconds_count")
+            unschedulable = sample(
+                families,
+                "scheduler_unschedulable_pods",
+                plugin="NodeResourcesFit",
+                profile="kubesched",
+            )
+            pending = sample(families, "scheduler_pending_pods", queue="unschedulable")
+            done = unschedulable == 1 and pending == 1 and algorithm == attempts
+            return families if done else None
+
+        families = api.wait_for(settled, timeout=20, message="the metrics to settle")
+    finally:
+        for name in (low, high):
+            api.request("DELETE", f"/apis/scheduling.k8s.io/v1/priorityclasses/{name}", ok=(404,))
+
+    assert set(families) == EXPORTED_METRICS
+    unmoved = [n for n, samples in families.items() if not any(s.value > 0 for s in samples)]
+    assert unmoved == []
+    ours = {"profile": "kubesched"}
+    assert sample(families, "scheduler_schedule_attempts_total", result="scheduled", **ours) == 16
+    assert sample(families, "scheduler_pod_scheduling_attempts_count") == 16
+    assert sample(families, "scheduler_permit_wait_duration_seconds_count", result="Success") == 1
+    waited = sample(families, "scheduler_permit_wait_duration_seconds_sum", result="Success")
+    assert waited is not None and 0.25 <= waited < 5
+    # One preemption evicted one filler; the huge pod's attempts found no victims.
+    assert sample(families, "scheduler_preemption_victims_count") == 1
+    assert sample(families, "scheduler_preemption_victims_sum") == 1
+    assert (sample(families, "scheduler_preemption_attempts_total") or 0) >= 2
+    assert sample(families, "scheduler_pending_pods", queue="unschedulable") == 1
+    assert (sample(families, "scheduler_cache_size", type="nodes") or 0) >= 2
+    assert (sample(families, "scheduler_cache_size", type="pods") or 0) >= 15
+    assert sample(families, "scheduler_cache_size", type="assumed_pods") == 0
+    for point in ("PreFilter", "Filter", "PreScore", "Score"):
+        evaluated = sample(
+            families,
+            "scheduler_plugin_evaluation_total",
+            plugin="NodeResourcesFit",
+            extension_point=point,
+            **ours,
+        )
+        assert evaluated is not None and evaluated > 0, point
+    assert sample(
+        families,
+        "scheduler_framework_extension_point_duration_seconds_count",
+        extension_point="Permit",
+        status="Wait",
+        **ours,
+    )
+    assert (
+        sample(families, "scheduler_queue_incoming_pods_total", queue="active", event="PodAdd") or 0
+    ) >= 17
 
 
 def lease_config(tmp_path: Path, lease: str) -> Path:

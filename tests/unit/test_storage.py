@@ -3,8 +3,11 @@ manifests' storage objects and controllers, and volume scheduling end to end."""
 
 from __future__ import annotations
 
+import asyncio
 import textwrap
 from pathlib import Path
+
+import pytest
 
 from kubesched.api.volumes import (
     bind_volume_to_claim,
@@ -12,11 +15,22 @@ from kubesched.api.volumes import (
     zones_of,
 )
 from kubesched.cluster.manifests import ClusterState, load_paths, pending_pods, running_pods
+from kubesched.cluster.volume_writer import InMemoryVolumeWriter
 from kubesched.framework.profile import PluginRef, ProfileConfig
 from kubesched.framework.storage import StorageState
 from kubesched.framework.types import PodInfo
+from kubesched.plugins.volumebinding import plugin as volumebinding_plugin
 from kubesched.simulator import simulate
-from kubesched.testing import claim_volume, make_node, make_pod, make_pv, make_pvc, make_table
+from kubesched.testing import (
+    claim_volume,
+    make_csi_node,
+    make_node,
+    make_pod,
+    make_pv,
+    make_pvc,
+    make_storage_class,
+    make_table,
+)
 
 # --- StorageState --------------------------------------------------------------------------
 
@@ -376,6 +390,86 @@ spec:
     result = simulate(state.nodes, pods, [volume_profile()], seed=3, storage=state.storage)
     assert set(result.placements.values()) <= {"n2", "n3"}
     assert all(result.placements.values())
+
+
+@pytest.mark.timeout(120)
+def test_simulate_binds_volumes_without_polling(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # In `run` PreBind polls for the PV controller (a second before its first check);
+    # in `simulate` the in-memory writer's controllers are done when it returns. Were
+    # PreBind to poll here, each pod with volumes would sleep for an hour.
+    monkeypatch.setattr(volumebinding_plugin, "POLL_INTERVAL_SECONDS", 3600.0)
+    scratch = """
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: scratch}
+spec:
+  containers: [{name: c, image: x}]
+  volumes:
+  - name: tmp
+    ephemeral:
+      volumeClaimTemplate:
+        spec:
+          accessModes: [ReadWriteOnce]
+          resources: {requests: {storage: 1Gi}}
+"""
+    text = NODES + local_pv("pv-n1", "n1") + local_pv("pv-n2", "n2") + STATEFUL_SET + scratch
+    state = load(tmp_path, text)
+    pods = [*running_pods(state), *pending_pods(state)]
+    result = simulate(state.nodes, pods, [volume_profile()], seed=1, storage=state.storage)
+    placed = result.placements
+    assert sorted(placed[f"default/db-{i}"] or "-" for i in range(3)) == ["-", "n1", "n2"]
+    assert placed["default/scratch"] in {"n2", "n3"}  # provisioned in zone b
+
+
+def test_in_memory_volume_writer_plays_the_pv_controller_and_the_provisioner() -> None:
+    storage = StorageState()
+    storage.upsert_storage_class(make_storage_class("zonal", provisioner="csi.example.com"))
+    storage.upsert_csi_node(
+        make_csi_node("n1", {"csi.example.com": None}, ["topology.kubernetes.io/zone"])
+    )
+    claim = make_pvc("data", storage_class="local")
+    storage.upsert_pvc(claim)
+    pv = make_pv("pv1", storage_class="local")
+    storage.upsert_pv(pv)
+    node = make_node("n1", labels={"topology.kubernetes.io/zone": "a"})
+    writer = InMemoryVolumeWriter(storage, {"n1": node})
+    assert writer.settles_on_write
+
+    # bind_volume: the PV as written is returned; the PV controller then binds both sides.
+    with_ref, _ = bind_volume_to_claim(pv, claim)
+    written = asyncio.run(writer.bind_volume(with_ref))
+    assert written.spec.claim_ref == with_ref.spec.claim_ref
+    stored_pv, stored_claim = storage.pvs["pv1"], storage.pvcs["default/data"]
+    assert int(stored_pv.metadata.resource_version) > int(written.metadata.resource_version)
+    assert stored_pv.status.phase == "Bound"
+    assert stored_claim.spec.volume_name == "pv1"
+    assert stored_claim.status.phase == "Bound"
+    assert stored_claim.metadata.annotations["pv.kubernetes.io/bind-completed"] == "yes"
+
+    # A claim that is gone: only the PV is written (PreBind's check reports the claim).
+    orphan, _ = bind_volume_to_claim(make_pv("pv2"), make_pvc("gone"))
+    storage.upsert_pv(make_pv("pv2"))
+    asyncio.run(writer.bind_volume(orphan))
+    assert storage.pvs["pv2"].status.phase == "Available"
+    assert "default/gone" not in storage.pvcs
+
+    # select_node: the annotation, then a PV provisioned with the node's topology.
+    dynamic = make_pvc("dyn", storage="2Gi", storage_class="zonal")
+    storage.upsert_pvc(dynamic)
+    selected = asyncio.run(writer.select_node(dynamic, "n1"))
+    assert selected.metadata.annotations["volume.kubernetes.io/selected-node"] == "n1"
+    provisioned = storage.pvcs["default/dyn"]
+    assert provisioned.metadata.annotations["volume.kubernetes.io/selected-node"] == "n1"
+    new_pv = storage.pvs[provisioned.spec.volume_name]
+    assert new_pv.spec.capacity == {"storage": "2Gi"}
+    assert new_pv.spec.node_affinity is not None
+    (term,) = new_pv.spec.node_affinity.required.node_selector_terms  # type: ignore[union-attr]
+    assert [(e.key, e.values) for e in term.match_expressions] == [
+        ("topology.kubernetes.io/zone", ["a"])
+    ]
 
 
 def test_without_volume_plugins_claims_are_ignored(tmp_path: Path) -> None:

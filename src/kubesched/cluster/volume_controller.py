@@ -11,7 +11,8 @@ their part, with the outcomes (not the timing) of the real controllers:
   provisioned when their class has a provisioner; claims pre-bound with
   `spec.volumeName` are completed;
 * `bind` and `provision`: after the scheduler's VolumeBinding PreBind wrote a
-  PV's claimRef or a claim's selected-node annotation.
+  PV's claimRef or a claim's selected-node annotation (through
+  volume_writer.InMemoryVolumeWriter).
 
 A provisioned PV gets the topology the CSI driver reports on the selected node
 (the CSINode's topologyKeys, with the node's values) when it is known, and no

@@ -7,7 +7,7 @@ as kube-scheduler's node-by-node loop that stops at the first failing plugin.
 
 from __future__ import annotations
 
-import contextlib
+import logging
 import time
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
@@ -456,8 +456,18 @@ class Framework:
     def run_unreserve(self, state: CycleState, pod: PodInfo, node_name: str) -> None:
         # In reverse order, as upstream: undo what the later plugins did first.
         for plugin in reversed(self.reserve):
-            with contextlib.suppress(Exception):
+            try:
                 plugin.unreserve(state, pod, node_name)
+            except Exception as exc:
+                # Upstream's Unreserve returns nothing: it cannot fail. One of ours that
+                # raises must not stop the others nor the failure handling, nor go
+                # unseen: logged as upstream logs an error it cannot hand back
+                # (utilruntime.HandleErrorWithContext, with the pod and the plugin).
+                logging.getLogger(__name__).error(
+                    "Unexpected error running Unreserve plugin",
+                    exc_info=exc,
+                    extra={"kv": {"pod": pod.key, "plugin": plugin.name, "node": node_name}},
+                )
 
     def run_permit(
         self, state: CycleState, pod: PodInfo, node_name: str
@@ -503,8 +513,16 @@ class Framework:
 
     def run_post_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> None:
         for plugin in self.post_bind:
-            with contextlib.suppress(Exception):
+            try:
                 plugin.post_bind(state, pod, node_name)
+            except Exception as exc:
+                # PostBind is informational and returns nothing upstream: the pod is
+                # bound whatever a plugin does here. Logged as run_unreserve does.
+                logging.getLogger(__name__).error(
+                    "Unexpected error running PostBind plugin",
+                    exc_info=exc,
+                    extra={"kv": {"pod": pod.key, "plugin": plugin.name, "node": node_name}},
+                )
 
     def plugin_args(self, name: str) -> Mapping[str, Any]:
         return self.instances[name].args

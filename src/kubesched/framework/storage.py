@@ -13,9 +13,11 @@ stored one while both have the same resourceVersion; a newer stored version
 passive assume cache.
 
 Every change is announced to subscribers as a ClusterEvent (the scheduler's
-queue, which requeues the pods the change may help). In `simulate` there is
-no API server and no PV controller: `writer` is None, and VolumeBinding's
-PreBind applies the binding here (see `bind_in_memory`).
+queue, which requeues the pods the change may help). VolumeBinding's PreBind
+writes through `writer`: the API server in `kubesched run`
+(kube.storage.KubeVolumeWriter), this state itself in `simulate`
+(cluster.volume_writer.InMemoryVolumeWriter, which also plays the PV
+controller and the provisioner).
 """
 
 from __future__ import annotations
@@ -43,7 +45,15 @@ Listener = Callable[[ClusterEvent, object, object], object]
 
 
 class VolumeWriter(Protocol):
-    """The API writes of VolumeBinding's PreBind (`kubesched run`)."""
+    """The API writes of VolumeBinding's PreBind (BindPodVolumes' updates), on the API
+    server in `kubesched run`, on the in-memory cluster in `simulate`."""
+
+    @property
+    def settles_on_write(self) -> bool:
+        """True when the PV controller's and the provisioner's part is done by the time a
+        write returns: the stored objects are then final, and PreBind checks them once
+        instead of polling for the controllers (see VolumeBinding's _wait_for_bindings)."""
+        ...
 
     async def bind_volume(self, volume: PersistentVolume) -> PersistentVolume:
         """Write the volume's claimRef (and bound-by-controller annotation); the stored result."""
@@ -77,6 +87,8 @@ class StorageState:
         self.assumed_pvs: dict[str, PersistentVolume] = {}
         self.assumed_pvcs: dict[str, PersistentVolumeClaim] = {}
         self.listeners: list[Listener] = []
+        # Set by whoever owns the cluster (the runner, the simulator); None: PreBind
+        # cannot bind volumes.
         self.writer: VolumeWriter | None = None
         self.csi_node_version = 0  # bumped when a CSINode changes
         self._next_version = 0

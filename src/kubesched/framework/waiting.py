@@ -3,17 +3,29 @@
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Callable
 
 from kubesched.framework.clock import Clock
 from kubesched.framework.status import Status
 
+# Told how each wait at Permit ended and how long it took (metrics plug in here).
+WaitObserver = Callable[[Status, float], None]
+
 
 class WaitingPod:
-    def __init__(self, key: str, node_name: str, plugin_timeouts: dict[str, float], clock: Clock):
+    def __init__(
+        self,
+        key: str,
+        node_name: str,
+        plugin_timeouts: dict[str, float],
+        clock: Clock,
+        observe: WaitObserver | None = None,
+    ):
         self.key = key
         self.node_name = node_name
         self.pending = set(plugin_timeouts)
+        self._observe = observe
         self._result: asyncio.Future[Status] = asyncio.get_event_loop().create_future()
         self._cancel_timers: list[Callable[[], None]] = [
             clock.call_at(clock.now() + timeout, self._timeout(plugin, timeout))
@@ -47,7 +59,14 @@ class WaitingPod:
             self._result.set_result(status)
 
     async def wait(self) -> Status:
-        return await self._result
+        """WaitOnPermit: the verdict; the wait's duration (real time, as upstream's
+        PermitWaitDuration, from the moment the binding cycle starts waiting) and
+        result go to the observer."""
+        started = time.perf_counter()
+        status = await self._result
+        if self._observe is not None:
+            self._observe(status, time.perf_counter() - started)
+        return status
 
 
 class WaitingPods:
@@ -56,9 +75,11 @@ class WaitingPods:
     def __init__(self, clock: Clock) -> None:
         self.clock = clock
         self._pods: dict[str, WaitingPod] = {}
+        # Set by whoever exports metrics (`kubesched run`): every wait is observed.
+        self.observe: WaitObserver | None = None
 
     def add(self, key: str, node_name: str, plugin_timeouts: dict[str, float]) -> WaitingPod:
-        waiting = WaitingPod(key, node_name, plugin_timeouts, self.clock)
+        waiting = WaitingPod(key, node_name, plugin_timeouts, self.clock, self.observe)
         self._pods[key] = waiting
         return waiting
 

@@ -21,14 +21,16 @@ from kubesched.api.objects import Namespace, Node, Pod, PodDisruptionBudget
 from kubesched.config import SchedulerConfig, load_config
 from kubesched.framework.clock import RealClock
 from kubesched.framework.profile import ProfileConfig
+from kubesched.framework.status import Status
 from kubesched.kube.client import KubeClient
 from kubesched.kube.cluster import KubeCluster
 from kubesched.kube.config import load_connection
 from kubesched.kube.informer import Handlers, Informer
 from kubesched.kube.leader import LeaderElectionConfig, LeaderElector
+from kubesched.kube.plugin_metrics import instrument_plugins
 from kubesched.kube.storage import KubeVolumeWriter, storage_informers
 from kubesched.kube.writer import EventWriter, StatusWriter
-from kubesched.metrics import SchedulerMetrics
+from kubesched.metrics import SchedulerMetrics, status_label
 from kubesched.scheduler import Scheduler
 from kubesched.server import HealthServer
 
@@ -97,6 +99,7 @@ class Runner:
             pod_max_backoff=cfg.pod_max_backoff,
             observer=self.metrics,
         )
+        self.attach_metrics()
         nodes: Informer[Node] = Informer(
             client,
             "/api/v1/nodes",
@@ -246,8 +249,33 @@ class Runner:
             sched.queue.flush_backoff_completed()
             if ticks % 30 == 0:
                 sched.queue.flush_unschedulable_left_over()
-            self.metrics.set_pending(sched.queue.pending_counts())
-            self.metrics.set_incoming(sched.queue.incoming)
+            self.update_metrics()
+
+    def attach_metrics(self) -> None:
+        """The metrics upstream takes in its framework and plugins rather than in the
+        scheduling loop (which reports through the scheduler's Observer): plugin
+        evaluations and preemption (instrumented plugins), and Permit's waits
+        (WaitOnPermit)."""
+        sched = self.scheduler
+        assert sched is not None
+        instrument_plugins(sched.frameworks.values(), self.metrics)
+        sched.waiting_pods.observe = self._observe_permit_wait
+
+    def _observe_permit_wait(self, status: Status, seconds: float) -> None:
+        self.metrics.observe_permit_wait(status_label(status.code), seconds)
+
+    def update_metrics(self) -> None:
+        """The gauges and counters read off the queue and the cache (once a second)."""
+        sched = self.scheduler
+        assert sched is not None
+        self.metrics.set_pending(sched.queue.pending_counts())
+        self.metrics.set_incoming(sched.queue.incoming)
+        self.metrics.set_unschedulable(sched.queue.unschedulable_plugin_counts())
+        # cache.updateMetrics, which upstream runs every second too.
+        cache = sched.cache
+        self.metrics.set_cache_size(
+            nodes=len(cache.table), pods=len(cache.placed), assumed_pods=len(cache.assumed)
+        )
 
     async def _shutdown(self) -> None:
         sched = self.scheduler

@@ -99,6 +99,10 @@ def storage_informers(client: KubeClient, storage: StorageState) -> list[Informe
 class KubeVolumeWriter:
     """StorageState's VolumeWriter on the API server."""
 
+    # kube-controller-manager's PV controller and the external provisioners finish
+    # the binding after the writes, asynchronously: PreBind polls for them.
+    settles_on_write = False
+
     def __init__(self, client: KubeClient) -> None:
         self.client = client
 

@@ -534,5 +534,17 @@ class SchedulingQueue:
             "gated": gated,
         }
 
+    def unschedulable_plugin_counts(self) -> dict[tuple[str, str], int]:
+        """(plugin, profile) -> pods waiting in any queue that the plugin rejected (or
+        gates): upstream's unschedulable_pods gauge, which AddUnschedulableIfNotPresent
+        and runPreEnqueuePlugin raise for each rejector of a pod handed back, and a
+        pop (or a deletion from the unschedulable pool) lowers again."""
+        counts: dict[tuple[str, str], int] = {}
+        for qpi in self.pending_pods():
+            profile = qpi.pod.spec.scheduler_name
+            for plugin in qpi.unschedulable_plugins | qpi.pending_plugins:
+                counts[(plugin, profile)] = counts.get((plugin, profile), 0) + 1
+        return counts
+
     def pending_pods(self) -> list[QueuedPodInfo]:
         return [*self.active, *self.backoff, *self.unschedulable.values()]

@@ -89,6 +89,7 @@ class Observer(Protocol):
     """What the scheduler reports to metrics (kubesched.metrics.SchedulerMetrics)."""
 
     def observe_attempt(self, result: str, profile: str, seconds: float) -> None: ...
+    def observe_algorithm(self, seconds: float) -> None: ...
     def observe_extension_point(
         self, point: str, status: str, profile: str, seconds: float
     ) -> None: ...
@@ -445,12 +446,14 @@ class Scheduler:
             result = self.schedule_pod(fw, state, pod)
         except FitError as fit:
             nominating = self._post_filter(fw, state, qpi, fit)
+            self._observe_algorithm(started)
             # What-if runs changed the table and put it back: the attempt saw this one.
             qpi.tried_at_generation = self.table.generation
             self._failure(fw, qpi, cycle, "Unschedulable", str(fit), fit.diagnosis, nominating)
             self._observe("unschedulable", fw, started)
             return
         except (NoNodesError, PluginError) as exc:
+            self._observe_algorithm(started)
             reason = "Unschedulable" if isinstance(exc, NoNodesError) else "SchedulerError"
             if isinstance(exc, PluginError):
                 log.error("pod %s: %s", pod.key, exc)
@@ -459,6 +462,7 @@ class Scheduler:
             self._failure(fw, qpi, cycle, reason, str(exc), None)
             self._observe("error" if reason == "SchedulerError" else "unschedulable", fw, started)
             return
+        self._observe_algorithm(started)
 
         node = result.node_name
         self.cache.assume_pod(pod, node)
@@ -494,6 +498,12 @@ class Scheduler:
     def _observe(self, result: str, fw: Framework, started: float) -> None:
         if self.observer is not None:
             self.observer.observe_attempt(result, fw.profile_name, time.perf_counter() - started)
+
+    def _observe_algorithm(self, started: float) -> None:
+        # schedulingAlgorithm's deferred SchedulingAlgorithmLatency: from the cycle's
+        # start through Filter and Score or, for a pod that fits nowhere, PostFilter.
+        if self.observer is not None:
+            self.observer.observe_algorithm(time.perf_counter() - started)
 
     def _observe_failure(self, fw: Framework, status: Status, started: float) -> None:
         self._observe("error" if status.code == Code.ERROR else "unschedulable", fw, started)

@@ -5,10 +5,10 @@ unbound that should already be bound) and rejects pods whose Immediate claims
 are not bound yet. Filter checks bound claims' PV node affinity, and finds for
 each unbound claim an available PV that fits the node or a StorageClass that
 can provision there (allowedTopologies, CSI storage capacity). Reserve assumes
-the choice so the next pods see it; PreBind makes it real: in `simulate` in
-memory (and the PV controller's and provisioner's part too), in `run` by
-writing the PV's claimRef and the claim's selected-node annotation and waiting
-for the PV controller to finish, as upstream.
+the choice so the next pods see it; PreBind makes it real, as upstream: it
+writes the PV's claimRef and the claim's selected-node annotation through the
+storage's VolumeWriter (the API server in `run`, the in-memory cluster in
+`simulate`) and waits for the PV controller to finish.
 
 Score is the StorageCapacityScoring feature, alpha and off by default in 1.36:
 PreScore always skips.
@@ -37,7 +37,6 @@ from kubesched.api.volumes import (
     CLAIM_LOST,
     MIGRATED_PLUGINS_ANNOTATION,
     bind_volume_to_claim,
-    claim_class,
     claim_of,
     compare_resource_versions,
     go_quote,
@@ -46,7 +45,6 @@ from kubesched.api.volumes import (
     quantity,
     volume_is_for_pod,
 )
-from kubesched.cluster import volume_controller
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.interfaces import (
     ClusterEventWithHint,
@@ -81,7 +79,7 @@ from kubesched.plugins.volumebinding.binder import (
 
 if TYPE_CHECKING:
     from kubesched.framework.handle import Handle
-    from kubesched.framework.storage import StorageState
+    from kubesched.framework.storage import StorageState, VolumeWriter
 
 NAME = "VolumeBinding"
 STATE_KEY = NAME
@@ -319,35 +317,20 @@ class VolumeBinding(
         volumes = found.reserved.get(node_name)
         if volumes is None:
             return Status.as_error(f"no pod volume found for node {go_quote(node_name)}", self.name)
+        writer = self.storage.writer
+        if writer is None:
+            return Status.as_error("no volume writer to bind the pod's volumes through", self.name)
         try:
-            if self.storage.writer is None:
-                self._bind_in_memory(node_name, volumes)
-            else:
-                await self._bind_through_api(pod.pod, node_name, volumes)
+            await self._bind_pod_volumes(writer, pod.pod, node_name, volumes)
         except Exception as exc:
             return Status.as_error(exc, self.name)
         return Status()
 
-    def _bind_in_memory(self, node_name: str, volumes: PodVolumes) -> None:
-        """`simulate`: the API writes, then what the PV controller and provisioner do."""
-        storage = self.storage
-        row = self.handle.nodes.row_of(node_name)
-        node = None if row is None else self.handle.nodes.node(row)
-        for pv, claim in volumes.static_bindings:
-            current = storage.pvc(claim.metadata.namespace, claim.metadata.name) or claim
-            written = storage.write_pv(pv)
-            volume_controller.bind(storage, written, current)
-        for claim in volumes.dynamic_provisions:
-            written_claim = storage.write_pvc(claim)
-            sc = storage.storage_classes.get(claim_class(written_claim))
-            if sc is not None:
-                volume_controller.provision(storage, written_claim, sc, node)
-
-    async def _bind_through_api(self, pod: Pod, node_name: str, volumes: PodVolumes) -> None:
+    async def _bind_pod_volumes(
+        self, writer: VolumeWriter, pod: Pod, node_name: str, volumes: PodVolumes
+    ) -> None:
         """BindPodVolumes: the API updates, then wait for the PV controller."""
         storage = self.storage
-        writer = storage.writer
-        assert writer is not None
         bindings = list(volumes.static_bindings)
         provisions = list(volumes.dynamic_provisions)
         done_bindings = done_provisions = 0
@@ -364,17 +347,44 @@ class VolumeBinding(
                 storage.restore_pv(pv)
             for claim in volumes.dynamic_provisions[done_provisions:]:
                 storage.restore_pvc(claim)
+        try:
+            await self._wait_for_bindings(writer, pod, node_name, bindings, provisions)
+        except VolumeBindingError as exc:
+            raise VolumeBindingError(f"binding volumes: {exc}") from exc
+
+    async def _wait_for_bindings(
+        self,
+        writer: VolumeWriter,
+        pod: Pod,
+        node_name: str,
+        bindings: list[tuple[PersistentVolume, PersistentVolumeClaim]],
+        provisions: list[PersistentVolumeClaim],
+    ) -> None:
+        """BindPodVolumes' wait.PollUntilContextTimeout over checkBindings.
+
+        Upstream polls every second, the first time one second after the writes
+        (immediate=false), until bindTimeout: the PV controller and the provisioner
+        complete the binding asynchronously. A writer that `settles_on_write` (the
+        in-memory cluster's, in `simulate`) has done their part before its writes
+        returned, so the stored objects are final and one check decides. Polling
+        there would only cost a real second per pod with volumes, and, were a binding
+        incomplete, never end: the deadline is read on the handle's clock, which in
+        `simulate` moves only when the simulator jumps to a timer, never while a
+        binding cycle is busy. An incomplete binding then fails as upstream's poll
+        would once bindTimeout had passed, with its error, without the wait.
+        """
+        if writer.settles_on_write:
+            if not self._check_bindings(node_name, bindings, provisions, pod):
+                raise VolumeBindingError("context deadline exceeded")
+            return
         clock = self.handle.clock
         deadline = clock.now() + self.bind_timeout
         while True:
             await asyncio.sleep(POLL_INTERVAL_SECONDS)
-            try:
-                if self._check_bindings(node_name, bindings, provisions, pod):
-                    return
-            except VolumeBindingError as exc:
-                raise VolumeBindingError(f"binding volumes: {exc}") from exc
+            if self._check_bindings(node_name, bindings, provisions, pod):
+                return
             if clock.now() >= deadline:
-                raise VolumeBindingError("binding volumes: context deadline exceeded")
+                raise VolumeBindingError("context deadline exceeded")
 
     def _check_bindings(
         self,

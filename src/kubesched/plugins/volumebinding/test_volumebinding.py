@@ -18,6 +18,7 @@ from kubesched.api.objects import (
     StorageClass,
 )
 from kubesched.api.volumes import storage_request
+from kubesched.cluster.volume_writer import InMemoryVolumeWriter
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.handle import Handle
 from kubesched.framework.node_table import NodeTable
@@ -76,6 +77,9 @@ def setup(
             storage.upsert_capacity(obj)
         else:
             storage.upsert_csi_node(obj)
+    # PreBind writes as in `simulate`: the in-memory cluster's writer, which plays the
+    # PV controller and the provisioner too.
+    storage.writer = InMemoryVolumeWriter(storage, {n: nodes.node(nodes.index[n]) for n in ZONES})
     return VolumeBinding(None, handle), nodes, storage
 
 
@@ -478,6 +482,7 @@ def test_pre_bind_binds_static_volumes_in_memory() -> None:
     state = CycleState()
     p = pod("data")
     run(plugin, nodes, p, state)
+    nodes.add_pod(p, nodes.index["n1"])  # assumed by the scheduler
     assert plugin.reserve(state, p, "n1").is_success()
     assert asyncio.run(plugin.pre_bind(state, p, "n1")).is_success()
     pv, claim = storage.pvs["pv-n1"], storage.pvcs["default/data"]
@@ -509,6 +514,7 @@ def test_pre_bind_provisions_in_memory_with_the_drivers_topology() -> None:
     state = CycleState()
     p = pod("data")
     run(plugin, nodes, p, state)
+    nodes.add_pod(p, nodes.index["n2"])  # assumed by the scheduler
     assert plugin.reserve(state, p, "n2").is_success()
     assumed = storage.assumed_pvc("default/data")
     assert assumed is not None
@@ -541,6 +547,8 @@ def test_all_bound_pods_skip_pre_bind() -> None:
 
 class FakeWriter:
     """The API server and the PV controller: writes land, then the binding completes."""
+
+    settles_on_write = False  # as the API server's: PreBind polls
 
     def __init__(self, storage: StorageState, complete: bool = True) -> None:
         self.storage = storage
@@ -613,6 +621,55 @@ def test_pre_bind_gives_up_after_the_bind_timeout(monkeypatch: pytest.MonkeyPatc
     claim.metadata.annotations = {"other": "x"}
     with pytest.raises(vb.VolumeBindingError, match='provisioning failed for PVC "data"'):
         plugin._check_bindings("n2", [], [claim])
+
+
+class SettledFakeWriter(FakeWriter):
+    """A writer whose controllers are done when it returns (as the in-memory cluster's)."""
+
+    settles_on_write = True
+
+
+def test_a_settled_writer_is_checked_once_without_waiting(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Were PreBind to poll, it would sleep an hour before its first check.
+    monkeypatch.setattr(vb, "POLL_INTERVAL_SECONDS", 3600.0)
+    zonal = make_storage_class("zonal")
+    plugin, nodes, storage = setup(zonal, make_pvc("data", storage_class="zonal"))
+    # The writes land but nobody provisions: the binding can never complete.
+    writer = SettledFakeWriter(storage, complete=False)
+    storage.writer = writer
+    state = CycleState()
+    p = pod("data")
+    run(plugin, nodes, p, state)
+    nodes.add_pod(p, nodes.index["n2"])
+    assert plugin.reserve(state, p, "n2").is_success()
+
+    async def pre_bind() -> Any:
+        return await asyncio.wait_for(plugin.pre_bind(state, p, "n2"), timeout=10)
+
+    status = asyncio.run(pre_bind())
+    assert writer.written == ["pvc/default/data=n2"]
+    # What upstream's poll ends with after bindTimeout, at once.
+    assert status.code == Code.ERROR
+    assert status.message() == "binding volumes: context deadline exceeded"
+
+
+def test_pre_bind_needs_a_volume_writer() -> None:
+    plugin, nodes, storage = setup(
+        WFFC,
+        make_pv("pv-n1", storage_class="local", hostname="n1"),
+        make_pvc("data", storage_class="local"),
+    )
+    storage.writer = None
+    state = CycleState()
+    p = pod("data")
+    run(plugin, nodes, p, state)
+    assert plugin.reserve(state, p, "n1").is_success()
+    status = asyncio.run(plugin.pre_bind(state, p, "n1"))
+    assert status.code == Code.ERROR
+    assert status.message() == "no volume writer to bind the pod's volumes through"
+    assert storage.pvs["pv-n1"].spec.claim_ref is None  # nothing written
 
 
 def test_args() -> None:
