@@ -9,7 +9,7 @@ import asyncio
 from collections.abc import Sequence
 
 from kubesched.api.objects import Node, Pod
-from kubesched.cluster.memory import InMemoryCluster, pod_key
+from kubesched.cluster.memory import InMemoryCluster
 from kubesched.framework.clock import SimClock
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.interfaces import PermitPlugin
@@ -37,7 +37,7 @@ def runner_over(
     runner = Runner(RunOptions(), default_config())
     cluster = InMemoryCluster(nodes={n.metadata.name: n for n in nodes})
     for p in pods:
-        cluster.pods[pod_key(p)] = p
+        cluster.pods[p.key] = p
     clock = SimClock()
     runner.scheduler = Scheduler(
         [profile or ProfileConfig.default(PROFILE)],
