@@ -61,6 +61,8 @@ class UtilizationShapePoint(msgspec.Struct, frozen=True, rename="camel"):
 
 
 class RequestedToCapacityRatioParam(_Args, frozen=True):
+    """config.RequestedToCapacityRatioParam: the shape of the score over utilization."""
+
     shape: tuple[UtilizationShapePoint, ...] = ()
 
 
@@ -81,6 +83,9 @@ def _least_allocated() -> ScoringStrategy:
 
 
 class NodeResourcesFitArgs(_Args, frozen=True):
+    """Extended resources Filter does not check (by name, or by the domain before the
+    "/"), and how Score weighs what the pod leaves free."""
+
     ignored_resources: tuple[str, ...] = ()
     ignored_resource_groups: tuple[str, ...] = ()
     # No scoringStrategy at all is LeastAllocated over cpu and memory.
@@ -88,6 +93,8 @@ class NodeResourcesFitArgs(_Args, frozen=True):
 
 
 class NodeResourcesBalancedAllocationArgs(_Args, frozen=True):
+    """The resources whose requested fractions should stay even (each weight 1)."""
+
     resources: tuple[ResourceSpec, ...] = ()
 
 
