@@ -15,12 +15,14 @@ from typing import Any
 import msgspec
 import yaml
 
+from kubesched.config.plugin_args import plugin_args_errors
 from kubesched.framework.profile import (
     DEFAULT_MULTI_POINT,
     PluginRef,
     PluginSet,
     ProfileConfig,
 )
+from kubesched.plugins.helpers.args import aggregate
 
 API_VERSION = "kubescheduler.config.k8s.io/v1"
 KIND = "KubeSchedulerConfiguration"
@@ -177,7 +179,7 @@ _POINTS = {
 }
 
 
-def _profile(profile: ProfileV1, index: int) -> ProfileConfig:
+def _profile(profile: ProfileV1, index: int, source: str) -> ProfileConfig:
     where = f"profiles[{index}]"
     if not profile.scheduler_name:
         raise ConfigError(f"{where}.schedulerName: Required value")
@@ -193,10 +195,15 @@ def _profile(profile: ProfileV1, index: int) -> ProfileConfig:
             base = plugins.get(point, PluginSet())
             plugins[point] = merge_plugin_sets(base, custom) if point == "multiPoint" else custom
     args: dict[str, dict[str, Any]] = {}
+    errors: list[str] = []
     for i, pc in enumerate(profile.plugin_config):
         if pc.name in args:
             raise ConfigError(f"{where}.pluginConfig[{i}]: Duplicate value: {pc.name!r}")
         args[pc.name] = pc.args
+        # The plugins get the args as written; they decode them again when built.
+        errors.extend(plugin_args_errors(pc.name, pc.args, f"{where}.pluginConfig[{i}].args"))
+    if errors:
+        raise ConfigError(f"{source}: {aggregate(errors)}")
     return ProfileConfig(profile.scheduler_name, plugins, args, pct)  # type: ignore[arg-type]
 
 
@@ -238,7 +245,7 @@ def parse_config(data: object, source: str = "config") -> SchedulerConfig:
             f"{source}: podMaxBackoffSeconds: Invalid value: "
             "must be greater than or equal to podInitialBackoffSeconds"
         )
-    profiles = [_profile(p, i) for i, p in enumerate(cfg.profiles or [ProfileV1()])]
+    profiles = [_profile(p, i, source) for i, p in enumerate(cfg.profiles or [ProfileV1()])]
     names = [p.scheduler_name for p in profiles]
     for i, name in enumerate(names):
         if name in names[:i]:

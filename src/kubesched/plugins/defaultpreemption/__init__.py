@@ -1,10 +1,6 @@
 """DefaultPreemption: PostFilter that evicts lower priority pods to make room."""
 
-from kubesched.plugins.defaultpreemption.plugin import (
-    ArgsError,
-    Candidate,
-    DefaultPreemption,
-    DefaultPreemptionArgs,
-)
+from kubesched.plugins.defaultpreemption.args import ArgsError, DefaultPreemptionArgs
+from kubesched.plugins.defaultpreemption.plugin import Candidate, DefaultPreemption
 
 __all__ = ["ArgsError", "Candidate", "DefaultPreemption", "DefaultPreemptionArgs"]

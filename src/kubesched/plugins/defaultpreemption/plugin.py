@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -56,6 +55,11 @@ from kubesched.framework.interfaces import (
 from kubesched.framework.node_table import NodeTable
 from kubesched.framework.status import Code, Status
 from kubesched.framework.types import ActionType, ClusterEvent, PodInfo, Resource
+from kubesched.plugins.defaultpreemption.args import (
+    ArgsError,
+    DefaultPreemptionArgs,
+    default_preemption_args,
+)
 from kubesched.plugins.defaultpreemption.batch import BatchedDryRun
 from kubesched.plugins.defaultpreemption.candidates import (
     NO_VICTIMS,
@@ -67,6 +71,7 @@ from kubesched.plugins.defaultpreemption.candidates import (
     pick_one_node_for_preemption,
     terminating_by_preemption,
 )
+from kubesched.plugins.helpers.args import raw_args
 
 if TYPE_CHECKING:
     from kubesched.framework.handle import Handle
@@ -86,52 +91,6 @@ PREEMPT_NEVER = "Never"
 _MIN_BATCH = 16
 
 
-class ArgsError(ValueError):
-    """DefaultPreemptionArgs that kube-scheduler's validation would refuse."""
-
-
-@dataclass(frozen=True, slots=True)
-class DefaultPreemptionArgs:
-    min_candidate_nodes_percentage: int = 10
-    min_candidate_nodes_absolute: int = 100
-
-    @classmethod
-    def parse(cls, args: Mapping[str, Any]) -> DefaultPreemptionArgs:
-        """v1 defaulting and ValidateDefaultPreemptionArgs."""
-        percentage = args.get("minCandidateNodesPercentage")
-        absolute = args.get("minCandidateNodesAbsolute")
-        percentage = 10 if percentage is None else percentage
-        absolute = 100 if absolute is None else absolute
-        for name, value in (
-            ("minCandidateNodesPercentage", percentage),
-            ("minCandidateNodesAbsolute", absolute),
-        ):
-            if isinstance(value, bool) or not isinstance(value, int):
-                raise ArgsError(f"{name}: must be an integer, got {value!r}")
-        errors: list[str] = []
-        if percentage < 0 or percentage > 100:
-            errors.append(
-                f"minCandidateNodesPercentage: Invalid value: {percentage}: "
-                "not in valid range [0, 100]"
-            )
-        if absolute < 0:
-            errors.append(
-                f"minCandidateNodesAbsolute: Invalid value: {absolute}: not in valid range [0, inf)"
-            )
-        if percentage == 0 and absolute == 0:
-            errors.append(
-                "minCandidateNodesPercentage: Invalid value: 0: "
-                "cannot be zero at the same time as minCandidateNodesAbsolute"
-            )
-            errors.append(
-                "minCandidateNodesAbsolute: Invalid value: 0: "
-                "cannot be zero at the same time as minCandidateNodesPercentage"
-            )
-        if errors:
-            raise ArgsError(errors[0] if len(errors) == 1 else "[" + ", ".join(errors) + "]")
-        return cls(percentage, absolute)
-
-
 # --- the plugin --------------------------------------------------------------------------
 
 
@@ -145,9 +104,13 @@ class DefaultPreemption(BatchedDryRun, PostFilterPlugin, PreEnqueuePlugin, Enque
 
     name = NAME
 
-    def __init__(self, args: Mapping[str, Any] | None = None, handle: Handle | None = None):
-        super().__init__(args, handle)
-        self.preemption_args = DefaultPreemptionArgs.parse(self.args)
+    def __init__(
+        self,
+        args: Mapping[str, Any] | DefaultPreemptionArgs | None = None,
+        handle: Handle | None = None,
+    ):
+        super().__init__(raw_args(args), handle)
+        self.preemption_args = default_preemption_args(args)
         # pod key -> (the PodInfo, what it adds to a row's requested), for the batched
         # dry run; an entry counts only for that very PodInfo (and table width).
         self._amounts: dict[str, tuple[PodInfo, list[int]]] = {}

@@ -45,7 +45,9 @@ from kubesched.framework.pod_index import (
 )
 from kubesched.framework.status import Code, Status
 from kubesched.framework.types import ActionType, ClusterEvent, PodInfo, Resource
+from kubesched.plugins.helpers.args import raw_args
 from kubesched.plugins.helpers.hints import as_node, as_pod, same_pod
+from kubesched.plugins.interpodaffinity.args import InterPodAffinityArgs, inter_pod_affinity_args
 
 if TYPE_CHECKING:
     from kubesched.framework.handle import Handle
@@ -58,8 +60,6 @@ ERR_REASON_EXISTING_ANTI_AFFINITY_RULES_NOT_MATCH = (
 )
 ERR_REASON_AFFINITY_RULES_NOT_MATCH = "node(s) didn't match pod affinity rules"
 ERR_REASON_ANTI_AFFINITY_RULES_NOT_MATCH = "node(s) didn't match pod anti-affinity rules"
-
-DEFAULT_HARD_POD_AFFINITY_WEIGHT = 1
 
 
 # --- counts per topology pair ------------------------------------------------------------
@@ -190,22 +190,17 @@ class InterPodAffinity(
 
     name = "InterPodAffinity"
 
-    def __init__(self, args: Mapping[str, Any] | None = None, handle: Handle | None = None):
-        super().__init__(args, handle)
-        weight = self.args.get("hardPodAffinityWeight", self.args.get("hard_pod_affinity_weight"))
-        self.hard_pod_affinity_weight = (
-            DEFAULT_HARD_POD_AFFINITY_WEIGHT if weight is None else int(weight)
+    def __init__(
+        self,
+        args: Mapping[str, Any] | InterPodAffinityArgs | None = None,
+        handle: Handle | None = None,
+    ):
+        super().__init__(raw_args(args), handle)
+        self.affinity_args = inter_pod_affinity_args(args)
+        self.hard_pod_affinity_weight = self.affinity_args.hard_pod_affinity_weight
+        self.ignore_preferred_terms_of_existing_pods = (
+            self.affinity_args.ignore_preferred_terms_of_existing_pods
         )
-        if not 0 <= self.hard_pod_affinity_weight <= 100:
-            raise ValueError(
-                f"hardPodAffinityWeight: Invalid value: {self.hard_pod_affinity_weight}: "
-                "not in valid range [0, 100]"
-            )
-        ignore = self.args.get(
-            "ignorePreferredTermsOfExistingPods",
-            self.args.get("ignore_preferred_terms_of_existing_pods", False),
-        )
-        self.ignore_preferred_terms_of_existing_pods = bool(ignore)
 
     # --- namespaces ----------------------------------------------------------------------
 

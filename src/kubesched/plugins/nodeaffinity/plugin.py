@@ -6,7 +6,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-import msgspec
 import numpy as np
 
 from kubesched.api.node_affinity import (
@@ -20,7 +19,6 @@ from kubesched.api.node_affinity import (
     parse_preferred_terms,
     required_node_affinity,
 )
-from kubesched.api.objects import NodeAffinity as NodeAffinitySpec
 from kubesched.api.objects import Pod
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.interfaces import (
@@ -38,6 +36,7 @@ from kubesched.framework.interfaces import (
 from kubesched.framework.node_table import IntArray, NodeTable, Rows
 from kubesched.framework.status import Code, Status
 from kubesched.framework.types import ActionType, ClusterEvent, PodInfo, Resource
+from kubesched.plugins.helpers.args import raw_args
 from kubesched.plugins.helpers.hints import as_node
 from kubesched.plugins.helpers.normalize import default_normalize_score
 from kubesched.plugins.helpers.selectors import (
@@ -45,6 +44,7 @@ from kubesched.plugins.helpers.selectors import (
     preferred_score_rows,
     required_affinity_rows,
 )
+from kubesched.plugins.nodeaffinity.args import NodeAffinityArgs, node_affinity_args
 
 if TYPE_CHECKING:
     from kubesched.framework.handle import Handle
@@ -76,13 +76,6 @@ def _pod_preferred_terms(pod: Pod) -> PreferredTerms | None:
     return parse_preferred_terms(terms) if terms else None
 
 
-def _added_affinity(args: Mapping[str, Any]) -> NodeAffinitySpec | None:
-    raw = args.get("addedAffinity", args.get("added_affinity"))
-    if raw is None or isinstance(raw, NodeAffinitySpec):
-        return raw
-    return msgspec.convert(raw, NodeAffinitySpec)
-
-
 class NodeAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, EnqueueExtensions):
     """Args (NodeAffinityArgs): `addedAffinity`, a NodeAffinity applied to every pod.
 
@@ -93,29 +86,25 @@ class NodeAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, E
 
     name = "NodeAffinity"
 
-    def __init__(self, args: Mapping[str, Any] | None = None, handle: Handle | None = None):
-        super().__init__(args, handle)
+    def __init__(
+        self,
+        args: Mapping[str, Any] | NodeAffinityArgs | None = None,
+        handle: Handle | None = None,
+    ):
+        super().__init__(raw_args(args), handle)
         self.added_node_selector: tuple[ParsedTerm, ...] | None = None
         self.added_preferred: PreferredTerms | None = None
-        added = _added_affinity(self.args)
+        # Validated: addedAffinity's terms parse.
+        self.affinity_args = node_affinity_args(args)
+        added = self.affinity_args.added_affinity
         if added is None:
             return
         required = added.required_during_scheduling_ignored_during_execution
         if required is not None:
-            try:
-                self.added_node_selector = parse_node_selector(required)
-            except ValueError as err:
-                raise ValueError(
-                    f"parsing addedAffinity.requiredDuringSchedulingIgnoredDuringExecution: {err}"
-                ) from err
+            self.added_node_selector = parse_node_selector(required)
         preferred = added.preferred_during_scheduling_ignored_during_execution
         if preferred:
-            try:
-                self.added_preferred = parse_preferred_terms(preferred)
-            except ValueError as err:
-                raise ValueError(
-                    f"parsing addedAffinity.preferredDuringSchedulingIgnoredDuringExecution: {err}"
-                ) from err
+            self.added_preferred = parse_preferred_terms(preferred)
 
     # --- filtering -----------------------------------------------------------------
 

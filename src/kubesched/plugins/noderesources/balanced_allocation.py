@@ -22,16 +22,16 @@ from kubesched.framework.interfaces import PreScorePlugin, ScorePlugin
 from kubesched.framework.node_table import IntArray, NodeTable, Rows
 from kubesched.framework.status import Status
 from kubesched.framework.types import PodInfo
+from kubesched.plugins.helpers.args import raw_args
+from kubesched.plugins.noderesources.args import (
+    NodeResourcesBalancedAllocationArgs,
+    balanced_allocation_args,
+)
 from kubesched.plugins.noderesources.resource_allocation import (
     CPU_AND_MEMORY,
-    ArgsError,
-    ResourceSpec,
-    aggregate_errors,
     balanced_allocation,
     balanced_allocation_cpu_memory,
-    go_quote,
     node_amounts,
-    parse_resources,
     pod_request_list,
 )
 
@@ -40,23 +40,6 @@ if TYPE_CHECKING:
 
 NAME = "NodeResourcesBalancedAllocation"
 PRE_SCORE_STATE_KEY = "PreScore" + NAME
-
-
-def parse_balanced_allocation_args(args: Mapping[str, Any]) -> tuple[ResourceSpec, ...]:
-    """NodeResourcesBalancedAllocationArgs: `resources` (default cpu and memory),
-    each named once and weighted 1."""
-    resources = parse_resources(args.get("resources"))
-    errors: list[str] = []
-    seen: set[str] = set()
-    for i, spec in enumerate(resources):
-        if spec.name in seen:
-            errors.append(f"resources[{i}].name: Duplicate value: {go_quote(spec.name)}")
-        seen.add(spec.name)
-        if spec.weight != 1:
-            errors.append(f"resources[{i}].weight: Invalid value: {spec.weight}: must be 1")
-    if errors:
-        raise ArgsError(aggregate_errors(errors))
-    return tuple(resources)
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,9 +54,14 @@ def _best_effort(requests: Sequence[int]) -> bool:
 class NodeResourcesBalancedAllocation(PreScorePlugin, ScorePlugin):
     name = NAME
 
-    def __init__(self, args: Mapping[str, Any] | None = None, handle: Handle | None = None) -> None:
-        super().__init__(args, handle)
-        self.resources = parse_balanced_allocation_args(self.args)
+    def __init__(
+        self,
+        args: Mapping[str, Any] | NodeResourcesBalancedAllocationArgs | None = None,
+        handle: Handle | None = None,
+    ) -> None:
+        super().__init__(raw_args(args), handle)
+        self.balanced_args = balanced_allocation_args(args)
+        self.resources = self.balanced_args.resources
         self._cpu_memory = tuple(spec.name for spec in self.resources) == CPU_AND_MEMORY
 
     def pre_score(self, state: CycleState, pod: PodInfo, nodes: NodeTable, rows: Rows) -> Status:

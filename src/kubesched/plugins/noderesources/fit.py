@@ -43,34 +43,31 @@ from kubesched.framework.interfaces import (
 from kubesched.framework.node_table import PODS, BoolArray, IntArray, NodeTable, Rows
 from kubesched.framework.status import Code, Status
 from kubesched.framework.types import ActionType, ClusterEvent, PodInfo, Resource
+from kubesched.plugins.helpers.args import raw_args
 from kubesched.plugins.helpers.hints import as_node, as_pod, same_pod
+from kubesched.plugins.noderesources.args import (
+    LEAST_ALLOCATED,
+    MAX_CUSTOM_PRIORITY_SCORE,
+    MOST_ALLOCATED,
+    REQUESTED_TO_CAPACITY_RATIO,
+    NodeResourcesFitArgs,
+    node_resources_fit_args,
+)
 from kubesched.plugins.noderesources.resource_allocation import (
     CPU_AND_MEMORY,
-    MAX_CUSTOM_PRIORITY_SCORE,
-    ArgsError,
     NodeAmounts,
-    ResourceSpec,
     ShapePoint,
-    aggregate_errors,
-    go_quote,
     least_allocated,
     least_allocated_cpu_memory,
     most_allocated,
     node_amounts,
-    parse_resources,
     pod_request_list,
     requested_to_capacity_ratio,
 )
 from kubesched.plugins.noderesources.resources import (
     is_extended_resource_name,
-    is_qualified_name,
     is_scalar_resource_name,
 )
-
-LEAST_ALLOCATED = "LeastAllocated"
-MOST_ALLOCATED = "MostAllocated"
-REQUESTED_TO_CAPACITY_RATIO = "RequestedToCapacityRatio"
-SCORING_STRATEGIES = (LEAST_ALLOCATED, MOST_ALLOCATED, REQUESTED_TO_CAPACITY_RATIO)
 
 NAME = "NodeResourcesFit"
 PRE_FILTER_STATE_KEY = "PreFilter" + NAME
@@ -80,125 +77,6 @@ if TYPE_CHECKING:
     from kubesched.framework.handle import Handle
 
 _BASE_RESOURCES = ("cpu", "memory", "ephemeral-storage")
-
-
-# --- args ------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class ScoringStrategy:
-    type: str
-    resources: tuple[ResourceSpec, ...]
-    shape: tuple[ShapePoint, ...] = ()
-
-
-@dataclass(frozen=True, slots=True)
-class FitArgs:
-    ignored_resources: frozenset[str]
-    ignored_resource_groups: frozenset[str]
-    scoring_strategy: ScoringStrategy
-
-
-def parse_fit_args(args: Mapping[str, Any]) -> FitArgs:
-    """NodeResourcesFitArgs (API spelling) with v1 defaulting and validation."""
-    ignored = [str(r) for r in args.get("ignoredResources") or []]
-    groups = [str(g) for g in args.get("ignoredResourceGroups") or []]
-    raw = args.get("scoringStrategy")
-    if raw is None:
-        raw = {"type": LEAST_ALLOCATED}
-    if not isinstance(raw, Mapping):
-        raise ArgsError(f"scoringStrategy: must be a mapping, got {raw!r}")
-    strategy_type = str(raw.get("type") or "")
-    resources = parse_resources(raw.get("resources"))
-    ratio = raw.get("requestedToCapacityRatio")
-
-    errors: list[str] = []
-    for i, name in enumerate(ignored):
-        if not is_qualified_name(name):
-            errors.append(
-                f"ignoredResources[{i}]: Invalid value: {go_quote(name)}: must be a qualified name"
-            )
-    for i, group in enumerate(groups):
-        if "/" in group:
-            errors.append(
-                f"ignoredResourceGroups[{i}]: Invalid value: {go_quote(group)}: "
-                "resource group name can't contain '/'"
-            )
-        if not is_qualified_name(group):
-            errors.append(
-                f"ignoredResourceGroups[{i}]: Invalid value: {go_quote(group)}: "
-                "must be a qualified name"
-            )
-    if strategy_type not in SCORING_STRATEGIES:
-        supported = ", ".join(go_quote(s) for s in SCORING_STRATEGIES)
-        errors.append(
-            f"scoringStrategy.type: Unsupported value: {go_quote(strategy_type)}: "
-            f"supported values: {supported}"
-        )
-    for i, spec in enumerate(resources):
-        if spec.weight <= 0 or spec.weight > 100:
-            errors.append(
-                f"scoringStrategy.resources[{i}].weight: Invalid value: {spec.weight}: "
-                f"resource weight of {spec.name} not in valid range (0, 100]"
-            )
-    shape: list[ShapePoint] = []
-    if strategy_type == REQUESTED_TO_CAPACITY_RATIO:
-        if ratio is None:
-            errors.append(
-                "scoringStrategy.requestedToCapacityRatio: Required value: "
-                "must be specified when type is RequestedToCapacityRatio"
-            )
-        else:
-            shape = [
-                ShapePoint(int(p.get("utilization", 0)), int(p.get("score", 0)))
-                for p in (ratio.get("shape") or [])
-            ]
-            errors.extend(_validate_shape(shape))
-    elif ratio is not None:
-        errors.append(
-            "scoringStrategy.requestedToCapacityRatio: Forbidden: "
-            "must be nil when type is not RequestedToCapacityRatio"
-        )
-    if errors:
-        raise ArgsError(aggregate_errors(errors))
-
-    # Shape scores run 0..10; the scheduler's scores run 0..100.
-    scale = MAX_NODE_SCORE // MAX_CUSTOM_PRIORITY_SCORE
-    return FitArgs(
-        frozenset(ignored),
-        frozenset(groups),
-        ScoringStrategy(
-            strategy_type,
-            tuple(resources),
-            tuple(ShapePoint(p.utilization, p.score * scale) for p in shape),
-        ),
-    )
-
-
-def _validate_shape(shape: Sequence[ShapePoint]) -> list[str]:
-    path = "scoringStrategy.requestedToCapacityRatio.shape"
-    if not shape:
-        return [f"{path}: Required value: at least one point must be specified"]
-    errors = []
-    for i in range(1, len(shape)):
-        if shape[i - 1].utilization >= shape[i].utilization:
-            errors.append(
-                f"{path}[{i}].utilization: Invalid value: {shape[i].utilization}: "
-                "values must be sorted in increasing order"
-            )
-            break
-    for i, point in enumerate(shape):
-        if not 0 <= point.utilization <= 100:
-            errors.append(
-                f"{path}[{i}].utilization: Invalid value: {point.utilization}: "
-                "not in valid range [0, 100]"
-            )
-        if not 0 <= point.score <= MAX_CUSTOM_PRIORITY_SCORE:
-            errors.append(
-                f"{path}[{i}].score: Invalid value: {point.score}: "
-                f"not in valid range [0, {MAX_CUSTOM_PRIORITY_SCORE}]"
-            )
-    return errors
 
 
 # --- the pod's request -----------------------------------------------------------------
@@ -262,11 +140,24 @@ class NodeResourcesFit(
 ):
     name = NAME
 
-    def __init__(self, args: Mapping[str, Any] | None = None, handle: Handle | None = None) -> None:
-        super().__init__(args, handle)
-        self.fit_args = parse_fit_args(self.args)
+    def __init__(
+        self,
+        args: Mapping[str, Any] | NodeResourcesFitArgs | None = None,
+        handle: Handle | None = None,
+    ) -> None:
+        super().__init__(raw_args(args), handle)
+        self.fit_args = node_resources_fit_args(args)
         self.strategy = self.fit_args.scoring_strategy
         self.resources = self.strategy.resources
+        self.ignored_resources = frozenset(self.fit_args.ignored_resources)
+        self.ignored_resource_groups = frozenset(self.fit_args.ignored_resource_groups)
+        # The shape's scores run 0..10, the scheduler's 0..100
+        # (buildRequestedToCapacityRatioScorerFunction).
+        scale = MAX_NODE_SCORE // MAX_CUSTOM_PRIORITY_SCORE
+        ratio = self.strategy.requested_to_capacity_ratio
+        self.shape = tuple(
+            ShapePoint(p.utilization, p.score * scale) for p in (ratio.shape if ratio else ())
+        )
         # LeastAllocated over cpu and memory (the default) has a shortcut.
         self._cpu_memory_weights: tuple[int, int] | None = None
         if self.strategy.type == LEAST_ALLOCATED and (
@@ -281,8 +172,8 @@ class NodeResourcesFit(
     ) -> tuple[PreFilterResult | None, Status]:
         request = fit_request(
             pod.requests,
-            self.fit_args.ignored_resources,
-            self.fit_args.ignored_resource_groups,
+            self.ignored_resources,
+            self.ignored_resource_groups,
         )
         state.write(PRE_FILTER_STATE_KEY, _PreFilterState(request, _need(nodes, request)))
         return None, Status.success()
@@ -351,7 +242,7 @@ class NodeResourcesFit(
         if self.strategy.type == MOST_ALLOCATED:
             return most_allocated(found, self.resources)
         if self.strategy.type == REQUESTED_TO_CAPACITY_RATIO:
-            return requested_to_capacity_ratio(found, self.resources, self.strategy.shape)
+            return requested_to_capacity_ratio(found, self.resources, self.shape)
         return least_allocated(found, self.resources)
 
     # --- queueing ----------------------------------------------------------------------

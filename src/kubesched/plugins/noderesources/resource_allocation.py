@@ -11,9 +11,8 @@ Integer arithmetic follows Go: int64 values, division truncating toward zero.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -23,58 +22,10 @@ from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.interfaces import MAX_NODE_SCORE
 from kubesched.framework.node_table import CPU, EPHEMERAL_STORAGE, MEMORY, IntArray, NodeTable, Rows
 from kubesched.framework.types import PodInfo
+from kubesched.plugins.noderesources.args import MAX_UTILIZATION, ResourceSpec
 from kubesched.plugins.noderesources.resources import is_scalar_resource_name
 
 FloatArray = npt.NDArray[np.float64]
-
-# The scores of a RequestedToCapacityRatio shape go up to this; they are
-# stretched to MAX_NODE_SCORE.
-MAX_CUSTOM_PRIORITY_SCORE = 10
-MAX_UTILIZATION = 100
-
-
-@dataclass(frozen=True, slots=True)
-class ResourceSpec:
-    name: str
-    weight: int = 1
-
-
-DEFAULT_RESOURCES: tuple[ResourceSpec, ...] = (ResourceSpec("cpu", 1), ResourceSpec("memory", 1))
-
-
-# --- args ------------------------------------------------------------------------------
-
-
-class ArgsError(ValueError):
-    """Plugin args that kube-scheduler's validation would refuse."""
-
-
-def aggregate_errors(errors: Sequence[str]) -> str:
-    """utilerrors.Aggregate's text: the one error, or all of them in brackets."""
-    if len(errors) == 1:
-        return errors[0]
-    return "[" + ", ".join(errors) + "]"
-
-
-def go_quote(value: object) -> str:
-    """How field errors print a value: strings quoted, numbers bare."""
-    if isinstance(value, str):
-        return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
-    return str(value)
-
-
-def parse_resources(raw: Any) -> list[ResourceSpec]:
-    """`resources: [{name, weight}]` with the v1 defaulting: none given means
-    cpu and memory, a missing or zero weight means 1."""
-    if not raw:
-        return list(DEFAULT_RESOURCES)
-    specs = []
-    for item in raw:
-        if not isinstance(item, Mapping):
-            raise ArgsError(f"resources: each entry must be a mapping, got {item!r}")
-        weight = item.get("weight") or 1
-        specs.append(ResourceSpec(str(item.get("name", "")), int(weight)))
-    return specs
 
 
 # --- int64 helpers -----------------------------------------------------------------------

@@ -12,9 +12,8 @@ from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.node_table import CPU, MEMORY, NodeTable
 from kubesched.framework.types import PodInfo
 from kubesched.plugins.noderesources import NodeResourcesBalancedAllocation, NodeResourcesFit
+from kubesched.plugins.noderesources.args import DEFAULT_RESOURCES, ResourceSpec
 from kubesched.plugins.noderesources.resource_allocation import (
-    DEFAULT_RESOURCES,
-    ResourceSpec,
     balanced_allocation,
     balanced_allocation_cpu_memory,
     least_allocated,

@@ -5,19 +5,18 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
-import msgspec
 import numpy as np
 import numpy.typing as npt
 
-from kubesched.api.labels import Selector, label_key_errors, label_selector_as_selector
+from kubesched.api.labels import Selector, label_selector_as_selector
 from kubesched.api.node_affinity import RequiredNodeAffinity
 from kubesched.api.objects import LabelSelector, Node, Pod, TopologySpreadConstraint
 from kubesched.api.taints import do_not_schedule_taints, find_matching_untolerated_taint
 from kubesched.framework.node_table import BoolArray, NodeTable, Rows
 from kubesched.plugins.helpers.selectors import required_affinity_rows
 from kubesched.plugins.helpers.taints import per_taint_set
+from kubesched.plugins.podtopologyspread.args import SYSTEM_DEFAULTING, PodTopologySpreadArgs
 
 LABEL_HOSTNAME = "kubernetes.io/hostname"
 LABEL_TOPOLOGY_ZONE = "topology.kubernetes.io/zone"
@@ -25,8 +24,6 @@ DO_NOT_SCHEDULE = "DoNotSchedule"
 SCHEDULE_ANYWAY = "ScheduleAnyway"
 HONOR = "Honor"
 IGNORE = "Ignore"
-SYSTEM_DEFAULTING = "System"
-LIST_DEFAULTING = "List"
 MAX_INT32 = 2**31 - 1
 
 SYSTEM_DEFAULT_CONSTRAINTS = (
@@ -245,72 +242,14 @@ def default_selector(
 # --- args --------------------------------------------------------------------------------
 
 
-def parse_args(args: Mapping[str, Any]) -> tuple[list[TopologySpreadConstraint], bool]:
-    """PodTopologySpreadArgs: (default constraints, whether they are the system defaults).
-
-    Raises ValueError as ValidatePodTopologySpreadArgs would.
-    """
-    defaulting = args.get("defaultingType", args.get("defaulting_type")) or SYSTEM_DEFAULTING
-    raw = args.get("defaultConstraints", args.get("default_constraints")) or []
-    errors: list[str] = []
-    constraints: list[TopologySpreadConstraint] = []
-    for i, item in enumerate(raw):
-        if isinstance(item, TopologySpreadConstraint):
-            constraints.append(item)
-            continue
-        try:
-            constraints.append(msgspec.convert(item, TopologySpreadConstraint))
-        except msgspec.ValidationError as err:
-            errors.append(f"defaultConstraints[{i}]: Invalid value: {err}")
-    if defaulting not in (SYSTEM_DEFAULTING, LIST_DEFAULTING):
-        errors.append(
-            f'defaultingType: Unsupported value: "{defaulting}": '
-            f'supported values: "{SYSTEM_DEFAULTING}", "{LIST_DEFAULTING}"'
-        )
-    elif defaulting == SYSTEM_DEFAULTING and constraints:
-        errors.append(
-            f'defaultingType: Invalid value: "{defaulting}": when .defaultConstraints are not empty'
-        )
-    for i, c in enumerate(constraints):
-        path = f"defaultConstraints[{i}]"
-        if c.max_skew <= 0:
-            errors.append(
-                f"{path}.maxSkew: Invalid value: {c.max_skew}: not in valid range (0, inf)"
-            )
-        if not c.topology_key:
-            errors.append(f"{path}.topologyKey: Required value: can not be empty")
-        else:
-            errors.extend(
-                f'{path}.topologyKey: Invalid value: "{c.topology_key}": {e}'
-                for e in label_key_errors(c.topology_key)
-            )
-        if not c.when_unsatisfiable:
-            errors.append(f"{path}.whenUnsatisfiable: Required value: can not be empty")
-        elif c.when_unsatisfiable not in (DO_NOT_SCHEDULE, SCHEDULE_ANYWAY):
-            errors.append(
-                f'{path}.whenUnsatisfiable: Unsupported value: "{c.when_unsatisfiable}": '
-                f'supported values: "{DO_NOT_SCHEDULE}", "{SCHEDULE_ANYWAY}"'
-            )
-        if c.label_selector is not None:
-            errors.append(
-                f"{path}.labelSelector: Forbidden: constraint must not define a selector, "
-                "as they deduced for each pod"
-            )
-        for other in constraints[:i]:
-            if (other.topology_key, other.when_unsatisfiable) == (
-                c.topology_key,
-                c.when_unsatisfiable,
-            ):
-                errors.append(
-                    f"defaultConstraints[{i}]: Duplicate value: "
-                    f'"{{{c.topology_key}, {c.when_unsatisfiable}}}"'
-                )
-                break
-    if errors:
-        raise ValueError(errors[0] if len(errors) == 1 else f"[{', '.join(errors)}]")
-    if defaulting == SYSTEM_DEFAULTING:
+def default_constraints(
+    args: PodTopologySpreadArgs,
+) -> tuple[list[TopologySpreadConstraint], bool]:
+    """The constraints for pods that set none, and whether they are the system's
+    defaults (what New does with the args upstream)."""
+    if args.defaulting_type == SYSTEM_DEFAULTING:
         return list(SYSTEM_DEFAULT_CONSTRAINTS), True
-    return constraints, False
+    return list(args.default_constraints), False
 
 
 # --- Go float arithmetic -----------------------------------------------------------------

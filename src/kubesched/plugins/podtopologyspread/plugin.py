@@ -39,7 +39,12 @@ from kubesched.framework.node_table import BoolArray, IntArray, LabelColumn, Nod
 from kubesched.framework.pod_index import sparse_counts
 from kubesched.framework.status import Code, Status
 from kubesched.framework.types import ActionType, ClusterEvent, PodInfo, Resource
+from kubesched.plugins.helpers.args import raw_args
 from kubesched.plugins.helpers.hints import as_node, as_pod, same_pod
+from kubesched.plugins.podtopologyspread.args import (
+    PodTopologySpreadArgs,
+    pod_topology_spread_args,
+)
 from kubesched.plugins.podtopologyspread.common import (
     DO_NOT_SCHEDULE,
     HONOR,
@@ -47,13 +52,13 @@ from kubesched.plugins.podtopologyspread.common import (
     MAX_INT32,
     SCHEDULE_ANYWAY,
     Constraint,
+    default_constraints,
     default_selector,
     filter_constraints,
     go_round,
     has_all_keys,
     included_rows,
     node_included,
-    parse_args,
     rows_with_all_keys,
     topology_normalizing_weight,
 )
@@ -192,9 +197,14 @@ class PodTopologySpread(
 
     name = "PodTopologySpread"
 
-    def __init__(self, args: Mapping[str, Any] | None = None, handle: Handle | None = None):
-        super().__init__(args, handle)
-        self.default_constraints, self.system_defaulted = parse_args(self.args)
+    def __init__(
+        self,
+        args: Mapping[str, Any] | PodTopologySpreadArgs | None = None,
+        handle: Handle | None = None,
+    ):
+        super().__init__(raw_args(args), handle)
+        self.spread_args = pod_topology_spread_args(args)
+        self.default_constraints, self.system_defaulted = default_constraints(self.spread_args)
 
     # --- constraints -------------------------------------------------------------------
 

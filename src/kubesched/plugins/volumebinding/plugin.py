@@ -61,7 +61,9 @@ from kubesched.framework.interfaces import (
 from kubesched.framework.node_table import BoolArray, IntArray, NodeTable, Rows
 from kubesched.framework.status import Code, Status
 from kubesched.framework.types import ActionType, ClusterEvent, PodInfo, Resource
+from kubesched.plugins.helpers.args import raw_args
 from kubesched.plugins.helpers.volumes import pv_matches_labels
+from kubesched.plugins.volumebinding.args import VolumeBindingArgs, volume_binding_args
 from kubesched.plugins.volumebinding.binder import (
     ERR_REASON_BIND_CONFLICT,
     ERR_REASON_NODE_CONFLICT,
@@ -84,7 +86,6 @@ if TYPE_CHECKING:
 NAME = "VolumeBinding"
 STATE_KEY = NAME
 ERR_UNBOUND_IMMEDIATE = "pod has unbound immediate PersistentVolumeClaims"
-DEFAULT_BIND_TIMEOUT_SECONDS = 600
 POLL_INTERVAL_SECONDS = 1.0
 
 
@@ -120,19 +121,14 @@ class VolumeBinding(
     name = NAME
     uses_storage: ClassVar[bool] = True
 
-    def __init__(self, args: Mapping[str, Any] | None = None, handle: Handle | None = None):
-        super().__init__(args, handle)
-        timeout = self.args.get("bindTimeoutSeconds", DEFAULT_BIND_TIMEOUT_SECONDS)
-        if not isinstance(timeout, int) or isinstance(timeout, bool) or timeout < 0:
-            raise ValueError(
-                f"bindTimeoutSeconds: Invalid value: {timeout!r}: invalid BindTimeoutSeconds, "
-                f"should not be a negative value"
-            )
-        self.bind_timeout = float(timeout)
-        if self.args.get("shape"):
-            raise ValueError(
-                "shape: Invalid value: the StorageCapacityScoring feature is disabled in 1.36"
-            )
+    def __init__(
+        self,
+        args: Mapping[str, Any] | VolumeBindingArgs | None = None,
+        handle: Handle | None = None,
+    ):
+        super().__init__(raw_args(args), handle)
+        self.binding_args = volume_binding_args(args)
+        self.bind_timeout = float(self.binding_args.bind_timeout_seconds)
 
     @property
     def storage(self) -> StorageState:
