@@ -20,6 +20,7 @@ run: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff format --check src tests examples
 	$(BIN)/ruff check src tests examples
+	$(BIN)/lint-imports
 
 typecheck: $(STAMP)
 	$(BIN)/mypy
@@ -30,7 +31,7 @@ unit: $(STAMP)
 integration: $(STAMP)
 	$(BIN)/pytest -q -m integration
 
-# Every test, lint and type check. pytest's exit code 5 ("no tests collected")
+# Every test, lint (ruff, the import-linter layer contracts) and type check. pytest's exit code 5 ("no tests collected")
 # is a failure here on purpose: an empty run must never look green.
 test: $(STAMP) lint typecheck
 	$(BIN)/pytest -q
