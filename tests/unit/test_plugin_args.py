@@ -150,7 +150,9 @@ def test_bad_args_name_profile_plugin_and_field(
 ) -> None:
     # the bad entry is the second pluginConfig entry of the third profile
     text = error(config({"name": "ImageLocality"}, {"name": name, "args": args}, profiles=3))
-    assert text == f"sched.yaml: profiles[2].pluginConfig[1].args.{message}"
+    assert text == (
+        f"sched.yaml: profile 'last', plugin {name}: profiles[2].pluginConfig[1].args.{message}"
+    )
 
 
 def test_wrong_types_name_the_field() -> None:
@@ -158,7 +160,8 @@ def test_wrong_types_name_the_field() -> None:
         config({"name": "VolumeBinding", "args": {"bindTimeoutSeconds": "soon"}}, profiles=2)
     )
     assert text == (
-        "sched.yaml: profiles[1].pluginConfig[0].args.bindTimeoutSeconds: Expected `int`, got `str`"
+        "sched.yaml: profile 'last', plugin VolumeBinding: "
+        "profiles[1].pluginConfig[0].args.bindTimeoutSeconds: Expected `int`, got `str`"
     )
 
 
@@ -170,7 +173,8 @@ def test_all_errors_of_a_profile_together() -> None:
         )
     )
     assert text == (
-        "sched.yaml: [profiles[0].pluginConfig[0].args.hardPodAffinityWeight: Invalid value: -1: "
+        "sched.yaml: profile 'last', plugins InterPodAffinity, DefaultPreemption: "
+        "[profiles[0].pluginConfig[0].args.hardPodAffinityWeight: Invalid value: -1: "
         "not in valid range [0, 100], profiles[0].pluginConfig[1].args.minCandidateNodesAbsolute: "
         "Invalid value: -1: not in valid range [0, inf)]"
     )
@@ -196,7 +200,8 @@ def test_load_config_reads_args_from_yaml(tmp_path: Path) -> None:
     with pytest.raises(ConfigError) as err:
         load_config(path)
     assert str(err.value) == (
-        f"{path}: profiles[0].pluginConfig[0].args.ignoredResourceGroups[0]: "
+        f"{path}: profile 'last', plugin NodeResourcesFit: "
+        "profiles[0].pluginConfig[0].args.ignoredResourceGroups[0]: "
         "Invalid value: \"a/b\": resource group name can't contain '/'"
     )
 

@@ -196,14 +196,24 @@ def _profile(profile: ProfileV1, index: int, source: str) -> ProfileConfig:
             plugins[point] = merge_plugin_sets(base, custom) if point == "multiPoint" else custom
     args: dict[str, dict[str, Any]] = {}
     errors: list[str] = []
+    refused: list[str] = []
     for i, pc in enumerate(profile.plugin_config):
         if pc.name in args:
             raise ConfigError(f"{where}.pluginConfig[{i}]: Duplicate value: {pc.name!r}")
         args[pc.name] = pc.args
         # The plugins get the args as written; they decode them again when built.
-        errors.extend(plugin_args_errors(pc.name, pc.args, f"{where}.pluginConfig[{i}].args"))
+        found = plugin_args_errors(pc.name, pc.args, f"{where}.pluginConfig[{i}].args")
+        errors.extend(found)
+        if found:
+            refused.append(pc.name)
     if errors:
-        raise ConfigError(f"{source}: {aggregate(errors)}")
+        # Upstream's text names the entries by index; the names tell an operator
+        # which profile and plugins to look at.
+        raise ConfigError(
+            f"{source}: profile {profile.scheduler_name!r}, "
+            f"{'plugin' if len(refused) == 1 else 'plugins'} {', '.join(refused)}: "
+            f"{aggregate(errors)}"
+        )
     return ProfileConfig(profile.scheduler_name, plugins, args, pct)  # type: ignore[arg-type]
 
 
