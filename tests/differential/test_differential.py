@@ -1,5 +1,5 @@
 """CI-sized differential run: small generated scenarios through kube-scheduler and
-kubesched on a real control plane must agree (see harness.py for what is compared).
+kubesched on a real control plane must agree (see harness/__init__.py for what is compared).
 
 DIFF_FEATURES=spread,affinity,... adds generator features (their plugins must be in
 kubesched's default profile); DIFF_SEED picks another series.

@@ -1,0 +1,155 @@
+"""Seeded scenarios for differential runs: kube-scheduler vs kubesched on the same cluster.
+
+A scenario is a plain dict (dump it with ``yaml.safe_dump``) holding everything a
+run needs, in creation order:
+
+* ``profile`` / ``config``: one KubeSchedulerConfiguration profile (without its
+  schedulerName), the same for both schedulers. Plugins of kube-scheduler's
+  default profile that the scenario's features leave out are in
+  ``multiPoint.disabled`` (see :func:`disabled_plugins`).
+* ``nodes``: logical names ``n0``, ``n1``... (the harness prefixes them), labels
+  (zone, region, disk, pool, tier), taints, allocatable (cpu, memory, pods,
+  ephemeral-storage, the extended resource ``example.com/gpu``), images,
+  ``unschedulable``.
+* ``pods``: name, labels and a full pod ``spec`` without ``schedulerName``;
+  created one at a time in list order. Node names in node affinity
+  (``matchFields`` on ``metadata.name``, ``kubernetes.io/hostname``) are logical.
+* with features: ``pdbs`` (preemption), ``volumes`` (PersistentVolumes and claims).
+
+``generate(seed, index)`` is a pure function of its arguments: the same seed and
+index give the same scenario on every machine.
+
+This package's modules: vocabulary (the fixed values scenarios draw from),
+profiles (features and scheduler configurations), nodes_and_pods and features (the
+random objects), manifests (the API objects the harness creates); ``generate`` is
+here, and every name other modules use is importable from the package.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+from typing import Any
+
+from tests.differential.generator.features import _pdbs, _volumes
+from tests.differential.generator.manifests import (
+    node_manifest,
+    pdb_manifest,
+    pod_manifest,
+    priority_class_manifests,
+    referenced_images,
+    referenced_label_keys,
+    referenced_nodes,
+    rename_nodes,
+    volume_manifests,
+)
+from tests.differential.generator.nodes_and_pods import _node, _pod
+from tests.differential.generator.profiles import (
+    ALWAYS_DISABLED,
+    CONFIG_API_VERSION,
+    FEATURE_PLUGINS,
+    FEATURES,
+    KUBE_DEFAULT_PLUGINS,
+    PROFILES,
+    disabled_plugins,
+    kubesched_plugins,
+    parse_features,
+    profile_config,
+    scheduler_config,
+    unsupported_features,
+)
+from tests.differential.generator.vocabulary import (
+    APPS,
+    DEFAULT_IMAGE,
+    GPU,
+    HOSTNAME_LABEL,
+    IMAGES,
+    PRIORITY_CLASSES,
+    REGION_LABEL,
+    TAINTS,
+    ZONE_LABEL,
+    ZONES,
+)
+
+Scenario = dict[str, Any]
+
+SIZES: dict[str, tuple[tuple[int, int], tuple[int, int]]] = {
+    # (nodes min/max, pods min/max)
+    "small": ((3, 4), (4, 6)),
+    "normal": ((3, 8), (6, 14)),
+    "large": ((6, 12), (12, 24)),
+}
+
+
+# --------------------------------------------------------------------- scenarios
+def generate(
+    seed: int,
+    index: int,
+    *,
+    features: Sequence[str] = (),
+    size: str = "normal",
+    profile: str | None = None,
+) -> Scenario:
+    """Scenario INDEX of the series SEED. PROFILE defaults to the profiles in turn."""
+    features = parse_features(list(features))
+    rng = random.Random(f"kubesched-differential/{seed}/{index}/{size}/{','.join(features)}")
+    (node_min, node_max), (pod_min, pod_max) = SIZES[size]
+    names = list(PROFILES)
+    profile = profile or names[index % len(names)]
+    gpu_nodes = rng.random() < 0.6
+    nodes = [_node(rng, i, gpu_nodes) for i in range(rng.randint(node_min, node_max))]
+    pods = [_pod(rng, i, nodes, gpu_nodes, features) for i in range(rng.randint(pod_min, pod_max))]
+    scenario: Scenario = {
+        "name": f"seed{seed}-{index:03d}-{profile}",
+        "seed": seed,
+        "index": index,
+        "size": size,
+        "features": list(features),
+        "profile": profile,
+        "config": profile_config(profile, features),
+        "nodes": nodes,
+        "pods": pods,
+    }
+    if "preemption" in features:
+        scenario["pdbs"] = _pdbs(rng)
+    if "volumes" in features:
+        scenario["volumes"] = _volumes(rng, nodes, pods)
+    return scenario
+
+
+__all__ = [
+    "ALWAYS_DISABLED",
+    "APPS",
+    "CONFIG_API_VERSION",
+    "DEFAULT_IMAGE",
+    "FEATURES",
+    "FEATURE_PLUGINS",
+    "GPU",
+    "HOSTNAME_LABEL",
+    "IMAGES",
+    "KUBE_DEFAULT_PLUGINS",
+    "PRIORITY_CLASSES",
+    "PROFILES",
+    "REGION_LABEL",
+    "SIZES",
+    "TAINTS",
+    "ZONES",
+    "ZONE_LABEL",
+    "Scenario",
+    "disabled_plugins",
+    "generate",
+    "kubesched_plugins",
+    "node_manifest",
+    "parse_features",
+    "pdb_manifest",
+    "pod_manifest",
+    "priority_class_manifests",
+    "profile_config",
+    "referenced_images",
+    "referenced_label_keys",
+    "referenced_nodes",
+    "rename_nodes",
+    "scheduler_config",
+    "unsupported_features",
+    "volume_manifests",
+]

@@ -1,0 +1,347 @@
+"""Comparing the two runs of a scenario step by step (compare): directly while both
+are in the same state up to interchangeable nodes (isomorphic), then each against
+kubesched in-process on its own state; and whether two runs' FailedScheduling
+events agree (events_agree, events_before)."""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from tests.differential import generator as gen
+from tests.differential.harness.inprocess import score_step
+from tests.differential.harness.records import (
+    KUBE,
+    KUBESCHED,
+    MODE_DIRECT,
+    MODE_KS,
+    MODE_KUBE,
+    Comparison,
+    Disagreement,
+    Prediction,
+    Run,
+    Step,
+    start_times,
+)
+
+
+def events_agree(
+    seen_a: Sequence[str], seen_b: Sequence[str], condition_a: str, condition_b: str
+) -> bool:
+    """Whether two runs' FailedScheduling notes for one pod agree. The first note
+    (the pod's own attempt) must be the same. A retry's note starts a new Event
+    only if the pod's resourceVersion changed since the last one (client-go's
+    isomorphic-event key), i.e. only if the scheduler's informer had already seen its
+    own status write of the previous attempt: a race in kube-scheduler itself. So a
+    later note of one run must be a note of the other, or the other's latest message
+    (its PodScheduled condition), which a retry folded into an earlier series."""
+    if list(seen_a) == list(seen_b):
+        return True
+    if not seen_a or not seen_b or seen_a[0] != seen_b[0]:
+        return False
+    return set(seen_a) <= {*seen_b, condition_b} and set(seen_b) <= {*seen_a, condition_a}
+
+
+def events_before(run: Run, pod: str, cutoff: float | None) -> list[str]:
+    """POD's FailedScheduling messages in RUN first recorded before CUTOFF (all
+    without a cutoff, or without their times)."""
+    messages = run.events.get(pod, [])
+    times = run.event_times.get(pod)
+    if cutoff is None or times is None:
+        return list(messages)
+    return [m for m, t in zip(messages, times, strict=True) if t < cutoff]
+
+
+# --------------------------------------------------------------------- comparison
+def _pod_signature(scenario: Mapping[str, Any]) -> dict[str, str]:
+    return {
+        p["name"]: json.dumps({"labels": p["labels"], "spec": p["spec"]}, sort_keys=True)
+        for p in scenario["pods"]
+    }
+
+
+def _node_signatures(
+    scenario: Mapping[str, Any], placements: Mapping[str, str | None], pods: Mapping[str, str]
+) -> dict[str, str]:
+    """Per logical node: everything a scheduler can tell it by but its name (unless
+    some pod names it): the label keys some pod looks at, taints, capacity, the
+    images some pod uses, and the pods on it (by content)."""
+    referenced = gen.referenced_nodes(scenario)
+    keys = gen.referenced_label_keys(scenario)
+    images = gen.referenced_images(scenario)
+    on: dict[str, list[str]] = {}
+    for pod, node in placements.items():
+        if node is not None:
+            on.setdefault(node, []).append(pods.get(pod, pod))
+    out = {}
+    for node in scenario["nodes"]:
+        body = {k: v for k, v in node.items() if k not in ("name", "labels", "images")}
+        body["labels"] = {k: v for k, v in node["labels"].items() if k in keys}
+        body["images"] = [i for i in node.get("images", []) if any(n in images for n in i["names"])]
+        if node["name"] in referenced:
+            body["name"] = node["name"]
+        body["pods"] = sorted(on.get(node["name"], []))
+        out[node["name"]] = json.dumps(body, sort_keys=True)
+    return out
+
+
+def isomorphic(
+    scenario: Mapping[str, Any],
+    a: Mapping[str, str | None],
+    b: Mapping[str, str | None],
+    perm: Mapping[str, str],
+) -> bool:
+    """Whether placements A (kube-scheduler) and B (kubesched) are the same state
+    once A's node n is read as B's perm[n]: the same pods exist and are bound, and
+    each node carries the same (by content) pods."""
+    if set(a) != set(b) or any((a[p] is None) != (b[p] is None) for p in a):
+        return False
+    pods = _pod_signature(scenario)
+    sig_a = _node_signatures(scenario, a, pods)
+    sig_b = _node_signatures(scenario, b, pods)
+    return all(sig_a[n] == sig_b[perm.get(n, n)] for n in sig_a)
+
+
+def _swap(perm: Mapping[str, str], x: str, y: str) -> dict[str, str]:
+    return {k: (y if v == x else x if v == y else v) for k, v in perm.items()}
+
+
+def _predict(
+    scenario: Mapping[str, Any],
+    run: Run,
+    before: Mapping[str, str | None],
+    step: Step,
+    names: Mapping[str, str],
+) -> Prediction | None:
+    """score_step on the state RUN was in before STEP."""
+    if not step.created:
+        return None
+    created = {s.pod: s.created for s in run.steps if s.created}
+    # The harness gave every pod bound before this step its status.startTime.
+    started = start_times(scenario)
+    bound = []
+    for pod, node in before.items():
+        if node is not None and pod in created:
+            obj = copy.deepcopy(created[pod])
+            obj["spec"]["nodeName"] = names.get(node, node)
+            obj.setdefault("status", {})["startTime"] = started[pod]
+            bound.append(obj)
+    logical = {v: k for k, v in names.items()}
+    return score_step(scenario, run.nodes, bound, step.created, logical, run.namespace)
+
+
+def _against(
+    side: str, step: Step, prediction: Prediction, events: Sequence[str]
+) -> tuple[list[tuple[str, Any, Any, str]], bool | None, bool | None]:
+    """STEP of SIDE checked against kubesched's in-process PREDICTION on the same
+    state: (problems as (kind, predicted, seen, detail), message ok or None if not
+    applicable, unique node ok or None)."""
+    detail = f"{side} vs kubesched in-process on {side}'s own state; " + _prediction_text(
+        prediction
+    )
+    problems: list[tuple[str, Any, Any, str]] = []
+    if step.outcome in ("rejected", "timeout", "error"):
+        return [("error", "-", step.outcome, detail + " " + step.message)], None, None
+    bound = step.outcome == "bound"
+    if bound != bool(prediction.choices):
+        seen = step.node if bound else step.message
+        want = prediction.choices or prediction.message
+        return [("bound", want, seen, detail)], None, None
+    if not bound:
+        if step.message != prediction.message:
+            problems.append(("message", prediction.message, step.message, detail))
+        elif list(events) != [prediction.message]:
+            problems.append(("event", [prediction.message], list(events), detail))
+        return problems, not problems, None
+    if step.node not in prediction.choices:
+        problems.append(("node", prediction.choices, step.node, detail))
+    return problems, None, (not problems) if prediction.unique else None
+
+
+def compare(
+    scenario: Mapping[str, Any], kube: Run, ks: Run, names: Mapping[str, str]
+) -> Comparison:
+    """Step by step. While both runs are in the same state (up to interchangeable
+    nodes) the two schedulers are compared directly; from the first step where the
+    states differ (a tie broken differently between nodes that are not
+    interchangeable, or a disagreement that changed what is bound) each run is
+    checked against kubesched's framework re-run in-process on that run's own
+    state, so kube-scheduler is still compared with kubesched on equal terms."""
+    result = Comparison(scenario["name"], runs={KUBE: kube, KUBESCHED: ks})
+    perm = {n["name"]: n["name"] for n in scenario["nodes"]}
+    result.steps = len(scenario["pods"])
+    before_a: dict[str, str | None] = {}
+    before_b: dict[str, str | None] = {}
+    in_sync = True
+
+    def disagree(
+        kind: str, i: int, pod: str, a: Any, b: Any, detail: str = "", mode: str = MODE_DIRECT
+    ) -> None:
+        result.disagreements.append(Disagreement(kind, i, pod, a, b, detail, mode))
+
+    # Direct comparisons of FailedScheduling events wait for the end: only events
+    # recorded while both runs were in the same state count (a retry after the
+    # states diverged may legitimately fail differently, or succeed in one run).
+    event_checks: list[tuple[int, Step, Step]] = []
+    diverged_step: int | None = None
+
+    def until_next(run: Run, i: int) -> float | None:
+        return run.steps[i + 1].began if i + 1 < len(run.steps) else None
+
+    for i, (a, b) in enumerate(zip(kube.steps, ks.steps, strict=True)):
+        result.compared += 1
+        pred_b = _predict(scenario, ks, before_b, b, names)
+        if pred_b is not None:
+            result.predictions[b.pod] = pred_b
+        if not in_sync:
+            result.indirect += 1
+            pred_a = _predict(scenario, kube, before_a, a, names)
+            problems: list[tuple[str, Any, Any, str]] = []
+            messages: list[bool] = []
+            uniques: list[bool] = []
+            # Against the state before the step: the events of the pod's attempts
+            # until the next pod is created.
+            for side, step, pred, events in (
+                (KUBE, a, pred_a, events_before(kube, a.pod, until_next(kube, i))),
+                (KUBESCHED, b, pred_b, events_before(ks, b.pod, until_next(ks, i))),
+            ):
+                if pred is None:
+                    if step.outcome != "rejected":
+                        problems.append(("error", "-", step.outcome, f"{side}: no prediction"))
+                    continue
+                found, message_ok, unique_ok = _against(side, step, pred, events)
+                problems.extend(found)
+                if message_ok is not None:
+                    messages.append(message_ok)
+                if unique_ok is not None:
+                    uniques.append(unique_ok)
+            bound_problem = any(k in ("bound", "error") for k, *_ in problems)
+            result.bound_agree += not bound_problem
+            if messages:
+                result.unbound_both += 1
+                result.message_agree += all(messages)
+            if uniques:
+                result.unique += 1
+                result.unique_agree += all(uniques)
+            for kind, want, seen, detail in problems:
+                if detail.startswith(KUBE):
+                    # kube=what kube-scheduler did, kubesched=what kubesched's framework says
+                    disagree(kind, i, a.pod, seen, want, detail, MODE_KUBE)
+                else:
+                    # kube=what kubesched's framework says, kubesched=what the process did
+                    disagree("predict", i, b.pod, want, seen, f"{kind}: {detail}", MODE_KS)
+            before_a, before_b = a.placements, b.placements
+            continue
+
+        bound_a, bound_b = a.outcome == "bound", b.outcome == "bound"
+        diverges = False
+        if "rejected" in (a.outcome, b.outcome) or "timeout" in (a.outcome, b.outcome):
+            if (a.outcome, a.message) != (b.outcome, b.message):
+                disagree("error", i, a.pod, a.outcome, b.outcome, a.message or b.message)
+                diverges = True
+            else:
+                result.bound_agree += 1
+        elif bound_a != bound_b:
+            disagree(
+                "bound",
+                i,
+                a.pod,
+                a.node if bound_a else a.message,
+                b.node if bound_b else b.message,
+                _prediction_text(pred_b),
+            )
+            diverges = True
+        elif not bound_a:
+            result.bound_agree += 1
+            result.unbound_both += 1
+            if a.message != b.message or a.reason != b.reason:
+                disagree("message", i, a.pod, a.message, b.message, "PodScheduled condition")
+            else:
+                event_checks.append((i, a, b))
+        else:
+            result.bound_agree += 1
+            result.bound_both += 1
+            assert a.node is not None and b.node is not None
+            expected = perm[a.node]
+            if pred_b is not None and pred_b.unique:
+                result.unique += 1
+                if b.node == expected:
+                    result.unique_agree += 1
+                else:
+                    disagree("node", i, a.pod, expected, b.node, _prediction_text(pred_b))
+                    diverges = True
+            elif pred_b is not None:
+                result.ties += 1
+                if expected not in pred_b.choices:
+                    disagree(
+                        "node",
+                        i,
+                        a.pod,
+                        expected,
+                        b.node,
+                        "kube-scheduler chose a node kubesched does not rank best; "
+                        + _prediction_text(pred_b),
+                    )
+                    diverges = True
+            if pred_b is not None and b.node not in pred_b.choices and not diverges:
+                disagree(
+                    "predict",
+                    i,
+                    a.pod,
+                    expected,
+                    b.node,
+                    "kubesched run chose a node its framework in-process does not rank best; "
+                    + _prediction_text(pred_b),
+                )
+                diverges = True
+        after_a, after_b = a.placements, b.placements
+        if not diverges and not isomorphic(scenario, after_a, after_b, perm):
+            swapped = None
+            if bound_a and bound_b and a.node is not None and b.node is not None:
+                swapped = _swap(perm, perm[a.node], b.node)
+            if swapped is not None and isomorphic(scenario, after_a, after_b, swapped):
+                perm = swapped
+                result.swaps += 1
+            elif bound_a and bound_b and a.node is not None and perm[a.node] != b.node:
+                result.diverged_at = i  # a tie, broken differently
+                diverges = True
+            else:
+                disagree("state", i, a.pod, after_a, after_b, "placements after the step")
+                diverges = True
+        if diverges and diverged_step is None:
+            diverged_step = i
+        in_sync = not diverges
+        before_a, before_b = after_a, after_b
+    if in_sync and not isomorphic(scenario, kube.final, ks.final, perm):
+        # Pods bound later (retries after events) must agree too.
+        disagree("state", result.steps, "*", kube.final, ks.final, "final placements")
+    cut_a = kube.steps[diverged_step].began if diverged_step is not None else None
+    cut_b = ks.steps[diverged_step].began if diverged_step is not None else None
+    for i, a, b in event_checks:
+        seen_a, seen_b = events_before(kube, a.pod, cut_a), events_before(ks, b.pod, cut_b)
+        if not events_agree(
+            seen_a, seen_b, kube.conditions.get(a.pod, ""), ks.conditions.get(b.pod, "")
+        ):
+            detail = "FailedScheduling events"
+            if diverged_step is not None:
+                detail += f" recorded before step {diverged_step} (the states differ from there)"
+            disagree("event", i, a.pod, seen_a, seen_b, detail)
+        else:
+            result.message_agree += 1
+    result.disagreements.sort(key=lambda d: d.step)
+    return result
+
+
+def _prediction_text(p: Prediction | None) -> str:
+    if p is None:
+        return ""
+    if not p.feasible and p.preemption:
+        return (
+            f"in-process: no feasible node ({p.message}); preemption may nominate "
+            f"{p.preemption}, victims {p.victims}"
+        )
+    if not p.feasible:
+        return f"in-process: no feasible node ({p.message})"
+    return f"in-process totals {p.totals}, best {p.best}"

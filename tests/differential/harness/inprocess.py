@@ -1,0 +1,200 @@
+"""kubesched in-process on a run's state: score_step re-runs kubesched's framework
+for one pod on the nodes and bound pods before a step (feasible nodes, score
+totals, or the FailedScheduling message and whom preemption may nominate), with
+the namespace objects the run made; simulate runs kubesched's simulator on a
+whole scenario without a cluster."""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import msgspec
+
+# Which kubesched these are is settled before the interpreter starts (make diff's
+# KUBESCHED_SRC goes into PYTHONPATH), so they need not wait until first use.
+from kubesched.api.objects import PersistentVolume, PersistentVolumeClaim
+from kubesched.cluster.manifests import load_documents
+from kubesched.cluster.memory import InMemoryCluster
+from kubesched.config.file import parse_config
+from kubesched.framework.cycle_state import CycleState
+from kubesched.framework.status import Code
+from kubesched.framework.storage import StorageState
+from kubesched.framework.types import PodInfo, QueuedPodInfo
+from kubesched.plugins.defaultpreemption.candidates import pick_one_node_for_preemption
+from kubesched.plugins.defaultpreemption.plugin import DefaultPreemption
+from kubesched.scheduler import Scheduler
+from kubesched.scheduler.scheduler import FitError
+from kubesched.simulator import simulate as run_simulation
+from tests.differential import generator as gen
+from tests.differential.harness.records import SCHEDULER_NAME, HarnessError, Prediction
+
+
+# --------------------------------------------------------------------- in-process scores
+def score_step(
+    scenario: Mapping[str, Any],
+    nodes: Sequence[Mapping[str, Any]],
+    bound: Sequence[Mapping[str, Any]],
+    pod: Mapping[str, Any],
+    logical: Mapping[str, str],
+    namespace: str | None = None,
+) -> Prediction:
+    """Run kubesched's framework for POD on NODES with the BOUND pods (API objects)
+    exactly as Scheduler.schedule_pod does, and return the score totals; when no
+    node fits, the FailedScheduling message with PostFilter's (preemption's) part,
+    as Scheduler.schedule_one writes it (nothing is evicted). With NAMESPACE (the
+    run's), the scenario's Namespace, PDBs and volumes are there as the run made them."""
+    docs: list[tuple[str, int, object]] = []
+    objects: list[Mapping[str, Any]] = [
+        *gen.priority_class_manifests(),
+        *(namespace_objects(scenario, namespace) if namespace else []),
+        *({"apiVersion": "v1", "kind": "Node", **n} for n in nodes),
+        *({"apiVersion": "v1", "kind": "Pod", **p} for p in bound),
+        {"apiVersion": "v1", "kind": "Pod", **pod},
+    ]
+    for i, obj in enumerate(objects):
+        docs.append(("harness", i + 1, _plain(obj)))
+    state = load_documents(docs)
+    if state.problems:
+        raise HarnessError("in-process state: " + "; ".join(map(str, state.problems)))
+    config = parse_config(gen.scheduler_config(scenario, SCHEDULER_NAME))
+    cluster = InMemoryCluster()
+    name = pod["metadata"]["name"]
+    pending = None
+    for n in state.nodes:
+        cluster.nodes[n.metadata.name] = n
+    for p in state.pods:
+        if p.spec.node_name:
+            cluster.pods[f"{p.metadata.namespace}/{p.metadata.name}"] = p
+        elif p.metadata.name == name:
+            pending = p
+    if pending is None:
+        raise HarnessError(f"in-process state: pod {name} not loaded")
+    sched = Scheduler(config.profiles, cluster, seed=0)
+    # As the simulator sets them up.
+    sched.handle.pdbs = list(state.pdbs)
+    sched.handle.namespaces = dict(state.namespaces)
+    sched.handle.priority_classes = dict(state.priority_classes)
+    # Not state.storage: the manifest loader plays the PV controller (and completes
+    # the bindings), which the harness's API server does not run.
+    sched.handle.storage = _storage(scenario, namespace)
+    # Preemption's evictions (if it finds victims) must not happen: drop them.
+    sched.handle.spawn = lambda coro: coro.close()
+    cluster.watch(sched)
+    fw = sched.frameworks[SCHEDULER_NAME]
+    cycle = CycleState()
+    info = PodInfo(pending)
+    feasible, diagnosis, _ = sched.find_nodes_that_fit(fw, cycle, info)
+    table = sched.table
+    names = [logical.get(table.names[int(r)], table.names[int(r)]) for r in feasible]
+    if len(feasible) == 0:
+        # What Scheduler.schedule_one does with the FitError: PostFilter, then the message.
+        fit = FitError(info, len(table), diagnosis)
+        nominated = sched._post_filter(fw, cycle, QueuedPodInfo(info, timestamp=0.0), fit)
+        prediction = Prediction([], {}, [], str(fit))
+        if nominated:
+            prediction.preemption, prediction.victims = _preemption_choices(
+                fw, cycle, info, diagnosis, logical
+            )
+        return prediction
+    if len(feasible) == 1:
+        return Prediction(names, {names[0]: 0}, names)
+    fw.run_pre_score(cycle, info, table, feasible)
+    totals, plugin_scores = fw.run_score(cycle, info, table, feasible)
+    by_node = {n: int(t) for n, t in zip(names, totals, strict=True)}
+    by_plugin = {
+        plugin: {n: int(v) for n, v in zip(names, scores, strict=True)}
+        for plugin, scores in plugin_scores.items()
+    }
+    top = max(by_node.values())
+    best = sorted(n for n, t in by_node.items() if t == top)
+    return Prediction(names, by_node, best, by_plugin=by_plugin)
+
+
+def _preemption_choices(
+    fw: Any, cycle: Any, info: Any, diagnosis: Any, logical: Mapping[str, str]
+) -> tuple[list[str], dict[str, list[str]]]:
+    """Every node DefaultPreemption may nominate for INFO: its dry run over all
+    potential nodes (kube-scheduler's candidate count is every node below 100
+    nodes; only the random offset, i.e. the order, is left to chance), then the
+    candidates pickOneNodeForPreemption leaves tied (its last tie-break is the
+    first candidate: a candidate is among the tied ones iff it wins when put first)."""
+    plugin = next((p for p in fw.post_filter if isinstance(p, DefaultPreemption)), None)
+    if plugin is None:
+        return [], {}
+    potential = plugin.nodes_for_status_code(diagnosis, Code.UNSCHEDULABLE)
+    candidates, _ = plugin.dry_run_preemption(
+        cycle, info, potential, plugin.handle.pdbs, 0, len(potential)
+    )
+    tied = [
+        c
+        for c in candidates
+        if pick_one_node_for_preemption([c, *(o for o in candidates if o is not c)]) is c
+    ]
+    victims = {logical.get(c.name, c.name): [v.pod.metadata.name for v in c.victims] for c in tied}
+    return sorted(victims), victims
+
+
+def namespace_objects(scenario: Mapping[str, Any], ns: str) -> list[dict[str, Any]]:
+    """The Namespace, PDBs, PVs and PVCs Harness._create_namespace_objects makes for
+    a run in NS, with the statuses it patches in."""
+    # The run's namespace is <prefix>-kube or <prefix>-ks; the API server adds the name label.
+    labels = {
+        "kubesched.test/differential": ns.rsplit("-", 1)[0],
+        "kubernetes.io/metadata.name": ns,
+    }
+    out: list[dict[str, Any]] = [
+        {
+            "apiVersion": "v1",
+            "kind": "Namespace",
+            "metadata": {"name": ns, "labels": labels},
+        },
+        *(gen.pdb_manifest(pdb, ns) for pdb in scenario.get("pdbs", [])),
+    ]
+    volumes = scenario.get("volumes")
+    if volumes:
+        pvs, pvcs = gen.volume_manifests(volumes, ns, ns)
+        for pv in pvs:
+            out.append({**pv, "status": {"phase": "Bound"}})
+        for pvc in pvcs:
+            status = {"phase": "Bound", "accessModes": pvc["spec"]["accessModes"]}
+            out.append({**pvc, "status": status})
+    return out
+
+
+def _storage(scenario: Mapping[str, Any], namespace: str | None) -> Any:
+    """A StorageState with the run's PVs and PVCs exactly as the API server has them."""
+    storage = StorageState()
+    for obj in namespace_objects(scenario, namespace) if namespace else []:
+        raw = json.dumps(obj).encode()
+        if obj["kind"] == "PersistentVolume":
+            storage.upsert_pv(msgspec.json.decode(raw, type=PersistentVolume))
+        elif obj["kind"] == "PersistentVolumeClaim":
+            storage.upsert_pvc(msgspec.json.decode(raw, type=PersistentVolumeClaim))
+    return storage
+
+
+def _plain(obj: Mapping[str, Any]) -> dict[str, Any]:
+    """Drop bookkeeping the manifest loader need not see."""
+    out = copy.deepcopy(dict(obj))
+    meta = out.get("metadata", {})
+    meta.pop("managedFields", None)
+    return out
+
+
+def simulate(scenario: Mapping[str, Any], seed: int = 1) -> Any:
+    """kubesched's simulator on the scenario's objects (logical node names), as
+    `kubesched simulate` would run it: a quick look without a cluster."""
+    names = {n["name"]: n["name"] for n in scenario["nodes"]}
+    objects: list[Mapping[str, Any]] = [
+        *gen.priority_class_manifests(),
+        *(gen.node_manifest(n, n["name"]) for n in scenario["nodes"]),
+        *(gen.pod_manifest(p, "default", SCHEDULER_NAME, names) for p in scenario["pods"]),
+    ]
+    state = load_documents([("scenario", i + 1, dict(o)) for i, o in enumerate(objects)])
+    if state.problems:
+        raise HarnessError("; ".join(map(str, state.problems)))
+    config = parse_config(gen.scheduler_config(scenario, SCHEDULER_NAME))
+    return run_simulation(state.nodes, state.pods, config.profiles, seed=seed)

@@ -1,0 +1,193 @@
+"""What the harness's parts share: the scheduler name and the two sides, the kinds
+and modes of disagreements, HarnessError, the records of a run (Step, Run), of a
+comparison (Disagreement, Prediction, Comparison), and the status.startTime the
+harness gives each bound pod (START_TIME_BASE, start_times)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+SCHEDULER_NAME = "differential"
+KUBE = "kube-scheduler"
+KUBESCHED = "kubesched"
+SIDES = (KUBE, KUBESCHED)
+
+# Disagreement kinds. "bound", "message", "event" and "state" are what the CI
+# test asserts on; "node" where the best score is unique; "predict" when the
+# kubesched process chose a node its own framework does not rank best.
+KINDS = ("bound", "message", "event", "node", "state", "predict", "error")
+STRICT_KINDS = ("bound", "message", "event", "state", "error")
+
+# How a disagreement was seen: the two runs in the same state; kube-scheduler's
+# run against kubesched's framework in-process on kube-scheduler's state (after
+# the states diverged); kubesched's run against its own framework in-process.
+MODE_DIRECT = "direct"
+MODE_KUBE = "kube-scheduler vs kubesched in-process"
+MODE_KS = "kubesched run vs kubesched in-process"
+MODES = (MODE_DIRECT, MODE_KUBE, MODE_KS)
+
+# status.startTime the harness gives a bound pod (what a kubelet would report): this
+# base plus the pod's index in the scenario, in whole seconds (RFC 3339 has second
+# resolution). Without it, util.GetPodStartTime returns time.Now() at each call, and
+# preemption's victim order among pods of equal priority (MoreImportantPod inside
+# sort.Slice) and pickOneNodeForPreemption's last criterion are left to call order.
+START_TIME_BASE = datetime(2024, 1, 1, tzinfo=UTC)
+
+
+class HarnessError(RuntimeError):
+    """The harness could not run the scenario (not a scheduler disagreement)."""
+
+
+# --------------------------------------------------------------------- results
+@dataclass
+class Step:
+    pod: str
+    outcome: str  # bound | unschedulable | error | timeout | rejected
+    node: str | None = None  # logical node name
+    reason: str = ""
+    message: str = ""
+    nominated: str | None = None
+    # After the step: every pod of the run that exists -> logical node or None.
+    placements: dict[str, str | None] = field(default_factory=dict)
+    seconds: float = 0.0
+    created: dict[str, Any] = field(default_factory=dict, repr=False)  # as the API stored it
+    # Wall-clock time (time.time()) just before the pod was created: events the
+    # schedulers recorded (eventTime) before it come from the steps before.
+    began: float | None = None
+
+
+@dataclass
+class Run:
+    side: str
+    namespace: str
+    steps: list[Step] = field(default_factory=list)
+    events: dict[str, list[str]] = field(default_factory=dict)  # FailedScheduling messages
+    # Per pod, parallel to events: when each message was first recorded (eventTime,
+    # time.time() scale); absent: every message counts wherever events are compared.
+    event_times: dict[str, list[float]] = field(default_factory=dict)
+    final: dict[str, str | None] = field(default_factory=dict)
+    # Per unbound pod, its PodScheduled=False message once the run settled.
+    conditions: dict[str, str] = field(default_factory=dict)
+    log: str = ""
+    nodes: list[dict[str, Any]] = field(default_factory=list, repr=False)
+    # Seconds spent per phase: start (scheduler up), steps, settle, cleanup.
+    timings: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass
+class Disagreement:
+    kind: str
+    step: int
+    pod: str
+    kube: Any
+    kubesched: Any
+    detail: str = ""
+    mode: str = "direct"  # see MODES
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class Prediction:
+    """kubesched's framework, in-process, on the state before a step."""
+
+    feasible: list[str]
+    totals: dict[str, int]  # logical node -> weighted score total (feasible nodes)
+    best: list[str]
+    message: str = ""  # the FitError text when nothing is feasible
+    by_plugin: dict[str, dict[str, int]] = field(default_factory=dict)  # weighted scores
+    # When nothing is feasible and preemption nominates a node: the nodes preemption
+    # may nominate (the candidates pickOneNodeForPreemption leaves tied) and, per
+    # candidate, the victims. The pod is then bound there once the victims are gone
+    # (kube-scheduler tries a pod's nominated node first).
+    preemption: list[str] = field(default_factory=list)
+    victims: dict[str, list[str]] = field(default_factory=dict)
+
+    @property
+    def choices(self) -> list[str]:
+        """Where the pod may be bound: the best-scored feasible nodes, or else the
+        nodes preemption may nominate."""
+        return self.best if self.feasible else self.preemption
+
+    @property
+    def unique(self) -> bool:
+        return len(self.choices) == 1
+
+
+@dataclass
+class Comparison:
+    scenario: str
+    steps: int = 0
+    compared: int = 0
+    bound_agree: int = 0
+    unbound_both: int = 0
+    message_agree: int = 0
+    bound_both: int = 0
+    unique: int = 0
+    unique_agree: int = 0
+    ties: int = 0
+    swaps: int = 0
+    indirect: int = 0  # steps compared through in-process predictions
+    diverged_at: int | None = None
+    disagreements: list[Disagreement] = field(default_factory=list)
+    runs: dict[str, Run] = field(default_factory=dict, repr=False)
+    predictions: dict[str, Prediction] = field(default_factory=dict, repr=False)
+
+    def failures(self, kinds: Sequence[str] = KINDS) -> list[Disagreement]:
+        return [d for d in self.disagreements if d.kind in kinds]
+
+    @property
+    def ok(self) -> bool:
+        return not self.disagreements
+
+    def summary(self) -> str:
+        text = (
+            f"{self.scenario}: {self.compared}/{self.steps} steps compared "
+            f"({self.indirect} in-process), "
+            f"bound {self.bound_agree}/{self.compared}, "
+            f"messages {self.message_agree}/{self.unbound_both}, "
+            f"unique nodes {self.unique_agree}/{self.unique} ({self.ties} ties, "
+            f"{self.swaps} swaps)"
+        )
+        if self.diverged_at is not None:
+            text += f", states diverged after a tie at step {self.diverged_at}"
+        for d in self.disagreements:
+            left, right = ("in-process", "kubesched") if d.mode == MODE_KS else (KUBE, KUBESCHED)
+            text += (
+                f"\n  {d.kind} at step {d.step} ({d.pod}, {d.mode}): "
+                f"{left}={d.kube!r} {right}={d.kubesched!r}"
+            )
+            if d.detail:
+                text += f" [{d.detail}]"
+        return text
+
+    def report(self) -> dict[str, Any]:
+        """What a regression file keeps of the comparison."""
+        out: dict[str, Any] = {
+            "disagreements": [d.as_dict() for d in self.disagreements],
+            "steps": {},
+        }
+        for side, run in self.runs.items():
+            out["steps"][side] = [
+                {
+                    "pod": s.pod,
+                    "outcome": s.outcome,
+                    **({"node": s.node} if s.node else {}),
+                    **({"message": s.message} if s.message else {}),
+                }
+                for s in run.steps
+            ]
+        return out
+
+
+def start_times(scenario: Mapping[str, Any]) -> dict[str, str]:
+    """The status.startTime the harness gives each pod of SCENARIO once it is bound:
+    START_TIME_BASE plus the pod's index in the scenario, in seconds."""
+    return {
+        pod["name"]: (START_TIME_BASE + timedelta(seconds=i)).strftime("%Y-%m-%dT%H:%M:%SZ")
+        for i, pod in enumerate(scenario["pods"])
+    }
