@@ -95,7 +95,6 @@ class SchedulingQueue:
         self._in_flight_marks: dict[str, int] = {}
         self._event_seq = 0
         self.scheduling_cycle = 0
-        self.move_request_cycle = -1
         self._seq = itertools.count()
         self._ready = asyncio.Event()
         self._closed = False
@@ -457,7 +456,6 @@ class SchedulingQueue:
         flight get the event when they come back (addEventIfAnyInFlight)."""
         if not self._interesting(event):
             return 0
-        self.move_request_cycle = self.scheduling_cycle
         moved = 0
         for qpi in list(self.unschedulable.values()):
             if precheck is not None and not precheck(qpi.pod):
