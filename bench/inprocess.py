@@ -47,7 +47,7 @@ from kubesched.config.file import parse_config
 from kubesched.framework.clock import SimClock
 from kubesched.framework.registry import UnknownPluginError
 from kubesched.scheduler import Scheduler
-from kubesched.simulator import run_until_quiet
+from kubesched.simulator import OutcomeRecorder, run_until_quiet
 
 PROFILE_NAME = "kubesched"
 
@@ -79,6 +79,7 @@ def run_inprocess(
     config = parse_config(scheduler_config(PROFILE_NAME, workload.required_plugins))
     clock = SimClock()
     cluster = InMemoryCluster()
+    recorder = OutcomeRecorder()  # for the attempts count
     try:
         scheduler = Scheduler(
             config.profiles,
@@ -88,6 +89,7 @@ def run_inprocess(
             percentage_of_nodes_to_score=config.percentage_of_nodes_to_score,
             pod_initial_backoff=config.pod_initial_backoff,
             pod_max_backoff=config.pod_max_backoff,
+            outcome_observer=recorder,
         )
     except UnknownPluginError as exc:
         plugin = exc.args[0] if exc.args else str(exc)
@@ -108,7 +110,7 @@ def run_inprocess(
 
     async def both_phases() -> tuple[float, int]:
         await schedule(init, False)
-        attempts_before = sum(o.attempts for o in scheduler.outcomes.values())
+        attempts_before = recorder.attempts
         if profiler is not None:
             profiler.enable()
         seconds = await schedule(measure, workload.churn is not None)
@@ -117,7 +119,7 @@ def run_inprocess(
         return seconds, attempts_before
 
     seconds, attempts_before = asyncio.run(both_phases())
-    attempts = sum(o.attempts for o in scheduler.outcomes.values()) - attempts_before
+    attempts = recorder.attempts - attempts_before
     states = [
         PodState(p.metadata.namespace, p.metadata.name, dict(p.metadata.labels), p.spec.node_name)
         for p in cluster.pods.values()

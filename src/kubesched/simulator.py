@@ -15,16 +15,69 @@ from kubesched.api.objects import Namespace, Node, Pod, PodDisruptionBudget
 from kubesched.cluster.memory import InMemoryCluster, RecordedEvent
 from kubesched.cluster.volume_writer import InMemoryVolumeWriter
 from kubesched.framework.clock import SimClock
+from kubesched.framework.fit_error import Diagnosis
 from kubesched.framework.profile import ProfileConfig
 from kubesched.framework.storage import StorageState
 from kubesched.scheduler import Scheduler
-from kubesched.scheduler.scheduler import Outcome
 
 # Simulated runs yield to binding tasks this often, as a real scheduler would
 # between cycles, so that bind events reach the queue in a realistic order.
 _YIELD_EVERY = 32
 
 Progress = Callable[[int, int], None]  # (pods settled, pods pending at start)
+
+
+@dataclass(slots=True)
+class Outcome:
+    """The latest word on a pod, for reports and tests."""
+
+    key: str
+    node: str | None = None
+    reason: str = ""  # Scheduled | Unschedulable | SchedulerError | Pending
+    message: str = ""
+    attempts: int = 0
+    diagnosis: Diagnosis | None = None
+
+
+class OutcomeRecorder:
+    """The scheduler's OutcomeObserver for `simulate`: the latest word on every pod
+    it was told of. Only a simulation, which ends, keeps one; `kubesched run` passes
+    none, so that nothing per pod outlives the pod there."""
+
+    def __init__(self) -> None:
+        self.outcomes: dict[str, Outcome] = {}
+
+    def _outcome(self, key: str) -> Outcome:
+        outcome = self.outcomes.get(key)
+        if outcome is None:
+            outcome = self.outcomes[key] = Outcome(key)
+        return outcome
+
+    def pod_pending(self, key: str) -> None:
+        # A pod seen again (an update, a requeue) keeps what it had.
+        self.outcomes.setdefault(key, Outcome(key, reason="Pending"))
+
+    def pod_attempted(self, key: str, attempts: int) -> None:
+        self._outcome(key).attempts = attempts
+
+    def pod_scheduled(self, key: str, node: str) -> None:
+        outcome = self._outcome(key)
+        outcome.node, outcome.reason, outcome.message, outcome.diagnosis = (
+            node,
+            "Scheduled",
+            "",
+            None,
+        )
+
+    def pod_failed(self, key: str, reason: str, message: str, diagnosis: Diagnosis | None) -> None:
+        outcome = self._outcome(key)
+        outcome.node, outcome.reason, outcome.message = None, reason, message
+        outcome.diagnosis = diagnosis
+
+    @property
+    def attempts(self) -> int:
+        """Attempts over all pods (each pod's count is its latest attempt's number)."""
+        return sum(o.attempts for o in self.outcomes.values())
 
 
 @dataclass(slots=True)
@@ -99,8 +152,14 @@ async def _simulate(
         cluster.nodes[node.metadata.name] = node
     for pod in pods:
         cluster.pods[pod.key] = pod
+    recorder = OutcomeRecorder()
     scheduler = Scheduler(
-        profiles, cluster, clock=clock, seed=seed, percentage_of_nodes_to_score=percentage
+        profiles,
+        cluster,
+        clock=clock,
+        seed=seed,
+        percentage_of_nodes_to_score=percentage,
+        outcome_observer=recorder,
     )
     scheduler.handle.pdbs = list(pdbs)
     scheduler.handle.namespaces = dict(namespaces or {})
@@ -130,7 +189,7 @@ async def _simulate(
             unhandled[key] = f'no profile for schedulerName "{pod.spec.scheduler_name}"'
             reasons[key] = unhandled[key]
             continue
-        outcome = scheduler.outcomes.get(key)
+        outcome = recorder.outcomes.get(key)
         qpi = scheduler.queue.unschedulable.get(key)
         if qpi is not None and qpi.gated:
             gates = " ".join(g.name for g in pod.spec.scheduling_gates)
@@ -153,9 +212,9 @@ async def _simulate(
     return SimulationResult(
         placements,
         reasons,
-        scheduler.outcomes,
+        recorder.outcomes,
         usage,
-        sum(o.attempts for o in scheduler.outcomes.values()),
+        recorder.attempts,
         wall,
         clock.now(),
         unhandled,

@@ -1,5 +1,5 @@
 """The scheduler: scheduling cycle, binding cycle, failure handling and cluster event handlers."""
 
-from kubesched.scheduler.scheduler import Outcome, Scheduler
+from kubesched.scheduler.scheduler import Observer, OutcomeObserver, Scheduler
 
-__all__ = ["Outcome", "Scheduler"]
+__all__ = ["Observer", "OutcomeObserver", "Scheduler"]

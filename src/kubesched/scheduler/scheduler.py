@@ -51,18 +51,6 @@ MIN_FEASIBLE_NODES_TO_FIND = 100
 MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND = 5
 
 
-@dataclass(slots=True)
-class Outcome:
-    """The latest word on a pod, for reports and tests."""
-
-    key: str
-    node: str | None = None
-    reason: str = ""  # Scheduled | Unschedulable | SchedulerError | Pending
-    message: str = ""
-    attempts: int = 0
-    diagnosis: Diagnosis | None = None
-
-
 class FitError(Exception):
     def __init__(self, pod: PodInfo, num_all_nodes: int, diagnosis: Diagnosis) -> None:
         self.pod = pod
@@ -98,6 +86,19 @@ class Observer(Protocol):
     def observe_pod_scheduled(self, attempts: int, seconds_since_first_attempt: float) -> None: ...
 
 
+class OutcomeObserver(Protocol):
+    """Told what becomes of each pod, for a per-pod report (the simulator's
+    OutcomeRecorder). The scheduler keeps no such record itself: in `kubesched run`
+    nothing per pod may outlive the pod."""
+
+    def pod_pending(self, key: str) -> None: ...
+    def pod_attempted(self, key: str, attempts: int) -> None: ...
+    def pod_scheduled(self, key: str, node: str) -> None: ...
+    def pod_failed(
+        self, key: str, reason: str, message: str, diagnosis: Diagnosis | None
+    ) -> None: ...
+
+
 STATUS_NAMES = {
     Code.SUCCESS: "Success",
     Code.ERROR: "Error",
@@ -121,6 +122,7 @@ class Scheduler:
         pod_initial_backoff: float = 1.0,
         pod_max_backoff: float = 10.0,
         observer: Observer | None = None,
+        outcome_observer: OutcomeObserver | None = None,
     ) -> None:
         self.clock = clock or SimClock()
         self.cluster = cluster
@@ -157,8 +159,12 @@ class Scheduler:
         # The share of filtered nodes that fitted lately, to size the first batch.
         self._feasible_share = 1.0
         self.binding_tasks: set[asyncio.Task[None]] = set()
-        self.outcomes: dict[str, Outcome] = {}
+        # The reason and message of each pending pod's last failed attempt, as its
+        # PodScheduled condition shows them: clearing a nomination rewrites that
+        # condition unchanged. Forgotten once the pod is bound or deleted.
+        self.last_failures: dict[str, tuple[str, str]] = {}
         self.observer = observer
+        self.outcome_observer = outcome_observer
         self._sample_plugins = False
 
     # --- which pods are ours -------------------------------------------------------
@@ -194,10 +200,12 @@ class Scheduler:
             self.cache.add_pod(PodInfo(pod))
             self.queue.delete(pod.key)
             self.nominator.delete(pod.key)
+            self.last_failures.pop(pod.key, None)
             self.queue.on_event(EVENT_ASSIGNED_POD_ADD, None, pod)
         elif self.responsible_for(pod) and pod.metadata.deletion_timestamp is None:
             info = PodInfo(pod)
-            self.outcomes.setdefault(info.key, Outcome(info.key, reason="Pending"))
+            if self.outcome_observer is not None:
+                self.outcome_observer.pod_pending(info.key)
             self.queue.add(info)
             if info.key in self.queue.active:  # not held back by PreEnqueue
                 self.nominator.add(pod, None)
@@ -209,6 +217,7 @@ class Scheduler:
             if key in self.queue and not self.cache.is_assumed(key):
                 self.queue.delete(key)
             self.nominator.delete(key)
+            self.last_failures.pop(key, None)
             # Usually our own bind coming back: what the assumed pod worked out stays.
             self.cache.add_pod(PodInfo(new, like=self.cache.pod_info(key)))
             if not was_assigned:
@@ -245,6 +254,7 @@ class Scheduler:
         key = f"{pod.metadata.namespace}/{pod.metadata.name}"
         self.queue.delete(key)
         self.nominator.delete(key)
+        self.last_failures.pop(key, None)
         waiting = self.waiting_pods.get(key)
         if waiting is not None:
             waiting.reject("", "pod deleted while waiting at Permit")
@@ -439,8 +449,8 @@ class Scheduler:
         if self.observer is not None:
             self._sample_plugins = self.observer.should_sample_plugins()
         state = CycleState()
-        outcome = self.outcomes.setdefault(pod.key, Outcome(pod.key))
-        outcome.attempts = qpi.attempts
+        if self.outcome_observer is not None:
+            self.outcome_observer.pod_attempted(pod.key, qpi.attempts)
         qpi.tried_at_generation = self.table.generation
         try:
             result = self.schedule_pod(fw, state, pod)
@@ -576,13 +586,9 @@ class Scheduler:
         # klog V(2), as kube-scheduler logs it: operators grep for this line.
         log.log(V(2), "Successfully bound pod to node", extra=kv(pod=pod.key, node=node))
         self._observe("scheduled", fw, started)
-        outcome = self.outcomes.setdefault(pod.key, Outcome(pod.key))
-        outcome.node, outcome.reason, outcome.message, outcome.diagnosis = (
-            node,
-            "Scheduled",
-            "",
-            None,
-        )
+        self.last_failures.pop(pod.key, None)
+        if self.outcome_observer is not None:
+            self.outcome_observer.pod_scheduled(pod.key, node)
         self.cluster.record_event(
             pod.pod, "Normal", "Scheduled", f"Successfully assigned {pod.key} to {node}"
         )
@@ -640,11 +646,12 @@ class Scheduler:
         key = qpi.pod_info.key
         if key in self.queue.in_flight:
             self.queue.requeue_failed(qpi, cycle)
-            # (A pod deleted meanwhile is no longer in flight: it is not nominated.)
+            # (A pod deleted meanwhile is no longer in flight: it is not nominated,
+            # and nothing is remembered of it.)
             self.nominator.add(qpi.pod, nominated)
-        outcome = self.outcomes.setdefault(key, Outcome(key))
-        outcome.node, outcome.reason, outcome.message = None, reason, message
-        outcome.diagnosis = diagnosis
+            self.last_failures[key] = (reason, message)
+        if self.outcome_observer is not None:
+            self.outcome_observer.pod_failed(key, reason, message, diagnosis)
         pod = qpi.pod
         node = pod.status.nominated_node_name if nominated is None else nominated
         self.cluster.record_event(pod, "Warning", "FailedScheduling", message)
@@ -680,10 +687,7 @@ class Scheduler:
             if not pod.status.nominated_node_name:
                 continue
             # The status write keeps the pod's PodScheduled=False condition as it is.
-            outcome = self.outcomes.get(info.key)
-            reason, message = "Unschedulable", ""
-            if outcome is not None and outcome.reason in ("Unschedulable", "SchedulerError"):
-                reason, message = outcome.reason, outcome.message
+            reason, message = self.last_failures.get(info.key, ("Unschedulable", ""))
             self.cluster.set_unschedulable(pod, reason, message, "")
             if qpi is not None:
                 _set_nominated_node_name(qpi, "")
