@@ -650,6 +650,11 @@ class Scheduler:
             # and nothing is remembered of it.)
             self.nominator.add(qpi.pod, nominated)
             self.last_failures[key] = (reason, message)
+        else:
+            # Deleted or bound by someone else meanwhile: nothing will requeue it, so
+            # its in-flight tracking ends here, as handleSchedulingFailure calls Done
+            # for a pod gone from the informer cache.
+            self.queue.done(key)
         if self.outcome_observer is not None:
             self.outcome_observer.pod_failed(key, reason, message, diagnosis)
         pod = qpi.pod

@@ -1,0 +1,88 @@
+"""In `kubesched run` nothing the scheduler keeps per pod outlives the pod: once a
+pod is bound or deleted, the scheduler's and the queue's bookkeeping forget it."""
+
+from __future__ import annotations
+
+import asyncio
+
+from kubesched.cluster.memory import InMemoryCluster
+from kubesched.framework import interfaces as ifc
+from kubesched.framework.clock import SimClock
+from kubesched.framework.cycle_state import CycleState
+from kubesched.framework.profile import PluginRef, PluginSet, ProfileConfig
+from kubesched.framework.registry import register
+from kubesched.framework.status import Status
+from kubesched.framework.types import PodInfo
+from kubesched.scheduler import Scheduler
+from kubesched.simulator import run_until_quiet
+from kubesched.testing import make_node, make_pod
+
+
+@register
+class WaitAtPermit(ifc.PermitPlugin):
+    name = "test-WaitAtPermit"
+
+    def permit(self, state: CycleState, pod: PodInfo, node_name: str) -> tuple[Status, float]:
+        return Status.wait(), 30.0
+
+
+def _scheduler(cluster: InMemoryCluster, clock: SimClock, *plugins: str) -> Scheduler:
+    refs = [PluginRef(n) for n in ("PrioritySort", "DefaultBinder", "NodeResourcesFit", *plugins)]
+    profile = ProfileConfig("default-scheduler", {"multiPoint": PluginSet(refs)})
+    sched = Scheduler([profile], cluster, clock=clock, seed=1)
+    cluster.watch(sched)
+    return sched
+
+
+def _remembers(sched: Scheduler, key: str) -> list[str]:
+    queue = sched.queue
+    held = {
+        "queue": key in queue,
+        "in-flight mark": key in queue._in_flight_marks,
+        "last failure": key in sched.last_failures,
+        "nomination": sched.nominator.node_of(key) is not None,
+        "waiting": sched.waiting_pods.get(key) is not None,
+    }
+    return [what for what, yes in held.items() if yes]
+
+
+def test_a_pod_deleted_while_waiting_at_permit_is_forgotten() -> None:
+    async def scenario() -> list[str]:
+        clock = SimClock()
+        cluster = InMemoryCluster(nodes={"n": make_node("n", cpu="2")})
+        pod = make_pod("p", cpu="1")
+        cluster.pods[pod.key] = pod
+        sched = _scheduler(cluster, clock, "test-WaitAtPermit")
+        qpi = sched.queue.pop_nowait()
+        assert qpi is not None
+        sched.schedule_one(qpi)
+        await asyncio.sleep(0)
+        assert sched.waiting_pods.get("default/p") is not None
+        cluster.remove_pod("default/p")
+        for _ in range(4):
+            await asyncio.sleep(0)
+        return _remembers(sched, "default/p")
+
+    assert asyncio.run(scenario()) == []
+
+
+def test_a_failed_pod_is_forgotten_once_bound_or_deleted() -> None:
+    async def scenario() -> tuple[list[str], list[str], list[str]]:
+        clock = SimClock()
+        cluster = InMemoryCluster(nodes={"n": make_node("n", cpu="1")})
+        for name in ("big", "gone"):
+            pod = make_pod(name, cpu="2")
+            cluster.pods[pod.key] = pod
+        sched = _scheduler(cluster, clock)
+        await run_until_quiet(sched, clock)
+        failed = _remembers(sched, "default/big")
+        cluster.remove_pod("default/gone")
+        cluster.add_node(make_node("m", cpu="4"))
+        await run_until_quiet(sched, clock)
+        assert cluster.pods["default/big"].spec.node_name == "m"
+        return failed, _remembers(sched, "default/big"), _remembers(sched, "default/gone")
+
+    failed, bound, deleted = asyncio.run(scenario())
+    assert failed == ["queue", "last failure"]
+    assert bound == []
+    assert deleted == []
