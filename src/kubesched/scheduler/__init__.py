@@ -1,5 +1,6 @@
 """The scheduler: scheduling cycle, binding cycle, failure handling and cluster event handlers."""
 
-from kubesched.scheduler.scheduler import Observer, OutcomeObserver, Scheduler
+from kubesched.scheduler.base import Observer, OutcomeObserver
+from kubesched.scheduler.scheduler import Scheduler
 
 __all__ = ["Observer", "OutcomeObserver", "Scheduler"]

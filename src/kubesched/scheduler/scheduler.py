@@ -12,12 +12,12 @@ import logging
 import time
 from collections.abc import Collection, Coroutine, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 import msgspec
 import numpy as np
 
-from kubesched.api.objects import Node, ObjectMeta, Pod
+from kubesched.api.objects import ObjectMeta, Pod
 from kubesched.cache.cache import Cache
 from kubesched.framework.client import BindConflict, ClusterClient
 from kubesched.framework.clock import Clock, SimClock
@@ -28,22 +28,13 @@ from kubesched.framework.node_table import Rows
 from kubesched.framework.profile import ProfileConfig
 from kubesched.framework.runtime import Framework, PluginError
 from kubesched.framework.status import Code, Status
-from kubesched.framework.types import (
-    EVENT_ASSIGNED_POD_ADD,
-    EVENT_ASSIGNED_POD_DELETE,
-    EVENT_NODE_ADD,
-    ActionType,
-    ClusterEvent,
-    PodInfo,
-    QueuedPodInfo,
-    Resource,
-)
+from kubesched.framework.types import PodInfo, QueuedPodInfo
 from kubesched.framework.waiting import WaitingPods
 from kubesched.logs import V, kv
 from kubesched.queue.nominator import Nominator
-from kubesched.queue.pod_events import pod_scheduling_properties_change
 from kubesched.queue.scheduling_queue import QueueProfile, SchedulingQueue
-from kubesched.scheduler.node_events import node_update_events
+from kubesched.scheduler.base import Observer, OutcomeObserver
+from kubesched.scheduler.eventhandlers import EventHandlers
 
 log = logging.getLogger("kubesched.scheduler")
 
@@ -73,44 +64,7 @@ class ScheduleResult:
     scores: dict[str, int] = field(default_factory=dict)
 
 
-class Observer(Protocol):
-    """What the scheduler reports to metrics (kubesched.metrics.SchedulerMetrics)."""
-
-    def observe_attempt(self, result: str, profile: str, seconds: float) -> None: ...
-    def observe_algorithm(self, seconds: float) -> None: ...
-    def observe_extension_point(
-        self, point: str, status: str, profile: str, seconds: float
-    ) -> None: ...
-    def observe_plugin(self, plugin: str, point: str, status: str, seconds: float) -> None: ...
-    def should_sample_plugins(self) -> bool: ...
-    def observe_pod_scheduled(self, attempts: int, seconds_since_first_attempt: float) -> None: ...
-
-
-class OutcomeObserver(Protocol):
-    """Told what becomes of each pod, for a per-pod report (the simulator's
-    OutcomeRecorder). The scheduler keeps no such record itself: in `kubesched run`
-    nothing per pod may outlive the pod."""
-
-    def pod_pending(self, key: str) -> None: ...
-    def pod_attempted(self, key: str, attempts: int) -> None: ...
-    def pod_scheduled(self, key: str, node: str) -> None: ...
-    def pod_failed(
-        self, key: str, reason: str, message: str, diagnosis: Diagnosis | None
-    ) -> None: ...
-
-
-STATUS_NAMES = {
-    Code.SUCCESS: "Success",
-    Code.ERROR: "Error",
-    Code.UNSCHEDULABLE: "Unschedulable",
-    Code.UNSCHEDULABLE_AND_UNRESOLVABLE: "UnschedulableAndUnresolvable",
-    Code.WAIT: "Wait",
-    Code.SKIP: "Skip",
-    Code.PENDING: "Pending",
-}
-
-
-class Scheduler:
+class Scheduler(EventHandlers):
     def __init__(
         self,
         profiles: Sequence[ProfileConfig],
@@ -132,7 +86,7 @@ class Scheduler:
         self.handle = Handle(
             self.table, self.clock, cluster, self.waiting_pods, activate=self._activate
         )
-        self.frameworks: dict[str, Framework] = {}
+        self.frameworks = {}
         for profile in profiles:
             if profile.scheduler_name in self.frameworks:
                 raise ValueError(f"duplicate profile for scheduler name {profile.scheduler_name!r}")
@@ -158,122 +112,17 @@ class Scheduler:
         self.next_start_node_index = 0
         # The share of filtered nodes that fitted lately, to size the first batch.
         self._feasible_share = 1.0
-        self.binding_tasks: set[asyncio.Task[None]] = set()
+        self.binding_tasks = set()
         # The reason and message of each pending pod's last failed attempt, as its
         # PodScheduled condition shows them: clearing a nomination rewrites that
         # condition unchanged. Forgotten once the pod is bound or deleted.
-        self.last_failures: dict[str, tuple[str, str]] = {}
+        self.last_failures = {}
         self.observer = observer
         self.outcome_observer = outcome_observer
         self._sample_plugins = False
 
-    # --- which pods are ours -------------------------------------------------------
-
-    def responsible_for(self, pod: Pod) -> bool:
-        return pod.spec.scheduler_name in self.frameworks
-
     def _activate(self, keys: list[str]) -> None:
         self.queue.activate(keys)
-
-    # --- cluster event handlers (what informers call) ------------------------------
-
-    def on_node_add(self, node: Node) -> None:
-        self.cache.add_node(node)
-        self.queue.on_event(EVENT_NODE_ADD, None, node)
-
-    def on_node_update(self, old: Node | None, new: Node) -> None:
-        self.cache.update_node(new)
-        if old is None:
-            self.queue.on_event(EVENT_NODE_ADD, None, new)
-            return
-        for event in node_update_events(old, new):
-            self.queue.on_event(event, old, new)
-
-    def on_node_delete(self, node: Node) -> None:
-        self.cache.remove_node(node.metadata.name)
-        self.queue.on_event(
-            ClusterEvent(Resource.NODE, ActionType.DELETE, "NodeDelete"), node, None
-        )
-
-    def on_pod_add(self, pod: Pod) -> None:
-        if pod.spec.node_name:
-            self.cache.add_pod(PodInfo(pod))
-            self.queue.delete(pod.key)
-            self.nominator.delete(pod.key)
-            self.last_failures.pop(pod.key, None)
-            self.queue.on_event(EVENT_ASSIGNED_POD_ADD, None, pod)
-        elif self.responsible_for(pod) and pod.metadata.deletion_timestamp is None:
-            info = PodInfo(pod)
-            if self.outcome_observer is not None:
-                self.outcome_observer.pod_pending(info.key)
-            self.queue.add(info)
-            if info.key in self.queue.active:  # not held back by PreEnqueue
-                self.nominator.add(pod, None)
-
-    def on_pod_update(self, old: Pod | None, new: Pod) -> None:
-        key = f"{new.metadata.namespace}/{new.metadata.name}"
-        if new.spec.node_name:
-            was_assigned = old is not None and bool(old.spec.node_name)
-            if key in self.queue and not self.cache.is_assumed(key):
-                self.queue.delete(key)
-            self.nominator.delete(key)
-            self.last_failures.pop(key, None)
-            # Usually our own bind coming back: what the assumed pod worked out stays.
-            self.cache.add_pod(PodInfo(new, like=self.cache.pod_info(key)))
-            if not was_assigned:
-                # A binding: upstream hands the bound pod to addAssignedPodToCache
-                # as an add, so the hints see (nil, pod), not the unassigned copy.
-                self.queue.on_event(EVENT_ASSIGNED_POD_ADD, None, new)
-            else:
-                assert old is not None
-                for event in pod_scheduling_properties_change(new, old):
-                    self.queue.on_event(event, old, new)
-        elif self.responsible_for(new):
-            if new.metadata.deletion_timestamp is not None:
-                self.queue.delete(key)
-                self.nominator.delete(key)
-                return
-            if key not in self.queue.in_flight:
-                self.nominator.update(old or new, new)
-            if old is not None and not _scheduling_relevant_change(old, new):
-                # Our own status writes come back as updates: they change nothing
-                # the scheduler decides on, so they must not trigger a retry.
-                self.queue.refresh(PodInfo(new))
-            else:
-                self.queue.update(PodInfo(new), old)
-            if (
-                old is not None
-                and old.status.nominated_node_name
-                and old.status.nominated_node_name != new.status.nominated_node_name
-            ):
-                # The pod no longer holds room on its old nominated node
-                # (updatePodInSchedulingQueue).
-                self._nominated_room_freed(old)
-
-    def on_pod_delete(self, pod: Pod) -> None:
-        key = f"{pod.metadata.namespace}/{pod.metadata.name}"
-        self.queue.delete(key)
-        self.nominator.delete(key)
-        self.last_failures.pop(key, None)
-        waiting = self.waiting_pods.get(key)
-        if waiting is not None:
-            waiting.reject("", "pod deleted while waiting at Permit")
-        if self.cache.node_of(key) is not None:
-            self.cache.remove_pod(key)
-            self.queue.on_event(EVENT_ASSIGNED_POD_DELETE, pod, None)
-        elif pod.status.nominated_node_name:
-            self._nominated_room_freed(pod)
-
-    def _nominated_room_freed(self, pod: Pod) -> None:
-        """POD held room on its nominated node: lower or equal priority pods may fit
-        there now."""
-        priority = pod.spec.priority or 0
-        self.queue.on_event(
-            EVENT_ASSIGNED_POD_DELETE,
-            pod,
-            None,
-            precheck=lambda other: (other.spec.priority or 0) <= priority,
-        )
 
     # --- the scheduling cycle ------------------------------------------------------
 
@@ -505,31 +354,6 @@ class Scheduler:
         self.binding_tasks.add(task)
         task.add_done_callback(self.binding_tasks.discard)
 
-    def _observe(self, result: str, fw: Framework, started: float) -> None:
-        if self.observer is not None:
-            self.observer.observe_attempt(result, fw.profile_name, time.perf_counter() - started)
-
-    def _observe_algorithm(self, started: float) -> None:
-        # schedulingAlgorithm's deferred SchedulingAlgorithmLatency: from the cycle's
-        # start through Filter and Score or, for a pod that fits nowhere, PostFilter.
-        if self.observer is not None:
-            self.observer.observe_algorithm(time.perf_counter() - started)
-
-    def _observe_failure(self, fw: Framework, status: Status, started: float) -> None:
-        self._observe("error" if status.code == Code.ERROR else "unschedulable", fw, started)
-
-    def _observe_plugin(self, point: str, plugin: str, status: Status, seconds: float) -> None:
-        if self.observer is not None and self._sample_plugins:
-            self.observer.observe_plugin(plugin, point, STATUS_NAMES[status.code], seconds)
-
-    def _observe_point(
-        self, fw: Framework, point: str, started: float, status: Status | None = None
-    ) -> None:
-        if self.observer is not None:
-            code = STATUS_NAMES[status.code] if status is not None else "Success"
-            seconds = time.perf_counter() - started
-            self.observer.observe_extension_point(point, code, fw.profile_name, seconds)
-
     def _post_filter(
         self, fw: Framework, state: CycleState, qpi: QueuedPodInfo, fit: FitError
     ) -> str | None:
@@ -726,13 +550,3 @@ def _set_nominated_node_name(qpi: QueuedPodInfo, node: str) -> None:
     pod = qpi.pod
     status = msgspec.structs.replace(pod.status, nominated_node_name=node)
     qpi.pod_info = PodInfo(msgspec.structs.replace(pod, status=status), like=qpi.pod_info)
-
-
-def _scheduling_relevant_change(old: Pod, new: Pod) -> bool:
-    """isPodUpdated upstream: anything but status and bookkeeping metadata."""
-    return (
-        old.spec != new.spec
-        or old.metadata.labels != new.metadata.labels
-        or old.metadata.annotations != new.metadata.annotations
-        or old.metadata.deletion_timestamp != new.metadata.deletion_timestamp
-    )

@@ -1,0 +1,117 @@
+"""What the Scheduler's methods share, wherever they are defined.
+
+Upstream's Scheduler is one struct (scheduler.go) whose methods live in several
+files (eventhandlers.go, schedule_one.go). Here each such file is a mixin class
+over SchedulerBase: EventHandlers (eventhandlers.py), SchedulingCycle
+(schedule_one.py) and BindingCycle (binding_cycle.py). SchedulerBase declares
+the fields they use, which Scheduler.__init__ (scheduler.py) sets, and the
+metrics helpers they all call.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Protocol
+
+import numpy as np
+
+from kubesched.cache.cache import Cache
+from kubesched.framework.client import ClusterClient
+from kubesched.framework.clock import Clock
+from kubesched.framework.fit_error import Diagnosis
+from kubesched.framework.handle import Handle
+from kubesched.framework.node_table import NodeTable
+from kubesched.framework.runtime import Framework
+from kubesched.framework.status import Code, Status
+from kubesched.framework.waiting import WaitingPods
+from kubesched.queue.nominator import Nominator
+from kubesched.queue.scheduling_queue import SchedulingQueue
+
+
+class Observer(Protocol):
+    """What the scheduler reports to metrics (kubesched.metrics.SchedulerMetrics)."""
+
+    def observe_attempt(self, result: str, profile: str, seconds: float) -> None: ...
+    def observe_algorithm(self, seconds: float) -> None: ...
+    def observe_extension_point(
+        self, point: str, status: str, profile: str, seconds: float
+    ) -> None: ...
+    def observe_plugin(self, plugin: str, point: str, status: str, seconds: float) -> None: ...
+    def should_sample_plugins(self) -> bool: ...
+    def observe_pod_scheduled(self, attempts: int, seconds_since_first_attempt: float) -> None: ...
+
+
+class OutcomeObserver(Protocol):
+    """Told what becomes of each pod, for a per-pod report (the simulator's
+    OutcomeRecorder). The scheduler keeps no such record itself: in `kubesched run`
+    nothing per pod may outlive the pod."""
+
+    def pod_pending(self, key: str) -> None: ...
+    def pod_attempted(self, key: str, attempts: int) -> None: ...
+    def pod_scheduled(self, key: str, node: str) -> None: ...
+    def pod_failed(
+        self, key: str, reason: str, message: str, diagnosis: Diagnosis | None
+    ) -> None: ...
+
+
+STATUS_NAMES = {
+    Code.SUCCESS: "Success",
+    Code.ERROR: "Error",
+    Code.UNSCHEDULABLE: "Unschedulable",
+    Code.UNSCHEDULABLE_AND_UNRESOLVABLE: "UnschedulableAndUnresolvable",
+    Code.WAIT: "Wait",
+    Code.SKIP: "Skip",
+    Code.PENDING: "Pending",
+}
+
+
+class SchedulerBase:
+    """The Scheduler's fields (the Scheduler struct in scheduler.go), as its
+    methods in every module see them; Scheduler.__init__ sets them all."""
+
+    clock: Clock
+    cluster: ClusterClient
+    cache: Cache
+    table: NodeTable  # the cache's node table
+    waiting_pods: WaitingPods
+    handle: Handle
+    frameworks: dict[str, Framework]  # by scheduler name, one per profile
+    queue: SchedulingQueue
+    rng: np.random.Generator
+    nominator: Nominator
+    percentage_of_nodes_to_score: int
+    next_start_node_index: int
+    _feasible_share: float
+    binding_tasks: set[asyncio.Task[None]]  # binding cycles and preemption's API calls
+    last_failures: dict[str, tuple[str, str]]
+    observer: Observer | None
+    outcome_observer: OutcomeObserver | None
+    _sample_plugins: bool  # whether this attempt's plugin durations are observed
+
+    # --- metrics -------------------------------------------------------------------
+
+    def _observe(self, result: str, fw: Framework, started: float) -> None:
+        if self.observer is not None:
+            self.observer.observe_attempt(result, fw.profile_name, time.perf_counter() - started)
+
+    def _observe_algorithm(self, started: float) -> None:
+        # schedulingAlgorithm's deferred SchedulingAlgorithmLatency: from the cycle's
+        # start through Filter and Score or, for a pod that fits nowhere, PostFilter.
+        if self.observer is not None:
+            self.observer.observe_algorithm(time.perf_counter() - started)
+
+    def _observe_failure(self, fw: Framework, status: Status, started: float) -> None:
+        self._observe("error" if status.code == Code.ERROR else "unschedulable", fw, started)
+
+    def _observe_plugin(self, point: str, plugin: str, status: Status, seconds: float) -> None:
+        if self.observer is not None and self._sample_plugins:
+            self.observer.observe_plugin(plugin, point, STATUS_NAMES[status.code], seconds)
+
+    def _observe_point(
+        self, fw: Framework, point: str, started: float, status: Status | None = None
+    ) -> None:
+        if self.observer is not None:
+            code = STATUS_NAMES[status.code] if status is not None else "Success"
+            seconds = time.perf_counter() - started
+            self.observer.observe_extension_point(point, code, fw.profile_name, seconds)

@@ -1,0 +1,166 @@
+"""Cluster events into the scheduler's cache and queue (eventhandlers.go upstream).
+
+The informers (kube/runner.py) or the in-memory cluster (cluster/memory.py)
+call these handlers. Assigned pods and nodes go to the cache; pending pods of
+our profiles go to the queue and the nominator; every change that may let a
+rejected pod fit is handed to the queue as a cluster event.
+"""
+
+from __future__ import annotations
+
+from kubesched.api.objects import Node, Pod
+from kubesched.framework.types import (
+    EVENT_ASSIGNED_POD_ADD,
+    EVENT_ASSIGNED_POD_DELETE,
+    EVENT_NODE_ADD,
+    ActionType,
+    ClusterEvent,
+    PodInfo,
+    Resource,
+)
+from kubesched.queue.pod_events import pod_scheduling_properties_change
+from kubesched.scheduler.base import SchedulerBase
+
+
+class EventHandlers(SchedulerBase):
+    """The Scheduler's event handlers (addAllEventHandlers and the handlers it
+    installs, in eventhandlers.go)."""
+
+    # --- which pods are ours -------------------------------------------------------
+
+    def responsible_for(self, pod: Pod) -> bool:
+        """responsibleForPod in eventhandlers.go: one of our profiles schedules it."""
+        return pod.spec.scheduler_name in self.frameworks
+
+    # --- cluster event handlers (what informers call) ------------------------------
+
+    def on_node_add(self, node: Node) -> None:
+        self.cache.add_node(node)
+        self.queue.on_event(EVENT_NODE_ADD, None, node)
+
+    def on_node_update(self, old: Node | None, new: Node) -> None:
+        self.cache.update_node(new)
+        if old is None:
+            self.queue.on_event(EVENT_NODE_ADD, None, new)
+            return
+        for event in node_update_events(old, new):
+            self.queue.on_event(event, old, new)
+
+    def on_node_delete(self, node: Node) -> None:
+        self.cache.remove_node(node.metadata.name)
+        self.queue.on_event(
+            ClusterEvent(Resource.NODE, ActionType.DELETE, "NodeDelete"), node, None
+        )
+
+    def on_pod_add(self, pod: Pod) -> None:
+        if pod.spec.node_name:
+            self.cache.add_pod(PodInfo(pod))
+            self.queue.delete(pod.key)
+            self.nominator.delete(pod.key)
+            self.last_failures.pop(pod.key, None)
+            self.queue.on_event(EVENT_ASSIGNED_POD_ADD, None, pod)
+        elif self.responsible_for(pod) and pod.metadata.deletion_timestamp is None:
+            info = PodInfo(pod)
+            if self.outcome_observer is not None:
+                self.outcome_observer.pod_pending(info.key)
+            self.queue.add(info)
+            if info.key in self.queue.active:  # not held back by PreEnqueue
+                self.nominator.add(pod, None)
+
+    def on_pod_update(self, old: Pod | None, new: Pod) -> None:
+        key = f"{new.metadata.namespace}/{new.metadata.name}"
+        if new.spec.node_name:
+            was_assigned = old is not None and bool(old.spec.node_name)
+            if key in self.queue and not self.cache.is_assumed(key):
+                self.queue.delete(key)
+            self.nominator.delete(key)
+            self.last_failures.pop(key, None)
+            # Usually our own bind coming back: what the assumed pod worked out stays.
+            self.cache.add_pod(PodInfo(new, like=self.cache.pod_info(key)))
+            if not was_assigned:
+                # A binding: upstream hands the bound pod to addAssignedPodToCache
+                # as an add, so the hints see (nil, pod), not the unassigned copy.
+                self.queue.on_event(EVENT_ASSIGNED_POD_ADD, None, new)
+            else:
+                assert old is not None
+                for event in pod_scheduling_properties_change(new, old):
+                    self.queue.on_event(event, old, new)
+        elif self.responsible_for(new):
+            if new.metadata.deletion_timestamp is not None:
+                self.queue.delete(key)
+                self.nominator.delete(key)
+                return
+            if key not in self.queue.in_flight:
+                self.nominator.update(old or new, new)
+            if old is not None and not _scheduling_relevant_change(old, new):
+                # Our own status writes come back as updates: they change nothing
+                # the scheduler decides on, so they must not trigger a retry.
+                self.queue.refresh(PodInfo(new))
+            else:
+                self.queue.update(PodInfo(new), old)
+            if (
+                old is not None
+                and old.status.nominated_node_name
+                and old.status.nominated_node_name != new.status.nominated_node_name
+            ):
+                # The pod no longer holds room on its old nominated node
+                # (updatePodInSchedulingQueue).
+                self._nominated_room_freed(old)
+
+    def on_pod_delete(self, pod: Pod) -> None:
+        key = f"{pod.metadata.namespace}/{pod.metadata.name}"
+        self.queue.delete(key)
+        self.nominator.delete(key)
+        self.last_failures.pop(key, None)
+        waiting = self.waiting_pods.get(key)
+        if waiting is not None:
+            waiting.reject("", "pod deleted while waiting at Permit")
+        if self.cache.node_of(key) is not None:
+            self.cache.remove_pod(key)
+            self.queue.on_event(EVENT_ASSIGNED_POD_DELETE, pod, None)
+        elif pod.status.nominated_node_name:
+            self._nominated_room_freed(pod)
+
+    def _nominated_room_freed(self, pod: Pod) -> None:
+        """POD held room on its nominated node: lower or equal priority pods may fit
+        there now."""
+        priority = pod.spec.priority or 0
+        self.queue.on_event(
+            EVENT_ASSIGNED_POD_DELETE,
+            pod,
+            None,
+            precheck=lambda other: (other.spec.priority or 0) <= priority,
+        )
+
+
+def _scheduling_relevant_change(old: Pod, new: Pod) -> bool:
+    """isPodUpdated upstream: anything but status and bookkeeping metadata."""
+    return (
+        old.spec != new.spec
+        or old.metadata.labels != new.metadata.labels
+        or old.metadata.annotations != new.metadata.annotations
+        or old.metadata.deletion_timestamp != new.metadata.deletion_timestamp
+    )
+
+
+def _event(action: ActionType, label: str) -> ClusterEvent:
+    return ClusterEvent(Resource.NODE, action, label)
+
+
+def node_update_events(old: Node, new: Node) -> list[ClusterEvent]:
+    """Which cluster events a node update amounts to (nodeSchedulingPropertiesChange
+    in eventhandlers.go)."""
+    events = []
+    if old.spec.unschedulable != new.spec.unschedulable:
+        events.append(_event(ActionType.UPDATE_NODE_TAINT, "NodeSpecUnschedulableChange"))
+    if old.status.allocatable != new.status.allocatable:
+        events.append(_event(ActionType.UPDATE_NODE_ALLOCATABLE, "NodeAllocatableChange"))
+    if old.metadata.labels != new.metadata.labels:
+        events.append(_event(ActionType.UPDATE_NODE_LABEL, "NodeLabelChange"))
+    if old.spec.taints != new.spec.taints:
+        events.append(_event(ActionType.UPDATE_NODE_TAINT, "NodeTaintChange"))
+    if old.status.conditions != new.status.conditions:
+        events.append(_event(ActionType.UPDATE_NODE_CONDITION, "NodeConditionChange"))
+    if old.metadata.annotations != new.metadata.annotations:
+        events.append(_event(ActionType.UPDATE_NODE_ANNOTATION, "NodeAnnotationChange"))
+    return events
