@@ -14,12 +14,11 @@ from collections.abc import Collection, Coroutine, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import msgspec
 import numpy as np
 
 from kubesched.api.objects import ObjectMeta, Pod
 from kubesched.cache.cache import Cache
-from kubesched.framework.client import BindConflict, ClusterClient
+from kubesched.framework.client import ClusterClient
 from kubesched.framework.clock import Clock, SimClock
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.fit_error import NO_NODES_AT_ALL, Diagnosis, fit_error_message
@@ -30,10 +29,10 @@ from kubesched.framework.runtime import Framework, PluginError
 from kubesched.framework.status import Code, Status
 from kubesched.framework.types import PodInfo, QueuedPodInfo
 from kubesched.framework.waiting import WaitingPods
-from kubesched.logs import V, kv
 from kubesched.queue.nominator import Nominator
 from kubesched.queue.scheduling_queue import QueueProfile, SchedulingQueue
 from kubesched.scheduler.base import Observer, OutcomeObserver
+from kubesched.scheduler.binding_cycle import BindingCycle, set_nominated_node_name
 from kubesched.scheduler.eventhandlers import EventHandlers
 
 log = logging.getLogger("kubesched.scheduler")
@@ -64,7 +63,7 @@ class ScheduleResult:
     scores: dict[str, int] = field(default_factory=dict)
 
 
-class Scheduler(EventHandlers):
+class Scheduler(EventHandlers, BindingCycle):
     def __init__(
         self,
         profiles: Sequence[ProfileConfig],
@@ -308,7 +307,9 @@ class Scheduler(EventHandlers):
             self._observe_algorithm(started)
             # What-if runs changed the table and put it back: the attempt saw this one.
             qpi.tried_at_generation = self.table.generation
-            self._failure(fw, qpi, cycle, "Unschedulable", str(fit), fit.diagnosis, nominating)
+            self.handle_scheduling_failure(
+                fw, qpi, cycle, "Unschedulable", str(fit), fit.diagnosis, nominating
+            )
             self._observe("unschedulable", fw, started)
             return
         except (NoNodesError, PluginError) as exc:
@@ -318,7 +319,7 @@ class Scheduler(EventHandlers):
                 log.error("pod %s: %s", pod.key, exc)
             qpi.unschedulable_plugins = set()
             qpi.tried_at_generation = self.table.generation
-            self._failure(fw, qpi, cycle, reason, str(exc), None)
+            self.handle_scheduling_failure(fw, qpi, cycle, reason, str(exc), None)
             self._observe("error" if reason == "SchedulerError" else "unschedulable", fw, started)
             return
         self._observe_algorithm(started)
@@ -332,7 +333,7 @@ class Scheduler(EventHandlers):
         if not status.is_success():
             fw.run_unreserve(state, pod, node)
             self.cache.forget_pod(pod.key)
-            self._status_failure(fw, qpi, cycle, status)
+            self._handle_status_failure(fw, qpi, cycle, status)
             self._observe_failure(fw, status, started)
             return
         point_started = time.perf_counter()
@@ -341,7 +342,7 @@ class Scheduler(EventHandlers):
         if status.code not in (Code.SUCCESS, Code.WAIT):
             fw.run_unreserve(state, pod, node)
             self.cache.forget_pod(pod.key)
-            self._status_failure(fw, qpi, cycle, status)
+            self._handle_status_failure(fw, qpi, cycle, status)
             self._observe_failure(fw, status, started)
             return
         if waits:
@@ -367,126 +368,6 @@ class Scheduler(EventHandlers):
             log.error("pod %s: PostFilter: %s", qpi.pod_info.key, status.message())
         fit.args = (fit_error_message(fit.num_all_nodes, fit.diagnosis),)
         return None if result is None else result.nominated_node_name
-
-    # --- the binding cycle ---------------------------------------------------------
-
-    async def binding_cycle(
-        self,
-        fw: Framework,
-        state: CycleState,
-        qpi: QueuedPodInfo,
-        node: str,
-        cycle: int,
-        started: float | None = None,
-    ) -> None:
-        """Wait at Permit, PreBind, Bind, PostBind. STARTED: when the scheduling
-        cycle began (perf_counter), for the attempt-duration metric."""
-        if started is None:
-            started = time.perf_counter()
-        pod = qpi.pod_info
-        waiting = self.waiting_pods.get(pod.key)
-        if waiting is not None:
-            status = await waiting.wait()
-            self.waiting_pods.remove(pod.key)
-            if not status.is_success():
-                self._binding_failed(fw, state, qpi, node, cycle, status)
-                self._observe_failure(fw, status, started)
-                return
-        # Past Permit: events from now on need not be kept for this pod (Done upstream).
-        self.queue.scheduling_done(pod.key)
-        point_started = time.perf_counter()
-        status = await fw.run_pre_bind(state, pod, node)
-        self._observe_point(fw, "PreBind", point_started, status)
-        if status.is_success():
-            point_started = time.perf_counter()
-            status = await fw.run_bind(state, pod, node)
-            self._observe_point(fw, "Bind", point_started, status)
-        if not status.is_success():
-            self._binding_failed(fw, state, qpi, node, cycle, status)
-            self._observe_failure(fw, status, started)
-            return
-        self.cache.finish_binding(pod.key)
-        self.queue.done(pod.key)
-        # klog V(2), as kube-scheduler logs it: operators grep for this line.
-        log.log(V(2), "Successfully bound pod to node", extra=kv(pod=pod.key, node=node))
-        self._observe("scheduled", fw, started)
-        self.last_failures.pop(pod.key, None)
-        if self.outcome_observer is not None:
-            self.outcome_observer.pod_scheduled(pod.key, node)
-        self.cluster.record_event(
-            pod.pod, "Normal", "Scheduled", f"Successfully assigned {pod.key} to {node}"
-        )
-        if self.observer is not None and qpi.initial_attempt_timestamp is not None:
-            since = self.clock.now() - qpi.initial_attempt_timestamp
-            self.observer.observe_pod_scheduled(qpi.attempts, since)
-        fw.run_post_bind(state, pod, node)
-
-    def _binding_failed(
-        self,
-        fw: Framework,
-        state: CycleState,
-        qpi: QueuedPodInfo,
-        node: str,
-        cycle: int,
-        status: Status,
-    ) -> None:
-        fw.run_unreserve(state, qpi.pod_info, node)
-        self.cache.forget_pod(qpi.pod_info.key)
-        if isinstance(status.error, BindConflict):
-            # The pod is gone or bound by someone else: nothing to retry.
-            log.info("pod %s: binding gave up: %s", qpi.pod_info.key, status.message())
-            self.queue.done(qpi.pod_info.key)
-            return
-        self._status_failure(fw, qpi, cycle, status)
-
-    # --- failures ------------------------------------------------------------------
-
-    def _status_failure(
-        self, fw: Framework, qpi: QueuedPodInfo, cycle: int, status: Status
-    ) -> None:
-        if status.code == Code.ERROR:
-            qpi.unschedulable_plugins = set()
-            self._failure(fw, qpi, cycle, "SchedulerError", status.message(), None)
-            return
-        qpi.unschedulable_plugins = {status.plugin} if status.plugin else set()
-        self._failure(fw, qpi, cycle, "Unschedulable", status.message(), None)
-
-    def _failure(
-        self,
-        fw: Framework,
-        qpi: QueuedPodInfo,
-        cycle: int,
-        reason: str,
-        message: str,
-        diagnosis: Diagnosis | None,
-        nominated: str | None = "",
-    ) -> None:
-        """handleSchedulingFailure: requeue, nominate, then tell the user (event and
-        condition). `nominated`: the pod's nominated node from now on, "" to clear it
-        (every failure but PostFilter's), None to keep it."""
-        if diagnosis is not None:
-            qpi.unschedulable_plugins = set(diagnosis.unschedulable_plugins)
-            qpi.pending_plugins = set(diagnosis.pending_plugins)
-        key = qpi.pod_info.key
-        if key in self.queue.in_flight:
-            self.queue.requeue_failed(qpi, cycle)
-            # (A pod deleted meanwhile is no longer in flight: it is not nominated,
-            # and nothing is remembered of it.)
-            self.nominator.add(qpi.pod, nominated)
-            self.last_failures[key] = (reason, message)
-        else:
-            # Deleted or bound by someone else meanwhile: nothing will requeue it, so
-            # its in-flight tracking ends here, as handleSchedulingFailure calls Done
-            # for a pod gone from the informer cache.
-            self.queue.done(key)
-        if self.outcome_observer is not None:
-            self.outcome_observer.pod_failed(key, reason, message, diagnosis)
-        pod = qpi.pod
-        node = pod.status.nominated_node_name if nominated is None else nominated
-        self.cluster.record_event(pod, "Warning", "FailedScheduling", message)
-        self.cluster.set_unschedulable(pod, reason, message, node)
-        if node != pod.status.nominated_node_name:
-            _set_nominated_node_name(qpi, node)
 
     # --- preemption's requests -----------------------------------------------------
 
@@ -519,7 +400,7 @@ class Scheduler(EventHandlers):
             reason, message = self.last_failures.get(info.key, ("Unschedulable", ""))
             self.cluster.set_unschedulable(pod, reason, message, "")
             if qpi is not None:
-                _set_nominated_node_name(qpi, "")
+                set_nominated_node_name(qpi, "")
 
 
 class _QueuedNominations:
@@ -543,10 +424,3 @@ class _QueuedNominations:
                 namespace, _, name = key.partition("/")
                 found.append(PodInfo(Pod(metadata=ObjectMeta(name=name, namespace=namespace))))
         return found
-
-
-def _set_nominated_node_name(qpi: QueuedPodInfo, node: str) -> None:
-    """Give the queue's copy of the pod the nominatedNodeName just written."""
-    pod = qpi.pod
-    status = msgspec.structs.replace(pod.status, nominated_node_name=node)
-    qpi.pod_info = PodInfo(msgspec.structs.replace(pod, status=status), like=qpi.pod_info)

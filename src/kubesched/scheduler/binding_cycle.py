@@ -1,0 +1,160 @@
+"""The binding cycle and failure handling (schedule_one.go upstream: bindingCycle,
+handleBindingCycleError, handleSchedulingFailure).
+
+The binding cycle is an asyncio task, so the next pod is scheduled while the
+previous one is bound: it waits at Permit, then runs PreBind, Bind and PostBind.
+A failure anywhere, in the scheduling cycle or here, ends in
+handle_scheduling_failure: requeue, nominate, tell the user.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+
+import msgspec
+
+from kubesched.framework.client import BindConflict
+from kubesched.framework.cycle_state import CycleState
+from kubesched.framework.fit_error import Diagnosis
+from kubesched.framework.runtime import Framework
+from kubesched.framework.status import Code, Status
+from kubesched.framework.types import PodInfo, QueuedPodInfo
+from kubesched.logs import V, kv
+from kubesched.scheduler.base import SchedulerBase
+
+log = logging.getLogger("kubesched.scheduler")
+
+
+class BindingCycle(SchedulerBase):
+    """The Scheduler's binding cycle and failure handling."""
+
+    async def binding_cycle(
+        self,
+        fw: Framework,
+        state: CycleState,
+        qpi: QueuedPodInfo,
+        node: str,
+        cycle: int,
+        started: float | None = None,
+    ) -> None:
+        """Wait at Permit, PreBind, Bind, PostBind (bindingCycle in schedule_one.go).
+        STARTED: when the scheduling cycle began (perf_counter), for the
+        attempt-duration metric."""
+        if started is None:
+            started = time.perf_counter()
+        pod = qpi.pod_info
+        waiting = self.waiting_pods.get(pod.key)
+        if waiting is not None:
+            status = await waiting.wait()
+            self.waiting_pods.remove(pod.key)
+            if not status.is_success():
+                self.handle_binding_cycle_error(fw, state, qpi, node, cycle, status)
+                self._observe_failure(fw, status, started)
+                return
+        # Past Permit: events from now on need not be kept for this pod (Done upstream).
+        self.queue.scheduling_done(pod.key)
+        point_started = time.perf_counter()
+        status = await fw.run_pre_bind(state, pod, node)
+        self._observe_point(fw, "PreBind", point_started, status)
+        if status.is_success():
+            point_started = time.perf_counter()
+            status = await fw.run_bind(state, pod, node)
+            self._observe_point(fw, "Bind", point_started, status)
+        if not status.is_success():
+            self.handle_binding_cycle_error(fw, state, qpi, node, cycle, status)
+            self._observe_failure(fw, status, started)
+            return
+        self.cache.finish_binding(pod.key)
+        self.queue.done(pod.key)
+        # klog V(2), as kube-scheduler logs it: operators grep for this line.
+        log.log(V(2), "Successfully bound pod to node", extra=kv(pod=pod.key, node=node))
+        self._observe("scheduled", fw, started)
+        self.last_failures.pop(pod.key, None)
+        if self.outcome_observer is not None:
+            self.outcome_observer.pod_scheduled(pod.key, node)
+        self.cluster.record_event(
+            pod.pod, "Normal", "Scheduled", f"Successfully assigned {pod.key} to {node}"
+        )
+        if self.observer is not None and qpi.initial_attempt_timestamp is not None:
+            since = self.clock.now() - qpi.initial_attempt_timestamp
+            self.observer.observe_pod_scheduled(qpi.attempts, since)
+        fw.run_post_bind(state, pod, node)
+
+    def handle_binding_cycle_error(
+        self,
+        fw: Framework,
+        state: CycleState,
+        qpi: QueuedPodInfo,
+        node: str,
+        cycle: int,
+        status: Status,
+    ) -> None:
+        """handleBindingCycleError in schedule_one.go: undo Reserve and the assumed
+        pod, then fail the attempt as the scheduling cycle would."""
+        fw.run_unreserve(state, qpi.pod_info, node)
+        self.cache.forget_pod(qpi.pod_info.key)
+        if isinstance(status.error, BindConflict):
+            # The pod is gone or bound by someone else: nothing to retry.
+            log.info("pod %s: binding gave up: %s", qpi.pod_info.key, status.message())
+            self.queue.done(qpi.pod_info.key)
+            return
+        self._handle_status_failure(fw, qpi, cycle, status)
+
+    # --- failures ------------------------------------------------------------------
+
+    def _handle_status_failure(
+        self, fw: Framework, qpi: QueuedPodInfo, cycle: int, status: Status
+    ) -> None:
+        """A plugin's failed status as the attempt's failure: an error, or
+        unschedulable because of the plugin that said so."""
+        if status.code == Code.ERROR:
+            qpi.unschedulable_plugins = set()
+            self.handle_scheduling_failure(fw, qpi, cycle, "SchedulerError", status.message(), None)
+            return
+        qpi.unschedulable_plugins = {status.plugin} if status.plugin else set()
+        self.handle_scheduling_failure(fw, qpi, cycle, "Unschedulable", status.message(), None)
+
+    def handle_scheduling_failure(
+        self,
+        fw: Framework,
+        qpi: QueuedPodInfo,
+        cycle: int,
+        reason: str,
+        message: str,
+        diagnosis: Diagnosis | None,
+        nominated: str | None = "",
+    ) -> None:
+        """handleSchedulingFailure: requeue, nominate, then tell the user (event and
+        condition). `nominated`: the pod's nominated node from now on, "" to clear it
+        (every failure but PostFilter's), None to keep it."""
+        if diagnosis is not None:
+            qpi.unschedulable_plugins = set(diagnosis.unschedulable_plugins)
+            qpi.pending_plugins = set(diagnosis.pending_plugins)
+        key = qpi.pod_info.key
+        if key in self.queue.in_flight:
+            self.queue.requeue_failed(qpi, cycle)
+            # (A pod deleted meanwhile is no longer in flight: it is not nominated,
+            # and nothing is remembered of it.)
+            self.nominator.add(qpi.pod, nominated)
+            self.last_failures[key] = (reason, message)
+        else:
+            # Deleted or bound by someone else meanwhile: nothing will requeue it, so
+            # its in-flight tracking ends here, as handleSchedulingFailure calls Done
+            # for a pod gone from the informer cache.
+            self.queue.done(key)
+        if self.outcome_observer is not None:
+            self.outcome_observer.pod_failed(key, reason, message, diagnosis)
+        pod = qpi.pod
+        node = pod.status.nominated_node_name if nominated is None else nominated
+        self.cluster.record_event(pod, "Warning", "FailedScheduling", message)
+        self.cluster.set_unschedulable(pod, reason, message, node)
+        if node != pod.status.nominated_node_name:
+            set_nominated_node_name(qpi, node)
+
+
+def set_nominated_node_name(qpi: QueuedPodInfo, node: str) -> None:
+    """Give the queue's copy of the pod the nominatedNodeName just written."""
+    pod = qpi.pod
+    status = msgspec.structs.replace(pod.status, nominated_node_name=node)
+    qpi.pod_info = PodInfo(msgspec.structs.replace(pod, status=status), like=qpi.pod_info)
