@@ -26,7 +26,7 @@ from kubesched.framework.types import PodInfo, QueuedPodInfo
 from kubesched.plugins.defaultpreemption.candidates import pick_one_node_for_preemption
 from kubesched.plugins.defaultpreemption.plugin import DefaultPreemption
 from kubesched.scheduler import Scheduler
-from kubesched.scheduler.scheduler import FitError
+from kubesched.scheduler.schedule_one import FitError
 from kubesched.simulator import simulate as run_simulation
 from tests.differential import generator as gen
 from tests.differential.harness.records import SCHEDULER_NAME, HarnessError, Prediction

@@ -1,0 +1,299 @@
+"""The scheduling cycle (schedule_one.go upstream: ScheduleOne, schedulingCycle,
+schedulePod and findNodesThatFitPod with its pieces, prioritizeNodes, selectHost).
+
+The scheduling cycle is synchronous Python: it reads the node table, which only
+changes between cycles, so it needs no snapshot copy. On success it starts the
+binding cycle (binding_cycle.py) as an asyncio task.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from kubesched.framework.cycle_state import CycleState
+from kubesched.framework.fit_error import NO_NODES_AT_ALL, Diagnosis, fit_error_message
+from kubesched.framework.node_table import Rows
+from kubesched.framework.runtime import Framework, PluginError
+from kubesched.framework.status import Code, Status
+from kubesched.framework.types import PodInfo, QueuedPodInfo
+from kubesched.scheduler.binding_cycle import BindingCycle
+
+log = logging.getLogger("kubesched.scheduler")
+
+MIN_FEASIBLE_NODES_TO_FIND = 100
+MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND = 5
+
+
+class FitError(Exception):
+    def __init__(self, pod: PodInfo, num_all_nodes: int, diagnosis: Diagnosis) -> None:
+        self.pod = pod
+        self.num_all_nodes = num_all_nodes
+        self.diagnosis = diagnosis
+        super().__init__(fit_error_message(num_all_nodes, diagnosis))
+
+
+class NoNodesError(Exception):
+    def __init__(self) -> None:
+        super().__init__(NO_NODES_AT_ALL)
+
+
+@dataclass(slots=True)
+class ScheduleResult:
+    node_name: str
+    row: int
+    evaluated: int
+    feasible: int
+    scores: dict[str, int] = field(default_factory=dict)
+
+
+class SchedulingCycle(BindingCycle):
+    """The Scheduler's scheduling cycle."""
+
+    def num_feasible_nodes_to_find(self, fw: Framework, num_all_nodes: int) -> int:
+        if num_all_nodes < MIN_FEASIBLE_NODES_TO_FIND:
+            return num_all_nodes
+        percentage = fw.percentage_of_nodes_to_score
+        if percentage is None:
+            percentage = self.percentage_of_nodes_to_score
+        if percentage == 0:
+            percentage = max(50 - num_all_nodes // 125, MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND)
+        num = num_all_nodes * percentage // 100
+        return max(num, MIN_FEASIBLE_NODES_TO_FIND)
+
+    def _filter_chunk_size(self, num_to_find: int, num_candidates: int) -> int:
+        """How many nodes (in rotated order) to filter first: enough to hold more
+        than num_to_find feasible ones at the share that fitted lately, with room
+        to spare; num_candidates (all) when that is most of them anyway."""
+        if num_to_find >= num_candidates:
+            return num_candidates
+        ratio = max(self._feasible_share, 0.01)
+        chunk = int((num_to_find + 1) / ratio * 1.15) + 32
+        return num_candidates if chunk * 4 >= num_candidates * 3 else chunk
+
+    def _note_feasible(self, feasible: int, evaluated: int) -> None:
+        if evaluated:
+            self._feasible_share = 0.5 * self._feasible_share + 0.5 * (feasible / evaluated)
+
+    def find_nodes_that_fit(
+        self, fw: Framework, state: CycleState, pod: PodInfo
+    ) -> tuple[Rows, Diagnosis, int]:
+        """Feasible rows (at most numFeasibleNodesToFind of them), the diagnosis,
+        and how many nodes were evaluated."""
+        table = self.table
+        order = table.order()
+        num_all = len(order)
+        point_started = time.perf_counter()
+        pre_result, status = fw.run_pre_filter(state, pod, table)
+        self._observe_point(fw, "PreFilter", point_started, status)
+        if not status.is_success():
+            diagnosis = Diagnosis.empty()
+            diagnosis.pre_filter_message = status.message()
+            diagnosis.absent_status = status
+            diagnosis.absent_count = num_all
+            if status.plugin:
+                if status.code == Code.PENDING:
+                    diagnosis.pending_plugins.add(status.plugin)
+                else:
+                    diagnosis.unschedulable_plugins.add(status.plugin)
+            return np.empty(0, np.intp), diagnosis, 0
+
+        # A pod nominated by an earlier preemption tries that node first
+        # (evaluateNominatedNode): it is likely the only one that fits.
+        nominated_row: int | None = None
+        nominated: Diagnosis | None = None
+        if pod.pod.status.nominated_node_name:
+            nominated_row = table.row_of(pod.pod.status.nominated_node_name)
+        if nominated_row is not None:
+            point_started = time.perf_counter()
+            one = np.array([nominated_row], dtype=np.intp)
+            fits, nominated = fw.run_filters_with_nominated_pods(state, pod, table, one)
+            self._observe_point(fw, "Filter", point_started)
+            if len(fits):
+                return fits, Diagnosis.empty(), 1
+
+        absent: Status | None = None
+        candidates = order
+        if pre_result.node_names is not None:
+            # Only the nodes PreFilter named (that exist); the rest are "absent".
+            wanted = pre_result.node_names
+            candidates = np.array([r for r in order if table.names[r] in wanted], dtype=np.intp)
+            absent = Status.unresolvable(
+                f"node(s) didn't satisfy plugin(s) [{' '.join(sorted(pre_result.plugins))}]"
+            )
+        start = self.next_start_node_index % len(candidates) if len(candidates) else 0
+        num_candidates = len(candidates)
+        num_to_find = self.num_feasible_nodes_to_find(fw, num_candidates)
+        if not fw.score:
+            num_to_find = 1  # with nothing to compare, the first feasible node will do
+        point_started = time.perf_counter()
+        # Upstream stops once it has found more than num_to_find feasible nodes.
+        # Filter a prefix of the rotated order sized from how many nodes fitted
+        # lately; only if it holds enough feasible nodes is it the answer (the
+        # nodes after the cut are dropped below either way), else all nodes are
+        # filtered in one go, so the diagnosis of a failure is the same as ever.
+        chunk = self._filter_chunk_size(num_to_find, num_candidates)
+        found: tuple[Rows, Diagnosis] | None = None
+        if chunk < num_candidates:
+            end = start + chunk
+            if end <= num_candidates:
+                rotated = candidates[start:end]
+            else:
+                rotated = np.concatenate([candidates[start:], candidates[: end - num_candidates]])
+            found = fw.run_filters_with_nominated_pods(state, pod, table, rotated)
+            self._note_feasible(len(found[0]), chunk)
+            if len(found[0]) <= num_to_find:
+                found = None
+        if found is None:
+            rotated = np.concatenate([candidates[start:], candidates[:start]])
+            found = fw.run_filters_with_nominated_pods(state, pod, table, rotated)
+            self._note_feasible(len(found[0]), num_candidates)
+        feasible, diagnosis = found
+        self._observe_point(fw, "Filter", point_started)
+        processed = len(rotated)
+        if len(feasible) > num_to_find and not len(diagnosis.rows) and not diagnosis.reasons:
+            # Every node passed: the cut is at the num_to_find-th of them.
+            processed = num_to_find
+            feasible = feasible[:num_to_find]
+        elif len(feasible) > num_to_find:
+            # Upstream stops once it has found enough: nodes after the last one
+            # it kept count as not evaluated.
+            position = np.empty(table.capacity, dtype=np.intp)
+            position[rotated] = np.arange(len(rotated))
+            cut = int(position[feasible[num_to_find - 1]])
+            processed = cut + 1
+            feasible = feasible[:num_to_find]
+            keep = position[diagnosis.rows] <= cut
+            diagnosis.rows = diagnosis.rows[keep]
+            diagnosis.codes = diagnosis.codes[keep]
+            diagnosis.plugins = [p for p, k in zip(diagnosis.plugins, keep, strict=True) if k]
+            diagnosis.reasons = [
+                (reason, rows[position[rows] <= cut]) for reason, rows in diagnosis.reasons
+            ]
+        explicit = len(candidates)
+        if nominated is not None and nominated_row is not None:
+            # The nominated node's verdict stays in the diagnosis (upstream shares the
+            # NodeToStatus map), also where the full pass did not reach that node.
+            diagnosis.unschedulable_plugins |= nominated.unschedulable_plugins
+            diagnosis.pending_plugins |= nominated.pending_plugins
+            if nominated_row not in diagnosis.rows and nominated_row not in feasible:
+                diagnosis.extend(nominated)
+                processed += 1
+                if nominated_row not in candidates:
+                    explicit += 1
+        if num_all:
+            self.next_start_node_index = (self.next_start_node_index + processed) % num_all
+        if absent is not None:
+            diagnosis.absent_status = absent
+            diagnosis.absent_count = num_all - explicit
+        return feasible, diagnosis, processed
+
+    def schedule_pod(self, fw: Framework, state: CycleState, pod: PodInfo) -> ScheduleResult:
+        """Pick a node for the pod, or raise FitError / NoNodesError / PluginError."""
+        num_all = len(self.table)
+        if num_all == 0:
+            raise NoNodesError()
+        feasible, diagnosis, evaluated = self.find_nodes_that_fit(fw, state, pod)
+        if len(feasible) == 0:
+            raise FitError(pod, num_all, diagnosis)
+        if len(feasible) == 1:
+            row = int(feasible[0])
+            return ScheduleResult(self.table.names[row], row, evaluated, 1)
+        point_started = time.perf_counter()
+        fw.run_pre_score(state, pod, self.table, feasible)
+        self._observe_point(fw, "PreScore", point_started)
+        point_started = time.perf_counter()
+        totals, _ = fw.run_score(state, pod, self.table, feasible)
+        self._observe_point(fw, "Score", point_started)
+        best = np.flatnonzero(totals == totals.max())
+        pick = int(best[self.rng.integers(len(best))]) if len(best) > 1 else int(best[0])
+        row = int(feasible[pick])
+        return ScheduleResult(self.table.names[row], row, evaluated, len(feasible))
+
+    def schedule_one(self, qpi: QueuedPodInfo) -> None:
+        """One scheduling cycle; on success the binding cycle is started as a task."""
+        pod = qpi.pod_info
+        fw = self.frameworks.get(pod.pod.spec.scheduler_name)
+        if fw is None or pod.pod.metadata.deletion_timestamp is not None:
+            self.queue.done(pod.key)
+            return
+        cycle = self.queue.scheduling_cycle
+        started = time.perf_counter()
+        if self.observer is not None:
+            self._sample_plugins = self.observer.should_sample_plugins()
+        state = CycleState()
+        if self.outcome_observer is not None:
+            self.outcome_observer.pod_attempted(pod.key, qpi.attempts)
+        qpi.tried_at_generation = self.table.generation
+        try:
+            result = self.schedule_pod(fw, state, pod)
+        except FitError as fit:
+            nominating = self._post_filter(fw, state, qpi, fit)
+            self._observe_algorithm(started)
+            # What-if runs changed the table and put it back: the attempt saw this one.
+            qpi.tried_at_generation = self.table.generation
+            self.handle_scheduling_failure(
+                fw, qpi, cycle, "Unschedulable", str(fit), fit.diagnosis, nominating
+            )
+            self._observe("unschedulable", fw, started)
+            return
+        except (NoNodesError, PluginError) as exc:
+            self._observe_algorithm(started)
+            reason = "Unschedulable" if isinstance(exc, NoNodesError) else "SchedulerError"
+            if isinstance(exc, PluginError):
+                log.error("pod %s: %s", pod.key, exc)
+            qpi.unschedulable_plugins = set()
+            qpi.tried_at_generation = self.table.generation
+            self.handle_scheduling_failure(fw, qpi, cycle, reason, str(exc), None)
+            self._observe("error" if reason == "SchedulerError" else "unschedulable", fw, started)
+            return
+        self._observe_algorithm(started)
+
+        node = result.node_name
+        self.cache.assume_pod(pod, node)
+        self.nominator.delete(pod.key)
+        point_started = time.perf_counter()
+        status = fw.run_reserve(state, pod, node)
+        self._observe_point(fw, "Reserve", point_started, status)
+        if not status.is_success():
+            fw.run_unreserve(state, pod, node)
+            self.cache.forget_pod(pod.key)
+            self._handle_status_failure(fw, qpi, cycle, status)
+            self._observe_failure(fw, status, started)
+            return
+        point_started = time.perf_counter()
+        status, waits = fw.run_permit(state, pod, node)
+        self._observe_point(fw, "Permit", point_started, status)
+        if status.code not in (Code.SUCCESS, Code.WAIT):
+            fw.run_unreserve(state, pod, node)
+            self.cache.forget_pod(pod.key)
+            self._handle_status_failure(fw, qpi, cycle, status)
+            self._observe_failure(fw, status, started)
+            return
+        if waits:
+            self.waiting_pods.add(pod.key, node, waits)
+        # The attempt's duration is observed when its binding cycle ends, as upstream
+        # does: scheduling_attempt_duration_seconds includes Permit's wait and the bind.
+        task = asyncio.get_event_loop().create_task(
+            self.binding_cycle(fw, state, qpi, node, cycle, started)
+        )
+        self.binding_tasks.add(task)
+        task.add_done_callback(self.binding_tasks.discard)
+
+    def _post_filter(
+        self, fw: Framework, state: CycleState, qpi: QueuedPodInfo, fit: FitError
+    ) -> str | None:
+        """Run PostFilter (preemption); returns the pod's new nominated node: a name,
+        "" to clear it, or None to leave it as it is."""
+        if not fw.post_filter:
+            return ""
+        result, status = fw.run_post_filter(state, qpi.pod_info, fit.diagnosis)
+        fit.diagnosis.post_filter_message = status.message()
+        if status.code == Code.ERROR:
+            log.error("pod %s: PostFilter: %s", qpi.pod_info.key, status.message())
+        fit.args = (fit_error_message(fit.num_all_nodes, fit.diagnosis),)
+        return None if result is None else result.nominated_node_name
