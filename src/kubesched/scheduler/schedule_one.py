@@ -17,7 +17,8 @@ import numpy as np
 
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.fit_error import NO_NODES_AT_ALL, Diagnosis, fit_error_message
-from kubesched.framework.node_table import Rows
+from kubesched.framework.interfaces import PreFilterResult
+from kubesched.framework.node_table import IntArray, NodeTable, Rows
 from kubesched.framework.runtime import Framework, PluginError
 from kubesched.framework.status import Code, Status
 from kubesched.framework.types import PodInfo, QueuedPodInfo
@@ -54,36 +55,128 @@ class ScheduleResult:
 class SchedulingCycle(BindingCycle):
     """The Scheduler's scheduling cycle."""
 
-    def num_feasible_nodes_to_find(self, fw: Framework, num_all_nodes: int) -> int:
-        if num_all_nodes < MIN_FEASIBLE_NODES_TO_FIND:
-            return num_all_nodes
-        percentage = fw.percentage_of_nodes_to_score
-        if percentage is None:
-            percentage = self.percentage_of_nodes_to_score
-        if percentage == 0:
-            percentage = max(50 - num_all_nodes // 125, MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND)
-        num = num_all_nodes * percentage // 100
-        return max(num, MIN_FEASIBLE_NODES_TO_FIND)
+    def schedule_one(self, qpi: QueuedPodInfo) -> None:
+        """One scheduling cycle; on success the binding cycle is started as a task
+        (ScheduleOne in schedule_one.go)."""
+        pod = qpi.pod_info
+        fw = self.frameworks.get(pod.pod.spec.scheduler_name)
+        if fw is None or pod.pod.metadata.deletion_timestamp is not None:
+            # No profile for it, or it is being deleted (frameworkForPod, skipPodSchedule).
+            self.queue.done(pod.key)
+            return
+        cycle = self.queue.scheduling_cycle
+        started = time.perf_counter()
+        if self.observer is not None:
+            self._sample_plugins = self.observer.should_sample_plugins()
+        state = CycleState()
+        if self.outcome_observer is not None:
+            self.outcome_observer.pod_attempted(pod.key, qpi.attempts)
+        qpi.tried_at_generation = self.table.generation
+        node = self.scheduling_cycle(fw, state, qpi, cycle, started)
+        if node is None:
+            return
+        # The attempt's duration is observed when its binding cycle ends, as upstream
+        # does: scheduling_attempt_duration_seconds includes Permit's wait and the bind.
+        task = asyncio.get_event_loop().create_task(
+            self.binding_cycle(fw, state, qpi, node, cycle, started)
+        )
+        self.binding_tasks.add(task)
+        task.add_done_callback(self.binding_tasks.discard)
 
-    def _filter_chunk_size(self, num_to_find: int, num_candidates: int) -> int:
-        """How many nodes (in rotated order) to filter first: enough to hold more
-        than num_to_find feasible ones at the share that fitted lately, with room
-        to spare; num_candidates (all) when that is most of them anyway."""
-        if num_to_find >= num_candidates:
-            return num_candidates
-        ratio = max(self._feasible_share, 0.01)
-        chunk = int((num_to_find + 1) / ratio * 1.15) + 32
-        return num_candidates if chunk * 4 >= num_candidates * 3 else chunk
+    def scheduling_cycle(
+        self, fw: Framework, state: CycleState, qpi: QueuedPodInfo, cycle: int, started: float
+    ) -> str | None:
+        """schedulingCycle in schedule_one.go: pick a node, assume the pod on it, run
+        Reserve and Permit; the node, or None if the attempt failed. Upstream hands
+        the failure back to ScheduleOne for the FailureHandler; here it is handled
+        (handle_scheduling_failure) where it happens, each with its own reason."""
+        pod = qpi.pod_info
+        try:
+            result = self.schedule_pod(fw, state, pod)
+        except FitError as fit:
+            nominating = self._post_filter(fw, state, qpi, fit)
+            self._observe_algorithm(started)
+            # What-if runs changed the table and put it back: the attempt saw this one.
+            qpi.tried_at_generation = self.table.generation
+            self.handle_scheduling_failure(
+                fw, qpi, cycle, "Unschedulable", str(fit), fit.diagnosis, nominating
+            )
+            self._observe("unschedulable", fw, started)
+            return None
+        except (NoNodesError, PluginError) as exc:
+            self._observe_algorithm(started)
+            reason = "Unschedulable" if isinstance(exc, NoNodesError) else "SchedulerError"
+            if isinstance(exc, PluginError):
+                log.error("pod %s: %s", pod.key, exc)
+            qpi.unschedulable_plugins = set()
+            qpi.tried_at_generation = self.table.generation
+            self.handle_scheduling_failure(fw, qpi, cycle, reason, str(exc), None)
+            self._observe("error" if reason == "SchedulerError" else "unschedulable", fw, started)
+            return None
+        self._observe_algorithm(started)
 
-    def _note_feasible(self, feasible: int, evaluated: int) -> None:
-        if evaluated:
-            self._feasible_share = 0.5 * self._feasible_share + 0.5 * (feasible / evaluated)
+        node = result.node_name
+        self.cache.assume_pod(pod, node)
+        self.nominator.delete(pod.key)
+        point_started = time.perf_counter()
+        status = fw.run_reserve(state, pod, node)
+        self._observe_point(fw, "Reserve", point_started, status)
+        if not status.is_success():
+            fw.run_unreserve(state, pod, node)
+            self.cache.forget_pod(pod.key)
+            self._handle_status_failure(fw, qpi, cycle, status)
+            self._observe_failure(fw, status, started)
+            return None
+        point_started = time.perf_counter()
+        status, waits = fw.run_permit(state, pod, node)
+        self._observe_point(fw, "Permit", point_started, status)
+        if status.code not in (Code.SUCCESS, Code.WAIT):
+            fw.run_unreserve(state, pod, node)
+            self.cache.forget_pod(pod.key)
+            self._handle_status_failure(fw, qpi, cycle, status)
+            self._observe_failure(fw, status, started)
+            return None
+        if waits:
+            self.waiting_pods.add(pod.key, node, waits)
+        return node
+
+    def _post_filter(
+        self, fw: Framework, state: CycleState, qpi: QueuedPodInfo, fit: FitError
+    ) -> str | None:
+        """Run PostFilter (preemption); returns the pod's new nominated node: a name,
+        "" to clear it, or None to leave it as it is."""
+        if not fw.post_filter:
+            return ""
+        result, status = fw.run_post_filter(state, qpi.pod_info, fit.diagnosis)
+        fit.diagnosis.post_filter_message = status.message()
+        if status.code == Code.ERROR:
+            log.error("pod %s: PostFilter: %s", qpi.pod_info.key, status.message())
+        fit.args = (fit_error_message(fit.num_all_nodes, fit.diagnosis),)
+        return None if result is None else result.nominated_node_name
+
+    def schedule_pod(self, fw: Framework, state: CycleState, pod: PodInfo) -> ScheduleResult:
+        """Pick a node for the pod, or raise FitError / NoNodesError / PluginError
+        (schedulePod in schedule_one.go)."""
+        num_all = len(self.table)
+        if num_all == 0:
+            raise NoNodesError()
+        feasible, diagnosis, evaluated = self.find_nodes_that_fit(fw, state, pod)
+        if len(feasible) == 0:
+            raise FitError(pod, num_all, diagnosis)
+        if len(feasible) == 1:
+            row = int(feasible[0])
+            return ScheduleResult(self.table.names[row], row, evaluated, 1)
+        totals = self.prioritize_nodes(fw, state, pod, feasible)
+        row = int(feasible[select_host(totals, self.rng)])
+        return ScheduleResult(self.table.names[row], row, evaluated, len(feasible))
+
+    # --- filtering -----------------------------------------------------------------
 
     def find_nodes_that_fit(
         self, fw: Framework, state: CycleState, pod: PodInfo
     ) -> tuple[Rows, Diagnosis, int]:
         """Feasible rows (at most numFeasibleNodesToFind of them), the diagnosis,
-        and how many nodes were evaluated."""
+        and how many nodes were evaluated (findNodesThatFitPod in schedule_one.go)."""
         table = self.table
         order = table.order()
         num_all = len(order)
@@ -91,16 +184,7 @@ class SchedulingCycle(BindingCycle):
         pre_result, status = fw.run_pre_filter(state, pod, table)
         self._observe_point(fw, "PreFilter", point_started, status)
         if not status.is_success():
-            diagnosis = Diagnosis.empty()
-            diagnosis.pre_filter_message = status.message()
-            diagnosis.absent_status = status
-            diagnosis.absent_count = num_all
-            if status.plugin:
-                if status.code == Code.PENDING:
-                    diagnosis.pending_plugins.add(status.plugin)
-                else:
-                    diagnosis.unschedulable_plugins.add(status.plugin)
-            return np.empty(0, np.intp), diagnosis, 0
+            return np.empty(0, np.intp), pre_filter_diagnosis(status, num_all), 0
 
         # A pod nominated by an earlier preemption tries that node first
         # (evaluateNominatedNode): it is likely the only one that fits.
@@ -109,22 +193,48 @@ class SchedulingCycle(BindingCycle):
         if pod.pod.status.nominated_node_name:
             nominated_row = table.row_of(pod.pod.status.nominated_node_name)
         if nominated_row is not None:
-            point_started = time.perf_counter()
-            one = np.array([nominated_row], dtype=np.intp)
-            fits, nominated = fw.run_filters_with_nominated_pods(state, pod, table, one)
-            self._observe_point(fw, "Filter", point_started)
+            fits, nominated = self.evaluate_nominated_node(fw, state, pod, nominated_row)
             if len(fits):
                 return fits, Diagnosis.empty(), 1
 
-        absent: Status | None = None
-        candidates = order
-        if pre_result.node_names is not None:
-            # Only the nodes PreFilter named (that exist); the rest are "absent".
-            wanted = pre_result.node_names
-            candidates = np.array([r for r in order if table.names[r] in wanted], dtype=np.intp)
-            absent = Status.unresolvable(
-                f"node(s) didn't satisfy plugin(s) [{' '.join(sorted(pre_result.plugins))}]"
-            )
+        candidates, absent = pre_filter_candidates(table, order, pre_result)
+        feasible, diagnosis, processed = self.find_nodes_that_pass_filters(
+            fw, state, pod, candidates
+        )
+        explicit = len(candidates)
+        if (
+            nominated is not None
+            and nominated_row is not None
+            and add_nominated_verdict(diagnosis, nominated, nominated_row, feasible)
+        ):
+            processed += 1
+            if nominated_row not in candidates:
+                explicit += 1
+        if num_all:
+            self.next_start_node_index = (self.next_start_node_index + processed) % num_all
+        if absent is not None:
+            set_absent_nodes_status(diagnosis, absent, num_all - explicit)
+        return feasible, diagnosis, processed
+
+    def evaluate_nominated_node(
+        self, fw: Framework, state: CycleState, pod: PodInfo, row: int
+    ) -> tuple[Rows, Diagnosis]:
+        """The filters on the pod's nominated node alone (evaluateNominatedNode in
+        schedule_one.go): the row if it fits, and that node's verdict."""
+        point_started = time.perf_counter()
+        one = np.array([row], dtype=np.intp)
+        fits, nominated = fw.run_filters_with_nominated_pods(state, pod, self.table, one)
+        self._observe_point(fw, "Filter", point_started)
+        return fits, nominated
+
+    def find_nodes_that_pass_filters(
+        self, fw: Framework, state: CycleState, pod: PodInfo, candidates: Rows
+    ) -> tuple[Rows, Diagnosis, int]:
+        """The filters over the candidates, in rotated order from
+        next_start_node_index, as findNodesThatPassFilters in schedule_one.go: at
+        most numFeasibleNodesToFind feasible rows, the diagnosis, and how many nodes
+        count as evaluated."""
+        table = self.table
         start = self.next_start_node_index % len(candidates) if len(candidates) else 0
         num_candidates = len(candidates)
         num_to_find = self.num_feasible_nodes_to_find(fw, num_candidates)
@@ -154,146 +264,139 @@ class SchedulingCycle(BindingCycle):
             self._note_feasible(len(found[0]), num_candidates)
         feasible, diagnosis = found
         self._observe_point(fw, "Filter", point_started)
-        processed = len(rotated)
-        if len(feasible) > num_to_find and not len(diagnosis.rows) and not diagnosis.reasons:
-            # Every node passed: the cut is at the num_to_find-th of them.
-            processed = num_to_find
-            feasible = feasible[:num_to_find]
-        elif len(feasible) > num_to_find:
-            # Upstream stops once it has found enough: nodes after the last one
-            # it kept count as not evaluated.
-            position = np.empty(table.capacity, dtype=np.intp)
-            position[rotated] = np.arange(len(rotated))
-            cut = int(position[feasible[num_to_find - 1]])
-            processed = cut + 1
-            feasible = feasible[:num_to_find]
-            keep = position[diagnosis.rows] <= cut
-            diagnosis.rows = diagnosis.rows[keep]
-            diagnosis.codes = diagnosis.codes[keep]
-            diagnosis.plugins = [p for p, k in zip(diagnosis.plugins, keep, strict=True) if k]
-            diagnosis.reasons = [
-                (reason, rows[position[rows] <= cut]) for reason, rows in diagnosis.reasons
-            ]
-        explicit = len(candidates)
-        if nominated is not None and nominated_row is not None:
-            # The nominated node's verdict stays in the diagnosis (upstream shares the
-            # NodeToStatus map), also where the full pass did not reach that node.
-            diagnosis.unschedulable_plugins |= nominated.unschedulable_plugins
-            diagnosis.pending_plugins |= nominated.pending_plugins
-            if nominated_row not in diagnosis.rows and nominated_row not in feasible:
-                diagnosis.extend(nominated)
-                processed += 1
-                if nominated_row not in candidates:
-                    explicit += 1
-        if num_all:
-            self.next_start_node_index = (self.next_start_node_index + processed) % num_all
-        if absent is not None:
-            diagnosis.absent_status = absent
-            diagnosis.absent_count = num_all - explicit
-        return feasible, diagnosis, processed
+        return stop_at_enough(feasible, diagnosis, rotated, num_to_find, table.capacity)
 
-    def schedule_pod(self, fw: Framework, state: CycleState, pod: PodInfo) -> ScheduleResult:
-        """Pick a node for the pod, or raise FitError / NoNodesError / PluginError."""
-        num_all = len(self.table)
-        if num_all == 0:
-            raise NoNodesError()
-        feasible, diagnosis, evaluated = self.find_nodes_that_fit(fw, state, pod)
-        if len(feasible) == 0:
-            raise FitError(pod, num_all, diagnosis)
-        if len(feasible) == 1:
-            row = int(feasible[0])
-            return ScheduleResult(self.table.names[row], row, evaluated, 1)
+    def num_feasible_nodes_to_find(self, fw: Framework, num_all_nodes: int) -> int:
+        """How many feasible nodes are enough (numFeasibleNodesToFind in
+        schedule_one.go): percentageOfNodesToScore of them, the profile's or else
+        the scheduler's, adaptive when 0; never fewer than 100, all below that."""
+        if num_all_nodes < MIN_FEASIBLE_NODES_TO_FIND:
+            return num_all_nodes
+        percentage = fw.percentage_of_nodes_to_score
+        if percentage is None:
+            percentage = self.percentage_of_nodes_to_score
+        if percentage == 0:
+            percentage = max(50 - num_all_nodes // 125, MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND)
+        num = num_all_nodes * percentage // 100
+        return max(num, MIN_FEASIBLE_NODES_TO_FIND)
+
+    def _filter_chunk_size(self, num_to_find: int, num_candidates: int) -> int:
+        """How many nodes (in rotated order) to filter first: enough to hold more
+        than num_to_find feasible ones at the share that fitted lately, with room
+        to spare; num_candidates (all) when that is most of them anyway."""
+        if num_to_find >= num_candidates:
+            return num_candidates
+        ratio = max(self._feasible_share, 0.01)
+        chunk = int((num_to_find + 1) / ratio * 1.15) + 32
+        return num_candidates if chunk * 4 >= num_candidates * 3 else chunk
+
+    def _note_feasible(self, feasible: int, evaluated: int) -> None:
+        if evaluated:
+            self._feasible_share = 0.5 * self._feasible_share + 0.5 * (feasible / evaluated)
+
+    # --- scoring -------------------------------------------------------------------
+
+    def prioritize_nodes(
+        self, fw: Framework, state: CycleState, pod: PodInfo, feasible: Rows
+    ) -> IntArray:
+        """PreScore, then Score: the weighted total per feasible row
+        (prioritizeNodes in schedule_one.go)."""
         point_started = time.perf_counter()
         fw.run_pre_score(state, pod, self.table, feasible)
         self._observe_point(fw, "PreScore", point_started)
         point_started = time.perf_counter()
         totals, _ = fw.run_score(state, pod, self.table, feasible)
         self._observe_point(fw, "Score", point_started)
-        best = np.flatnonzero(totals == totals.max())
-        pick = int(best[self.rng.integers(len(best))]) if len(best) > 1 else int(best[0])
-        row = int(feasible[pick])
-        return ScheduleResult(self.table.names[row], row, evaluated, len(feasible))
+        return totals
 
-    def schedule_one(self, qpi: QueuedPodInfo) -> None:
-        """One scheduling cycle; on success the binding cycle is started as a task."""
-        pod = qpi.pod_info
-        fw = self.frameworks.get(pod.pod.spec.scheduler_name)
-        if fw is None or pod.pod.metadata.deletion_timestamp is not None:
-            self.queue.done(pod.key)
-            return
-        cycle = self.queue.scheduling_cycle
-        started = time.perf_counter()
-        if self.observer is not None:
-            self._sample_plugins = self.observer.should_sample_plugins()
-        state = CycleState()
-        if self.outcome_observer is not None:
-            self.outcome_observer.pod_attempted(pod.key, qpi.attempts)
-        qpi.tried_at_generation = self.table.generation
-        try:
-            result = self.schedule_pod(fw, state, pod)
-        except FitError as fit:
-            nominating = self._post_filter(fw, state, qpi, fit)
-            self._observe_algorithm(started)
-            # What-if runs changed the table and put it back: the attempt saw this one.
-            qpi.tried_at_generation = self.table.generation
-            self.handle_scheduling_failure(
-                fw, qpi, cycle, "Unschedulable", str(fit), fit.diagnosis, nominating
-            )
-            self._observe("unschedulable", fw, started)
-            return
-        except (NoNodesError, PluginError) as exc:
-            self._observe_algorithm(started)
-            reason = "Unschedulable" if isinstance(exc, NoNodesError) else "SchedulerError"
-            if isinstance(exc, PluginError):
-                log.error("pod %s: %s", pod.key, exc)
-            qpi.unschedulable_plugins = set()
-            qpi.tried_at_generation = self.table.generation
-            self.handle_scheduling_failure(fw, qpi, cycle, reason, str(exc), None)
-            self._observe("error" if reason == "SchedulerError" else "unschedulable", fw, started)
-            return
-        self._observe_algorithm(started)
 
-        node = result.node_name
-        self.cache.assume_pod(pod, node)
-        self.nominator.delete(pod.key)
-        point_started = time.perf_counter()
-        status = fw.run_reserve(state, pod, node)
-        self._observe_point(fw, "Reserve", point_started, status)
-        if not status.is_success():
-            fw.run_unreserve(state, pod, node)
-            self.cache.forget_pod(pod.key)
-            self._handle_status_failure(fw, qpi, cycle, status)
-            self._observe_failure(fw, status, started)
-            return
-        point_started = time.perf_counter()
-        status, waits = fw.run_permit(state, pod, node)
-        self._observe_point(fw, "Permit", point_started, status)
-        if status.code not in (Code.SUCCESS, Code.WAIT):
-            fw.run_unreserve(state, pod, node)
-            self.cache.forget_pod(pod.key)
-            self._handle_status_failure(fw, qpi, cycle, status)
-            self._observe_failure(fw, status, started)
-            return
-        if waits:
-            self.waiting_pods.add(pod.key, node, waits)
-        # The attempt's duration is observed when its binding cycle ends, as upstream
-        # does: scheduling_attempt_duration_seconds includes Permit's wait and the bind.
-        task = asyncio.get_event_loop().create_task(
-            self.binding_cycle(fw, state, qpi, node, cycle, started)
+def select_host(totals: IntArray, rng: np.random.Generator) -> int:
+    """The index of a highest total, ties broken at random (selectHost in
+    schedule_one.go)."""
+    best = np.flatnonzero(totals == totals.max())
+    return int(best[rng.integers(len(best))]) if len(best) > 1 else int(best[0])
+
+
+# --- the pieces of findNodesThatFitPod -----------------------------------------------
+
+
+def pre_filter_diagnosis(status: Status, num_all: int) -> Diagnosis:
+    """The diagnosis when PreFilter rejects the pod: every node gets its status
+    (SetAbsentNodesStatus), and the rejecting plugin is named."""
+    diagnosis = Diagnosis.empty()
+    diagnosis.pre_filter_message = status.message()
+    diagnosis.absent_status = status
+    diagnosis.absent_count = num_all
+    if status.plugin:
+        if status.code == Code.PENDING:
+            diagnosis.pending_plugins.add(status.plugin)
+        else:
+            diagnosis.unschedulable_plugins.add(status.plugin)
+    return diagnosis
+
+
+def pre_filter_candidates(
+    table: NodeTable, order: Rows, pre_result: PreFilterResult
+) -> tuple[Rows, Status | None]:
+    """The nodes to filter: all, or those a PreFilter result named; with the
+    status of the others (absent from the diagnosis), if any."""
+    absent: Status | None = None
+    candidates = order
+    if pre_result.node_names is not None:
+        # Only the nodes PreFilter named (that exist); the rest are "absent".
+        wanted = pre_result.node_names
+        candidates = np.array([r for r in order if table.names[r] in wanted], dtype=np.intp)
+        absent = Status.unresolvable(
+            f"node(s) didn't satisfy plugin(s) [{' '.join(sorted(pre_result.plugins))}]"
         )
-        self.binding_tasks.add(task)
-        task.add_done_callback(self.binding_tasks.discard)
+    return candidates, absent
 
-    def _post_filter(
-        self, fw: Framework, state: CycleState, qpi: QueuedPodInfo, fit: FitError
-    ) -> str | None:
-        """Run PostFilter (preemption); returns the pod's new nominated node: a name,
-        "" to clear it, or None to leave it as it is."""
-        if not fw.post_filter:
-            return ""
-        result, status = fw.run_post_filter(state, qpi.pod_info, fit.diagnosis)
-        fit.diagnosis.post_filter_message = status.message()
-        if status.code == Code.ERROR:
-            log.error("pod %s: PostFilter: %s", qpi.pod_info.key, status.message())
-        fit.args = (fit_error_message(fit.num_all_nodes, fit.diagnosis),)
-        return None if result is None else result.nominated_node_name
+
+def stop_at_enough(
+    feasible: Rows, diagnosis: Diagnosis, rotated: Rows, num_to_find: int, capacity: int
+) -> tuple[Rows, Diagnosis, int]:
+    """The filter pass cut where upstream's stops, at the num_to_find-th feasible
+    node: that many feasible rows, the diagnosis of the nodes up to there, and
+    how many nodes that is (all of `rotated` if too few fitted)."""
+    processed = len(rotated)
+    if len(feasible) > num_to_find and not len(diagnosis.rows) and not diagnosis.reasons:
+        # Every node passed: the cut is at the num_to_find-th of them.
+        processed = num_to_find
+        feasible = feasible[:num_to_find]
+    elif len(feasible) > num_to_find:
+        # Upstream stops once it has found enough: nodes after the last one
+        # it kept count as not evaluated.
+        position = np.empty(capacity, dtype=np.intp)
+        position[rotated] = np.arange(len(rotated))
+        cut = int(position[feasible[num_to_find - 1]])
+        processed = cut + 1
+        feasible = feasible[:num_to_find]
+        keep = position[diagnosis.rows] <= cut
+        diagnosis.rows = diagnosis.rows[keep]
+        diagnosis.codes = diagnosis.codes[keep]
+        diagnosis.plugins = [p for p, k in zip(diagnosis.plugins, keep, strict=True) if k]
+        diagnosis.reasons = [
+            (reason, rows[position[rows] <= cut]) for reason, rows in diagnosis.reasons
+        ]
+    return feasible, diagnosis, processed
+
+
+def add_nominated_verdict(
+    diagnosis: Diagnosis, nominated: Diagnosis, nominated_row: int, feasible: Rows
+) -> bool:
+    """Merge the nominated node's verdict into the full pass's diagnosis; True if
+    it adds a node the full pass did not evaluate."""
+    # The nominated node's verdict stays in the diagnosis (upstream shares the
+    # NodeToStatus map), also where the full pass did not reach that node.
+    diagnosis.unschedulable_plugins |= nominated.unschedulable_plugins
+    diagnosis.pending_plugins |= nominated.pending_plugins
+    if nominated_row not in diagnosis.rows and nominated_row not in feasible:
+        diagnosis.extend(nominated)
+        return True
+    return False
+
+
+def set_absent_nodes_status(diagnosis: Diagnosis, status: Status, count: int) -> None:
+    """The nodes PreFilter left out share one status (SetAbsentNodesStatus)."""
+    diagnosis.absent_status = status
+    diagnosis.absent_count = count
