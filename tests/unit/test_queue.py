@@ -70,7 +70,7 @@ def test_error_goes_to_backoff_and_returns_when_it_expires() -> None:
     q, clock = queue()
     q.add(PodInfo(make_pod("p")))
     qpi = pop(q)
-    q.requeue_failed(qpi, q.scheduling_cycle)  # no rejecting plugin: an error
+    q.requeue_failed(qpi)  # no rejecting plugin: an error
     assert "default/p" in q.backoff
     clock.advance_to(0.5)
     assert q.flush_backoff_completed() == 0
@@ -89,11 +89,11 @@ def test_backoff_windows_order_pods_by_priority() -> None:
     q, clock = queue()
     q.add(PodInfo(make_pod("low", priority=1)))
     low = pop(q)
-    q.requeue_failed(low, q.scheduling_cycle)
+    q.requeue_failed(low)
     clock.advance_to(0.4)
     q.add(PodInfo(make_pod("high", priority=100)))
     high = pop(q)
-    q.requeue_failed(high, q.scheduling_cycle)  # fails later, same window (1.0-2.0)
+    q.requeue_failed(high)  # fails later, same window (1.0-2.0)
     assert q.backoff_expiry(low) == q.backoff_expiry(high) == 1.0
     clock.advance_to(2.0)
     assert q.flush_backoff_completed() == 2
@@ -108,8 +108,7 @@ def test_unschedulable_pod_waits_for_an_event_its_plugin_registered() -> None:
     q.add(PodInfo(make_pod("p")))
     qpi = pop(q)
     qpi.unschedulable_plugins = {"NodeResourcesFit"}
-    cycle = q.scheduling_cycle
-    q.requeue_failed(qpi, cycle)
+    q.requeue_failed(qpi)
     assert "default/p" in q.unschedulable
     assert q.on_event(EVENT_ASSIGNED_POD_ADD) == 0  # not an event Fit cares about
     assert "default/p" in q.unschedulable
@@ -124,7 +123,7 @@ def test_event_during_backoff_moves_to_backoffq() -> None:
     q.add(PodInfo(make_pod("p")))
     qpi = pop(q)
     qpi.unschedulable_plugins = {"X"}
-    q.requeue_failed(qpi, q.scheduling_cycle)
+    q.requeue_failed(qpi)
     q.on_event(EVENT_NODE_ADD)
     assert "default/p" in q.backoff
 
@@ -141,7 +140,7 @@ def test_hint_can_decline_the_event() -> None:
     q.add(PodInfo(make_pod("p")))
     qpi = pop(q)
     qpi.unschedulable_plugins = {"X"}
-    q.requeue_failed(qpi, q.scheduling_cycle)
+    q.requeue_failed(qpi)
     assert q.on_event(EVENT_NODE_ADD, None, "bad") == 0
     assert q.on_event(EVENT_NODE_ADD, None, "good") == 1
 
@@ -151,10 +150,9 @@ def test_event_while_in_flight_sends_the_pod_to_backoff_not_the_pool() -> None:
     q, _ = queue(events)
     q.add(PodInfo(make_pod("p")))
     qpi = pop(q)
-    cycle = q.scheduling_cycle
     q.on_event(EVENT_NODE_ADD)  # the cluster changed while p was being tried
     qpi.unschedulable_plugins = {"X"}
-    q.requeue_failed(qpi, cycle)
+    q.requeue_failed(qpi)
     assert "default/p" in q.backoff
 
 
@@ -163,7 +161,7 @@ def test_unschedulable_pods_leave_after_five_minutes() -> None:
     q.add(PodInfo(make_pod("p")))
     qpi = pop(q)
     qpi.unschedulable_plugins = {"Nobody"}
-    q.requeue_failed(qpi, q.scheduling_cycle)
+    q.requeue_failed(qpi)
     clock.advance_to(299)
     assert q.flush_unschedulable_left_over() == 0
     clock.advance_to(301)
@@ -199,8 +197,8 @@ def test_idle_queue_pops_event_moved_pods_from_backoff_but_not_errored_ones() ->
     q.add(PodInfo(make_pod("errored")))
     moved, errored = pop(q), pop(q)
     moved.unschedulable_plugins = {"X"}
-    q.requeue_failed(moved, q.scheduling_cycle)
-    q.requeue_failed(errored, q.scheduling_cycle)  # no rejecting plugin: an error
+    q.requeue_failed(moved)
+    q.requeue_failed(errored)  # no rejecting plugin: an error
     q.on_event(EVENT_NODE_ADD)
     assert "default/moved" in q.backoff and clock.now() < q.backoff_expiry(moved)
     assert pop(q).pod_info.name == "moved"

@@ -240,11 +240,10 @@ def test_in_flight_events_are_judged_by_the_rejecting_plugins_hints() -> None:
     q.add(PodInfo(make_pod("p")))
     qpi = q.pop_nowait()
     assert qpi is not None
-    cycle = q.scheduling_cycle
     q.on_event(node_add, None, "bad")  # X's hint declines it
     q.on_event(pv_add)  # only Y cares, and Y did not reject p
     qpi.unschedulable_plugins = {"X"}
-    q.requeue_failed(qpi, cycle)
+    q.requeue_failed(qpi)
     assert "default/p" in q.unschedulable
 
     q = queue(events)
@@ -253,7 +252,7 @@ def test_in_flight_events_are_judged_by_the_rejecting_plugins_hints() -> None:
     assert qpi is not None
     q.on_event(node_add, None, "good")
     qpi.unschedulable_plugins = {"X"}
-    q.requeue_failed(qpi, q.scheduling_cycle)
+    q.requeue_failed(qpi)
     assert "default/p" in q.backoff
     assert not q.in_flight_events  # nothing in flight: the events are dropped
 
@@ -270,10 +269,10 @@ def test_events_before_a_pods_pop_do_not_count_for_it() -> None:
     second = q.pop_nowait()
     assert second is not None
     second.unschedulable_plugins = {"X"}
-    q.requeue_failed(second, q.scheduling_cycle)
+    q.requeue_failed(second)
     assert "default/second" in q.unschedulable  # the event came before its pop
     first.unschedulable_plugins = {"X"}
-    q.requeue_failed(first, q.scheduling_cycle)
+    q.requeue_failed(first)
     assert "default/first" in q.backoff
     assert not q.in_flight_events
 
@@ -286,7 +285,7 @@ def test_a_pending_plugins_hint_skips_the_backoff() -> None:
     qpi = q.pop_nowait()
     assert qpi is not None
     qpi.pending_plugins = {"P"}
-    q.requeue_failed(qpi, q.scheduling_cycle)
+    q.requeue_failed(qpi)
     assert "default/p" in q.unschedulable
     q.on_event(node_add)
     assert "default/p" in q.active  # queueImmediately, although its backoff is not over
@@ -321,7 +320,7 @@ def test_pre_enqueue_runs_when_an_event_requeues_a_pod() -> None:
     qpi = q.pop_nowait()
     assert qpi is not None
     qpi.unschedulable_plugins = {"Fit"}
-    q.requeue_failed(qpi, q.scheduling_cycle)
+    q.requeue_failed(qpi)
     assert "default/p" in q.unschedulable and not qpi.gated
 
     holding["on"] = True

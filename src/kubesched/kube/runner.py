@@ -233,7 +233,7 @@ class Runner:
                 sched.schedule_one(qpi)
             except Exception:  # never let one pod stop the scheduler
                 log.exception("scheduling %s failed", qpi.pod_info.key)
-                sched.queue.requeue_failed(qpi, sched.queue.scheduling_cycle)
+                sched.queue.requeue_failed(qpi)
             # Let informer events and binding tasks run between cycles.
             await asyncio.sleep(0)
 

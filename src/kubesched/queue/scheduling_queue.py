@@ -94,7 +94,6 @@ class SchedulingQueue:
         self.in_flight_events: list[tuple[int, ClusterEvent, object, object]] = []
         self._in_flight_marks: dict[str, int] = {}
         self._event_seq = 0
-        self.scheduling_cycle = 0
         self._seq = itertools.count()
         self._ready = asyncio.Event()
         self._closed = False
@@ -250,7 +249,6 @@ class SchedulingQueue:
         qpi.attempts += 1
         if qpi.initial_attempt_timestamp is None:
             qpi.initial_attempt_timestamp = self.clock.now()
-        self.scheduling_cycle += 1
         self.in_flight[qpi.pod_info.key] = qpi
         self._in_flight_marks[qpi.pod_info.key] = self._event_seq
         return qpi
@@ -337,14 +335,15 @@ class SchedulingQueue:
             return ea < eb
         return self.active_less(a, b)
 
-    def requeue_failed(self, qpi: QueuedPodInfo, pod_scheduling_cycle: int) -> None:
+    def requeue_failed(self, qpi: QueuedPodInfo) -> None:
         """AddUnschedulableIfNotPresent: a pod whose attempt failed goes back.
 
         Pods rejected by plugins wait in the unschedulable pool for an event,
         unless an event that came while they were being tried is one their
         rejecting plugins' hints take (determineSchedulingHintForInFlightPod);
-        pods that failed with an error wait out their backoff instead.
-        `pod_scheduling_cycle` is kept for callers; the in-flight events decide.
+        pods that failed with an error wait out their backoff instead. Upstream
+        also takes the pod's scheduling cycle; here the in-flight events alone
+        decide, so none is passed.
         """
         key = qpi.pod_info.key
         strategy = self._in_flight_strategy(qpi)

@@ -35,7 +35,6 @@ class BindingCycle(SchedulerBase):
         state: CycleState,
         qpi: QueuedPodInfo,
         node: str,
-        cycle: int,
         started: float | None = None,
     ) -> None:
         """Wait at Permit, PreBind, Bind, PostBind (bindingCycle in schedule_one.go).
@@ -49,7 +48,7 @@ class BindingCycle(SchedulerBase):
             status = await waiting.wait()
             self.waiting_pods.remove(pod.key)
             if not status.is_success():
-                self.handle_binding_cycle_error(fw, state, qpi, node, cycle, status)
+                self.handle_binding_cycle_error(fw, state, qpi, node, status)
                 self._observe_failure(fw, status, started)
                 return
         # Past Permit: events from now on need not be kept for this pod (Done upstream).
@@ -62,7 +61,7 @@ class BindingCycle(SchedulerBase):
             status = await fw.run_bind(state, pod, node)
             self._observe_point(fw, "Bind", point_started, status)
         if not status.is_success():
-            self.handle_binding_cycle_error(fw, state, qpi, node, cycle, status)
+            self.handle_binding_cycle_error(fw, state, qpi, node, status)
             self._observe_failure(fw, status, started)
             return
         self.cache.finish_binding(pod.key)
@@ -87,7 +86,6 @@ class BindingCycle(SchedulerBase):
         state: CycleState,
         qpi: QueuedPodInfo,
         node: str,
-        cycle: int,
         status: Status,
     ) -> None:
         """handleBindingCycleError in schedule_one.go: undo Reserve and the assumed
@@ -99,27 +97,24 @@ class BindingCycle(SchedulerBase):
             log.info("pod %s: binding gave up: %s", qpi.pod_info.key, status.message())
             self.queue.done(qpi.pod_info.key)
             return
-        self._handle_status_failure(fw, qpi, cycle, status)
+        self._handle_status_failure(fw, qpi, status)
 
     # --- failures ------------------------------------------------------------------
 
-    def _handle_status_failure(
-        self, fw: Framework, qpi: QueuedPodInfo, cycle: int, status: Status
-    ) -> None:
+    def _handle_status_failure(self, fw: Framework, qpi: QueuedPodInfo, status: Status) -> None:
         """A plugin's failed status as the attempt's failure: an error, or
         unschedulable because of the plugin that said so."""
         if status.code == Code.ERROR:
             qpi.unschedulable_plugins = set()
-            self.handle_scheduling_failure(fw, qpi, cycle, "SchedulerError", status.message(), None)
+            self.handle_scheduling_failure(fw, qpi, "SchedulerError", status.message(), None)
             return
         qpi.unschedulable_plugins = {status.plugin} if status.plugin else set()
-        self.handle_scheduling_failure(fw, qpi, cycle, "Unschedulable", status.message(), None)
+        self.handle_scheduling_failure(fw, qpi, "Unschedulable", status.message(), None)
 
     def handle_scheduling_failure(
         self,
         fw: Framework,
         qpi: QueuedPodInfo,
-        cycle: int,
         reason: str,
         message: str,
         diagnosis: Diagnosis | None,
@@ -133,7 +128,7 @@ class BindingCycle(SchedulerBase):
             qpi.pending_plugins = set(diagnosis.pending_plugins)
         key = qpi.pod_info.key
         if key in self.queue.in_flight:
-            self.queue.requeue_failed(qpi, cycle)
+            self.queue.requeue_failed(qpi)
             # (A pod deleted meanwhile is no longer in flight: it is not nominated,
             # and nothing is remembered of it.)
             self.nominator.add(qpi.pod, nominated)

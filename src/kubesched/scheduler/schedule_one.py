@@ -64,7 +64,6 @@ class SchedulingCycle(BindingCycle):
             # No profile for it, or it is being deleted (frameworkForPod, skipPodSchedule).
             self.queue.done(pod.key)
             return
-        cycle = self.queue.scheduling_cycle
         started = time.perf_counter()
         if self.observer is not None:
             self._sample_plugins = self.observer.should_sample_plugins()
@@ -72,19 +71,19 @@ class SchedulingCycle(BindingCycle):
         if self.outcome_observer is not None:
             self.outcome_observer.pod_attempted(pod.key, qpi.attempts)
         qpi.tried_at_generation = self.table.generation
-        node = self.scheduling_cycle(fw, state, qpi, cycle, started)
+        node = self.scheduling_cycle(fw, state, qpi, started)
         if node is None:
             return
         # The attempt's duration is observed when its binding cycle ends, as upstream
         # does: scheduling_attempt_duration_seconds includes Permit's wait and the bind.
         task = asyncio.get_event_loop().create_task(
-            self.binding_cycle(fw, state, qpi, node, cycle, started)
+            self.binding_cycle(fw, state, qpi, node, started)
         )
         self.binding_tasks.add(task)
         task.add_done_callback(self.binding_tasks.discard)
 
     def scheduling_cycle(
-        self, fw: Framework, state: CycleState, qpi: QueuedPodInfo, cycle: int, started: float
+        self, fw: Framework, state: CycleState, qpi: QueuedPodInfo, started: float
     ) -> str | None:
         """schedulingCycle in schedule_one.go: pick a node, assume the pod on it, run
         Reserve and Permit; the node, or None if the attempt failed. Upstream hands
@@ -99,7 +98,7 @@ class SchedulingCycle(BindingCycle):
             # What-if runs changed the table and put it back: the attempt saw this one.
             qpi.tried_at_generation = self.table.generation
             self.handle_scheduling_failure(
-                fw, qpi, cycle, "Unschedulable", str(fit), fit.diagnosis, nominating
+                fw, qpi, "Unschedulable", str(fit), fit.diagnosis, nominating
             )
             self._observe("unschedulable", fw, started)
             return None
@@ -110,7 +109,7 @@ class SchedulingCycle(BindingCycle):
                 log.error("pod %s: %s", pod.key, exc)
             qpi.unschedulable_plugins = set()
             qpi.tried_at_generation = self.table.generation
-            self.handle_scheduling_failure(fw, qpi, cycle, reason, str(exc), None)
+            self.handle_scheduling_failure(fw, qpi, reason, str(exc), None)
             self._observe("error" if reason == "SchedulerError" else "unschedulable", fw, started)
             return None
         self._observe_algorithm(started)
@@ -124,7 +123,7 @@ class SchedulingCycle(BindingCycle):
         if not status.is_success():
             fw.run_unreserve(state, pod, node)
             self.cache.forget_pod(pod.key)
-            self._handle_status_failure(fw, qpi, cycle, status)
+            self._handle_status_failure(fw, qpi, status)
             self._observe_failure(fw, status, started)
             return None
         point_started = time.perf_counter()
@@ -133,7 +132,7 @@ class SchedulingCycle(BindingCycle):
         if status.code not in (Code.SUCCESS, Code.WAIT):
             fw.run_unreserve(state, pod, node)
             self.cache.forget_pod(pod.key)
-            self._handle_status_failure(fw, qpi, cycle, status)
+            self._handle_status_failure(fw, qpi, status)
             self._observe_failure(fw, status, started)
             return None
         if waits:
