@@ -31,6 +31,9 @@ MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND = 5
 
 
 class FitError(Exception):
+    """No node fits the pod (framework.FitError upstream); str() is the message
+    users see, rebuilt once PostFilter has added its part."""
+
     def __init__(self, pod: PodInfo, num_all_nodes: int, diagnosis: Diagnosis) -> None:
         self.pod = pod
         self.num_all_nodes = num_all_nodes
@@ -39,6 +42,8 @@ class FitError(Exception):
 
 
 class NoNodesError(Exception):
+    """The cluster has no nodes at all (ErrNoNodesAvailable upstream)."""
+
     def __init__(self) -> None:
         super().__init__(NO_NODES_AT_ALL)
 
@@ -53,7 +58,8 @@ class ScheduleResult:
 
 
 class SchedulingCycle(BindingCycle):
-    """The Scheduler's scheduling cycle."""
+    """The Scheduler's scheduling cycle. It builds on BindingCycle because it starts
+    the binding cycle and fails attempts through handle_scheduling_failure."""
 
     def schedule_one(self, qpi: QueuedPodInfo) -> None:
         """One scheduling cycle; on success the binding cycle is started as a task
