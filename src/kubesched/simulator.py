@@ -16,7 +16,9 @@ from kubesched.cluster.memory import InMemoryCluster, RecordedEvent
 from kubesched.cluster.volume_writer import InMemoryVolumeWriter
 from kubesched.framework.clock import SimClock
 from kubesched.framework.fit_error import Diagnosis
+from kubesched.framework.handle import Listers
 from kubesched.framework.profile import ProfileConfig
+from kubesched.framework.registry import Registry
 from kubesched.framework.storage import StorageState
 from kubesched.scheduler import Scheduler
 
@@ -117,6 +119,7 @@ def simulate(
     pdbs: Sequence[PodDisruptionBudget] = (),
     storage: StorageState | None = None,
     namespaces: Mapping[str, Namespace] | None = None,
+    registry: Registry | None = None,
 ) -> SimulationResult:
     """Schedule `pods` (in queue order; those with spec.nodeName already run) on `nodes`.
     `pdbs` (with their status) are what preemption respects where it can."""
@@ -131,6 +134,7 @@ def simulate(
             pdbs,
             storage,
             namespaces,
+            registry,
         )
     )
 
@@ -145,6 +149,7 @@ async def _simulate(
     pdbs: Sequence[PodDisruptionBudget] = (),
     storage: StorageState | None = None,
     namespaces: Mapping[str, Namespace] | None = None,
+    registry: Registry | None = None,
 ) -> SimulationResult:
     clock = SimClock()
     cluster = InMemoryCluster()
@@ -152,6 +157,16 @@ async def _simulate(
         cluster.nodes[node.metadata.name] = node
     for pod in pods:
         cluster.pods[pod.key] = pod
+    # The volume plugins' objects, a copy that PreBind binds claims in. Its writer
+    # lands PreBind's writes there and completes them as the PV controller and
+    # provisioner would (as the runner's KubeVolumeWriter writes to the API server);
+    # the nodes are the provisioner's topology source.
+    listers = Listers(
+        storage=StorageState() if storage is None else storage.copy(),
+        pdbs=list(pdbs),
+        namespaces=dict(namespaces or {}),
+    )
+    listers.storage.writer = InMemoryVolumeWriter(listers.storage, cluster.nodes)
     recorder = OutcomeRecorder()
     scheduler = Scheduler(
         profiles,
@@ -160,18 +175,12 @@ async def _simulate(
         seed=seed,
         percentage_of_nodes_to_score=percentage,
         outcome_observer=recorder,
+        listers=listers,
+        registry=registry,
     )
-    scheduler.handle.pdbs = list(pdbs)
-    scheduler.handle.namespaces = dict(namespaces or {})
     if storage is not None:
-        # The volume plugins' objects; PreBind binds claims in this copy, and every
-        # change reaches the queue as the informers' events would.
-        scheduler.handle.storage = storage.copy()
-        scheduler.handle.storage.subscribe(scheduler.queue.on_event)
-    # PreBind's volume writes land in the scheduler's storage, which the writer's
-    # PV controller and provisioner then complete (as the runner's KubeVolumeWriter
-    # writes to the API server); the nodes are the provisioner's topology source.
-    scheduler.handle.storage.writer = InMemoryVolumeWriter(scheduler.handle.storage, cluster.nodes)
+        # Every change to the volume objects reaches the queue as the informers' would.
+        listers.storage.subscribe(scheduler.queue.on_event)
     started = time.perf_counter()
     cluster.watch(scheduler)
     total = len(scheduler.queue.active) + len(scheduler.queue.unschedulable)

@@ -17,6 +17,7 @@ from kubesched.framework.profile import PluginRef, ProfileConfig
 from kubesched.framework.registry import register
 from kubesched.framework.status import Status
 from kubesched.framework.types import PodInfo
+from kubesched.framework.waiting import WaitingPods
 from kubesched.kube.runner import Runner, RunOptions, default_config
 from kubesched.scheduler import Scheduler
 from kubesched.simulator import run_until_quiet
@@ -45,6 +46,7 @@ def runner_over(
         clock=clock,
         seed=1,
         observer=runner.metrics if metrics else None,
+        waiting_pods=WaitingPods(clock, observe=runner.observe_permit_wait) if metrics else None,
     )
     if metrics:
         runner.attach_metrics()

@@ -16,6 +16,7 @@ from kubesched.framework.runtime import Framework
 from kubesched.framework.status import Status
 from kubesched.framework.types import PodInfo
 from kubesched.logs import JSONFormatter, TextFormatter
+from kubesched.plugins.registry import default_registry
 from kubesched.testing import make_node, make_pod, make_table
 
 called: list[str] = []
@@ -65,7 +66,7 @@ def framework() -> Framework:
             "postBind": PluginSet([PluginRef(Breaks.name), PluginRef(UndoesFine.name)]),
         },
     )
-    return Framework(profile, Handle(make_table([make_node("n1")])))
+    return Framework(profile, Handle(make_table([make_node("n1")])), default_registry())
 
 
 def errors(caplog: pytest.LogCaptureFixture) -> list[logging.LogRecord]:

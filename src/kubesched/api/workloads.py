@@ -105,3 +105,28 @@ class Job(_Api):
 
 
 Workload = Deployment | ReplicaSet | StatefulSet | DaemonSet | Job
+
+
+class MapSelectorSpec(_Api):
+    """A Service's or ReplicationController's spec, as far as the scheduler reads it: its
+    selector, a plain label map (nil and empty select nothing for a Service)."""
+
+    selector: dict[str, str] | None = None
+
+
+class Service(_Api):
+    """Read only for its selector (PodTopologySpread's default constraints)."""
+
+    api_version: str = "v1"
+    kind: str = "Service"
+    metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)
+    spec: MapSelectorSpec = msgspec.field(default_factory=MapSelectorSpec)
+
+
+class ReplicationController(_Api):
+    """Read only for its selector (PodTopologySpread's default constraints)."""
+
+    api_version: str = "v1"
+    kind: str = "ReplicationController"
+    metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)
+    spec: MapSelectorSpec = msgspec.field(default_factory=MapSelectorSpec)

@@ -14,8 +14,10 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedCo
 
 from kubesched.cli.report import as_document, print_report
 from kubesched.cluster.manifests import load_paths, pending_pods, running_pods
+from kubesched.framework.interfaces import Plugin
 from kubesched.framework.profile import ProfileConfig
 from kubesched.framework.registry import load_plugin_path
+from kubesched.plugins.registry import default_registry
 from kubesched.simulator import simulate
 
 # Pods for the default scheduler, and for kubesched by name, are both simulated.
@@ -79,11 +81,16 @@ def simulate_command(
 ) -> None:
     """Schedule the pods of a cluster described in manifests, touching nothing."""
     err = Console(stderr=True)
+    loaded: list[type[Plugin]] = []
     for target in plugins:
         try:
-            load_plugin_path(target)
+            loaded.append(load_plugin_path(target))
         except Exception as exc:
             raise click.BadParameter(f"{target}: {exc}", param_hint="--plugin") from None
+    try:
+        registry = default_registry(loaded)
+    except ValueError as exc:  # two plugins of one name
+        raise click.BadParameter(str(exc), param_hint="--plugin") from None
     profiles = [_profile(name, enabled) for name in SIMULATED_SCHEDULER_NAMES]
 
     if not paths and not from_cluster:
@@ -126,6 +133,7 @@ def simulate_command(
             pdbs=state.pdbs,
             namespaces=state.namespaces,
             storage=state.storage,
+            registry=registry,
         )
 
     if output == "json":

@@ -13,16 +13,17 @@ from kubesched.api.objects import (
     LabelSelector,
     Namespace,
     PodDisruptionBudget,
-    PriorityClass,
 )
+from kubesched.framework.client import ClusterClient
 from kubesched.framework.clock import Clock, SimClock
 from kubesched.framework.node_table import NodeTable
 from kubesched.framework.storage import StorageState
 from kubesched.framework.types import PodInfo
+from kubesched.framework.waiting import WaitingPods
 
 if TYPE_CHECKING:
-    from kubesched.framework.client import ClusterClient
-    from kubesched.framework.waiting import WaitingPods
+    # interfaces names Handle in its signatures: only the types meet here.
+    from kubesched.framework.interfaces import FrameworkRunner
 
 
 class NominatedPods(Protocol):
@@ -59,12 +60,31 @@ def run_in_background(coro: Coroutine[Any, Any, None]) -> None:
 
 
 @dataclass
+class Listers:
+    """The cluster objects plugins read besides nodes and pods (the informers' listers
+    upstream), kept current in place by the source of truth: the in-memory cluster in
+    `simulate`, watches in `run`. The scheduler builds its Handle once from them."""
+
+    # PVs, PVCs, StorageClasses and CSI objects, for the volume plugins.
+    storage: StorageState = field(default_factory=StorageState)
+    # The cluster's PodDisruptionBudgets (preemption prefers not to violate them).
+    pdbs: list[PodDisruptionBudget] = field(default_factory=list)
+    # Namespaces by name, for InterPodAffinity's namespaceSelector.
+    namespaces: dict[str, Namespace] = field(default_factory=dict)
+    # The selectors PodTopologySpread's default constraints are built from, by
+    # (namespace, kind, name); None: not known (see Handle.workload_selectors).
+    workload_selectors: dict[tuple[str, str, str], LabelSelector] | None = None
+
+
+@dataclass
 class Handle:
+    """What the framework lends to the plugins of one profile; built once, never
+    re-wired. Each profile's framework holds its own copy, with itself as `framework`."""
+
     nodes: NodeTable
     clock: Clock = field(default_factory=SimClock)
     cluster: ClusterClient | None = None
     waiting_pods: WaitingPods | None = None
-    priority_classes: dict[str, PriorityClass] = field(default_factory=dict)
     parallelism: int = 16
     # Ask the queue to retry pods (used by plugins that free or reserve resources).
     activate: Callable[[list[str]], None] = lambda keys: None
@@ -86,3 +106,6 @@ class Handle:
     # "ReplicaSet", "StatefulSet", "ReplicationController". None: not known, and
     # the pod's own labels stand in for its controller's selector.
     workload_selectors: dict[tuple[str, str, str], LabelSelector] | None = None
+    # The framework of the profile this handle belongs to: Filter over nodes, with
+    # nominated pods, and PreFilterExtensions, for PostFilter plugins.
+    framework: FrameworkRunner | None = None

@@ -283,8 +283,10 @@ class FrameworkRunner(Protocol):
 
 
 class PostFilterPlugin(Plugin):
-    # The framework of the profile this instance runs in; the framework sets it.
-    framework: FrameworkRunner | None = None
+    @property
+    def framework(self) -> FrameworkRunner | None:
+        """The framework of the profile this instance runs in (its handle's)."""
+        return None if self._handle is None else self._handle.framework
 
     def post_filter(
         self, state: CycleState, pod: PodInfo, diagnosis: Any

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from kubesched.framework.registry import lookup
+from kubesched.framework.registry import Registry
 
 DEFAULT_SCHEDULER_NAME = "default-scheduler"
 
@@ -71,7 +71,9 @@ class ResolvedProfile:
     weights: dict[str, int]
 
 
-def resolve(profile: ProfileConfig, extension_points: Mapping[str, type]) -> ResolvedProfile:
+def resolve(
+    profile: ProfileConfig, extension_points: Mapping[str, type], registry: Registry
+) -> ResolvedProfile:
     """Expand multiPoint into the extension points, as kube-scheduler orders them:
     first the plugins a point names that multiPoint also has (in the point's order),
     then the rest of multiPoint, then the other plugins the point names."""
@@ -86,7 +88,7 @@ def resolve(profile: ProfileConfig, extension_points: Mapping[str, type]) -> Res
             skipped = multi.disables(ref.name) or specific.disables(ref.name)
             if skipped or ref.name in specific_names:
                 continue
-            if issubclass(lookup(ref.name), base):
+            if issubclass(registry[ref.name], base):
                 multi_names.append(ref.name)
         multi_set = {r.name for r in multi.enabled}
         overrides = [n for n in specific_names if n in multi_set]

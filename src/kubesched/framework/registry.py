@@ -1,10 +1,20 @@
-"""The plugin registry: built-ins, plugins registered in code, and installed entry points.
+"""The plugin registry: plugins by name, as a value (frameworkruntime.Registry upstream).
 
-A custom plugin is found by the name a profile uses. Packages make theirs
-known through the `kubesched.plugins` entry-point group, e.g. in pyproject:
+Whoever builds a scheduler assembles one registry (kubesched.plugins.registry has
+the in-tree plugins and `default_registry`) and hands it to each profile's
+framework, which looks its plugins up there. Out-of-tree plugins come from three
+places:
 
-    [project.entry-points."kubesched.plugins"]
-    AppPool = "mypackage.plugins:AppPool"
+* installed packages, through the `kubesched.plugins` entry-point group, e.g. in
+  pyproject:
+
+      [project.entry-points."kubesched.plugins"]
+      AppPool = "mypackage.plugins:AppPool"
+
+* files or modules named on the command line (`--plugin path/to/file.py:Class`),
+  loaded with `load_plugin_path`;
+* classes decorated with `@register` in code that runs before the scheduler is
+  built (scripts, tests): `registered_in_code` lists them.
 """
 
 from __future__ import annotations
@@ -12,7 +22,8 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import sys
-from importlib.metadata import entry_points
+from collections.abc import Iterable, Iterator, Mapping
+from importlib.metadata import EntryPoint, entry_points
 from pathlib import Path
 from typing import TypeVar
 
@@ -22,31 +33,8 @@ P = TypeVar("P", bound=type[Plugin])
 
 ENTRY_POINT_GROUP = "kubesched.plugins"
 
-# name -> "module:Class" of the built-ins, imported on first use.
-_BUILTINS = {
-    "PrioritySort": "kubesched.plugins.prioritysort:PrioritySort",
-    "SchedulingGates": "kubesched.plugins.schedulinggates:SchedulingGates",
-    "NodeUnschedulable": "kubesched.plugins.nodeunschedulable:NodeUnschedulable",
-    "NodeName": "kubesched.plugins.nodename:NodeName",
-    "TaintToleration": "kubesched.plugins.tainttoleration:TaintToleration",
-    "NodeAffinity": "kubesched.plugins.nodeaffinity:NodeAffinity",
-    "NodePorts": "kubesched.plugins.nodeports:NodePorts",
-    "NodeResourcesFit": "kubesched.plugins.noderesources:NodeResourcesFit",
-    "NodeResourcesBalancedAllocation": (
-        "kubesched.plugins.noderesources:NodeResourcesBalancedAllocation"
-    ),
-    "ImageLocality": "kubesched.plugins.imagelocality:ImageLocality",
-    "DefaultBinder": "kubesched.plugins.defaultbinder:DefaultBinder",
-    "VolumeBinding": "kubesched.plugins.volumebinding:VolumeBinding",
-    "VolumeZone": "kubesched.plugins.volumezone:VolumeZone",
-    "VolumeRestrictions": "kubesched.plugins.volumerestrictions:VolumeRestrictions",
-    "NodeVolumeLimits": "kubesched.plugins.nodevolumelimits:NodeVolumeLimits",
-    "DefaultPreemption": "kubesched.plugins.defaultpreemption:DefaultPreemption",
-    "PodTopologySpread": "kubesched.plugins.podtopologyspread:PodTopologySpread",
-    "InterPodAffinity": "kubesched.plugins.interpodaffinity:InterPodAffinity",
-}
-
-_registered: dict[str, type[Plugin]] = {}
+# Classes decorated with @register, by name, in the order they were defined.
+_in_code: dict[str, type[Plugin]] = {}
 
 
 class UnknownPluginError(KeyError):
@@ -54,15 +42,87 @@ class UnknownPluginError(KeyError):
         return f"unknown plugin {self.args[0]!r}: not built in, not registered, no entry point"
 
 
-def register(cls: P) -> P:
-    """Class decorator: make a plugin known by its `name`."""
-    if not cls.name:
-        raise ValueError(f"plugin class {cls.__qualname__} has no `name`")
-    _registered[cls.name] = cls
+class DuplicatePluginError(ValueError):
+    """Registry.Merge's error: two plugins with one name."""
+
+
+def _check_plugin_class(cls: object, origin: str) -> type[Plugin]:
+    if not (isinstance(cls, type) and issubclass(cls, Plugin)):
+        raise TypeError(f"{origin} is not a kubesched Plugin class")
     return cls
 
 
-def _load(target: str) -> type[Plugin]:
+class Registry(Mapping[str, type[Plugin]]):
+    """Plugin classes by name. Entry points are imported when first looked up, so
+    that an installed package nobody enables costs nothing."""
+
+    __slots__ = ("_entries",)
+
+    def __init__(self, plugins: Mapping[str, type[Plugin] | EntryPoint] | None = None) -> None:
+        self._entries: dict[str, type[Plugin] | EntryPoint] = dict(plugins or {})
+
+    @classmethod
+    def of(cls, plugins: Iterable[type[Plugin]]) -> Registry:
+        """A registry of classes, each under its `name`."""
+        entries: dict[str, type[Plugin] | EntryPoint] = {}
+        for plugin in plugins:
+            if not plugin.name:
+                raise ValueError(f"plugin class {plugin.__qualname__} has no `name`")
+            entries[plugin.name] = plugin
+        return cls(entries)
+
+    def __getitem__(self, name: str) -> type[Plugin]:
+        entry = self._entries.get(name)
+        if entry is None:
+            raise UnknownPluginError(name)
+        if isinstance(entry, EntryPoint):
+            # Imported once; the registry keeps the class (a cache, not a new entry).
+            entry = self._entries[name] = _check_plugin_class(
+                entry.load(), f"entry point {entry.value}"
+            )
+        return entry
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._entries)
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._entries
+
+    def updated(self, other: Registry) -> Registry:
+        """Both registries' plugins, `other`'s where a name is in both."""
+        return Registry({**self._entries, **other._entries})
+
+    def merged(self, other: Registry) -> Registry:
+        """Registry.Merge: both registries' plugins; a name in both is an error."""
+        clash = sorted(set(self._entries) & set(other._entries))
+        if clash:
+            raise DuplicatePluginError(f"a plugin named {clash[0]} already exists")
+        return Registry({**self._entries, **other._entries})
+
+
+def register(cls: P) -> P:
+    """Class decorator: make a plugin defined in code known by its `name` to the
+    registries built after it (`registered_in_code`)."""
+    if not cls.name:
+        raise ValueError(f"plugin class {cls.__qualname__} has no `name`")
+    _in_code[cls.name] = cls
+    return cls
+
+
+def registered_in_code() -> Registry:
+    return Registry(dict(_in_code))
+
+
+def installed_plugins() -> Registry:
+    """The plugins of installed packages (the `kubesched.plugins` entry points)."""
+    return Registry({ep.name: ep for ep in entry_points(group=ENTRY_POINT_GROUP)})
+
+
+def load_plugin_path(target: str) -> type[Plugin]:
+    """The plugin class named by "module:Class" or "path/to/file.py:Class" (--plugin)."""
     module_name, _, attr = target.rpartition(":")
     if not module_name or not attr:
         raise ValueError(f"{target!r}: expected MODULE:CLASS or path/to/file.py:CLASS")
@@ -76,33 +136,4 @@ def _load(target: str) -> type[Plugin]:
         spec.loader.exec_module(module)
     else:
         module = importlib.import_module(module_name)
-    cls = getattr(module, attr)
-    if not (isinstance(cls, type) and issubclass(cls, Plugin)):
-        raise TypeError(f"{target} is not a kubesched Plugin class")
-    return cls
-
-
-def load_plugin_path(target: str) -> type[Plugin]:
-    """Register a plugin given as "module:Class" (the CLI's --plugin)."""
-    return register(_load(target))
-
-
-def lookup(name: str) -> type[Plugin]:
-    if name in _registered:
-        return _registered[name]
-    if name in _BUILTINS:
-        cls = _load(_BUILTINS[name])
-        _registered[name] = cls
-        return cls
-    for ep in entry_points(group=ENTRY_POINT_GROUP):
-        if ep.name == name:
-            cls = ep.load()
-            if not (isinstance(cls, type) and issubclass(cls, Plugin)):
-                raise TypeError(f"entry point {ep.value} is not a kubesched Plugin class")
-            _registered[name] = cls
-            return cls
-    raise UnknownPluginError(name)
-
-
-def builtin_names() -> list[str]:
-    return list(_BUILTINS)
+    return _check_plugin_class(getattr(module, attr), target)

@@ -7,6 +7,7 @@ as kube-scheduler's node-by-node loop that stops at the first failing plugin.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 from collections.abc import Callable, Mapping
@@ -21,7 +22,7 @@ from kubesched.framework.fit_error import Diagnosis
 from kubesched.framework.handle import Handle
 from kubesched.framework.node_table import IntArray, NodeTable, Rows
 from kubesched.framework.profile import ProfileConfig, resolve
-from kubesched.framework.registry import lookup
+from kubesched.framework.registry import Registry
 from kubesched.framework.status import Code, Status
 from kubesched.framework.types import PodInfo, QueuedPodInfo
 
@@ -58,18 +59,21 @@ class Framework:
         self,
         profile: ProfileConfig,
         handle: Handle,
+        registry: Registry,
         *,
         observe: DurationObserver | None = None,
     ) -> None:
         self.profile_name = profile.scheduler_name
-        self.handle = handle
+        # This profile's handle: the shared one with this framework as its runner
+        # (upstream's frameworkImpl is the Handle its plugins get).
+        handle = self.handle = dataclasses.replace(handle, framework=self)
         self.percentage_of_nodes_to_score = profile.percentage_of_nodes_to_score
-        resolved = resolve(profile, ifc.EXTENSION_POINTS)
+        resolved = resolve(profile, ifc.EXTENSION_POINTS, registry)
         self.instances: dict[str, ifc.Plugin] = {}
         for names in resolved.points.values():
             for name in names:
                 if name not in self.instances:
-                    cls = lookup(name)
+                    cls = registry[name]
                     args = profile.plugin_config.get(name)
                     self.instances[name] = cls(args, handle)
         self.points = resolved.points
@@ -92,8 +96,6 @@ class Framework:
         self.pre_filter = plugins("preFilter", ifc.PreFilterPlugin)
         self.filter = plugins("filter", ifc.FilterPlugin)
         self.post_filter = plugins("postFilter", ifc.PostFilterPlugin)
-        for post_filter in self.post_filter:
-            post_filter.framework = self
         self.pre_score = plugins("preScore", ifc.PreScorePlugin)
         self.score = plugins("score", ifc.ScorePlugin)
         self.reserve = plugins("reserve", ifc.ReservePlugin)

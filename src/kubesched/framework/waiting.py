@@ -72,11 +72,11 @@ class WaitingPod:
 class WaitingPods:
     """The pods waiting at Permit, by key; plugins allow or reject them by key."""
 
-    def __init__(self, clock: Clock) -> None:
+    def __init__(self, clock: Clock, observe: WaitObserver | None = None) -> None:
         self.clock = clock
         self._pods: dict[str, WaitingPod] = {}
-        # Set by whoever exports metrics (`kubesched run`): every wait is observed.
-        self.observe: WaitObserver | None = None
+        # Given by whoever exports metrics (`kubesched run`): every wait is observed.
+        self.observe = observe
 
     def add(self, key: str, node_name: str, plugin_timeouts: dict[str, float]) -> WaitingPod:
         waiting = WaitingPod(key, node_name, plugin_timeouts, self.clock, self.observe)

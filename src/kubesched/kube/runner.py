@@ -20,8 +20,10 @@ from typing import Any
 from kubesched.api.objects import Namespace, Node, Pod, PodDisruptionBudget
 from kubesched.config import SchedulerConfig, load_config
 from kubesched.framework.clock import RealClock
+from kubesched.framework.handle import Listers
 from kubesched.framework.profile import ProfileConfig
 from kubesched.framework.status import Status
+from kubesched.framework.waiting import WaitingPods
 from kubesched.kube.client import KubeClient
 from kubesched.kube.cluster import KubeCluster
 from kubesched.kube.config import load_connection
@@ -29,6 +31,7 @@ from kubesched.kube.informer import Handlers, Informer
 from kubesched.kube.leader import LeaderElectionConfig, LeaderElector
 from kubesched.kube.plugin_metrics import instrument_plugins
 from kubesched.kube.storage import KubeVolumeWriter, storage_informers
+from kubesched.kube.workload_selectors import WorkloadSelectors, workload_selector_informers
 from kubesched.kube.writer import EventWriter, StatusWriter
 from kubesched.metrics import SchedulerMetrics, status_label
 from kubesched.scheduler import Scheduler
@@ -89,15 +92,23 @@ class Runner:
         events = EventWriter(client, qps=cfg.qps / 2, burst=max(1, cfg.burst // 2))
         statuses = StatusWriter(client, qps=cfg.qps / 2, burst=max(1, cfg.burst // 2))
         cluster = KubeCluster(client, events, statuses)
+        clock = RealClock()
+        # The stores the informers below keep current; PodTopologySpread's default
+        # constraints read the selectors of Services and controllers from them.
+        workload_selectors: WorkloadSelectors = {}
+        listers = Listers(workload_selectors=workload_selectors)
+        listers.storage.writer = KubeVolumeWriter(client)
         self.scheduler = sched = Scheduler(
             cfg.profiles,
             cluster,
-            clock=RealClock(),
+            clock=clock,
             seed=self.options.seed,
             percentage_of_nodes_to_score=cfg.percentage_of_nodes_to_score,
             pod_initial_backoff=cfg.pod_initial_backoff,
             pod_max_backoff=cfg.pod_max_backoff,
             observer=self.metrics,
+            listers=listers,
+            waiting_pods=WaitingPods(clock, observe=self.observe_permit_wait),
         )
         self.attach_metrics()
         nodes: Informer[Node] = Informer(
@@ -117,7 +128,7 @@ class Runner:
         )
 
         def refresh_pdbs() -> None:
-            sched.handle.pdbs = list(pdbs.store.values())
+            listers.pdbs[:] = pdbs.store.values()
 
         # Preemption reads the budgets as a list (the PDB lister upstream).
         pdbs: Informer[PodDisruptionBudget] = Informer(
@@ -132,7 +143,7 @@ class Runner:
             name="poddisruptionbudgets",
         )
         # InterPodAffinity's namespaceSelector reads namespaces' labels.
-        known = sched.handle.namespaces
+        known = listers.namespaces
 
         def namespace_gone(ns: Namespace) -> None:
             known.pop(ns.metadata.name, None)
@@ -148,7 +159,8 @@ class Runner:
             ),
             name="namespaces",
         )
-        self.informers = [nodes, pods, pdbs, namespaces]
+        selectors = workload_selector_informers(client, workload_selectors)
+        self.informers = [nodes, pods, pdbs, namespaces, *selectors]
         # PVs, PVCs, StorageClasses and CSI objects, if a profile's plugins read them.
         volumes: list[Informer[Any]] = []
         if any(
@@ -156,9 +168,8 @@ class Runner:
             for fw in sched.frameworks.values()
             for plugin in fw.instances.values()
         ):
-            sched.handle.storage.writer = KubeVolumeWriter(client)
-            sched.handle.storage.subscribe(sched.queue.on_event)
-            volumes = storage_informers(client, sched.handle.storage)
+            listers.storage.subscribe(sched.queue.on_event)
+            volumes = storage_informers(client, listers.storage)
             self.informers.extend(volumes)
 
         self.server = HealthServer(self.metrics, self.options.health_host, self.options.health_port)
@@ -174,12 +185,12 @@ class Runner:
         self._spawn(nodes.run(), "informer-nodes")
         self._spawn(pdbs.run(), "informer-pdbs")
         self._spawn(namespaces.run(), "informer-namespaces")
-        for informer in volumes:
+        for informer in [*selectors, *volumes]:
             self._spawn(informer.run(), f"informer-{informer.name}")
         await self._until(nodes.synced.wait())
         await self._until(pdbs.synced.wait())
         await self._until(namespaces.synced.wait())
-        for informer in volumes:
+        for informer in [*selectors, *volumes]:
             await self._until(informer.synced.wait())
         self._spawn(pods.run(), "informer-pods")
         await self._until(pods.synced.wait())
@@ -254,14 +265,13 @@ class Runner:
     def attach_metrics(self) -> None:
         """The metrics upstream takes in its framework and plugins rather than in the
         scheduling loop (which reports through the scheduler's Observer): plugin
-        evaluations and preemption (instrumented plugins), and Permit's waits
-        (WaitOnPermit)."""
+        evaluations and preemption (instrumented plugins), Permit's waits
+        (WaitOnPermit) are observed by the WaitingPods the scheduler is built with."""
         sched = self.scheduler
         assert sched is not None
         instrument_plugins(sched.frameworks.values(), self.metrics)
-        sched.waiting_pods.observe = self._observe_permit_wait
 
-    def _observe_permit_wait(self, status: Status, seconds: float) -> None:
+    def observe_permit_wait(self, status: Status, seconds: float) -> None:
         self.metrics.observe_permit_wait(status_label(status.code), seconds)
 
     def update_metrics(self) -> None:

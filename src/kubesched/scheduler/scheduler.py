@@ -21,11 +21,13 @@ from kubesched.api.objects import ObjectMeta, Pod
 from kubesched.cache.cache import Cache
 from kubesched.framework.client import ClusterClient
 from kubesched.framework.clock import Clock, SimClock
-from kubesched.framework.handle import Handle
+from kubesched.framework.handle import Handle, Listers
 from kubesched.framework.profile import ProfileConfig
+from kubesched.framework.registry import Registry
 from kubesched.framework.runtime import Framework
 from kubesched.framework.types import PodInfo, QueuedPodInfo
 from kubesched.framework.waiting import WaitingPods
+from kubesched.plugins.registry import default_registry
 from kubesched.queue.nominator import Nominator
 from kubesched.queue.scheduling_queue import QueueProfile, SchedulingQueue
 from kubesched.scheduler.base import Observer, OutcomeObserver
@@ -50,21 +52,41 @@ class Scheduler(EventHandlers, SchedulingCycle):
         pod_max_backoff: float = 10.0,
         observer: Observer | None = None,
         outcome_observer: OutcomeObserver | None = None,
+        listers: Listers | None = None,
+        registry: Registry | None = None,
+        waiting_pods: WaitingPods | None = None,
     ) -> None:
         self.clock = clock or SimClock()
         self.cluster = cluster
         self.cache = Cache()
         self.table = self.cache.table
-        self.waiting_pods = WaitingPods(self.clock)
+        self.waiting_pods = WaitingPods(self.clock) if waiting_pods is None else waiting_pods
+        self.rng = np.random.default_rng(seed)
+        self.listers = Listers() if listers is None else listers
+        # Built once, from the listers and the scheduler's own services; every
+        # profile's framework takes a copy naming itself as the runner.
         self.handle = Handle(
-            self.table, self.clock, cluster, self.waiting_pods, activate=self._activate
+            self.table,
+            self.clock,
+            cluster,
+            self.waiting_pods,
+            activate=self._activate,
+            storage=self.listers.storage,
+            pdbs=self.listers.pdbs,
+            nominated=_QueuedNominations(self),
+            clear_nominated_node=self._clear_nominations,
+            rng=self.rng,
+            spawn=self._spawn,
+            namespaces=self.listers.namespaces,
+            workload_selectors=self.listers.workload_selectors,
         )
+        registry = default_registry() if registry is None else registry
         self.frameworks = {}
         for profile in profiles:
             if profile.scheduler_name in self.frameworks:
                 raise ValueError(f"duplicate profile for scheduler name {profile.scheduler_name!r}")
             self.frameworks[profile.scheduler_name] = Framework(
-                profile, self.handle, observe=self._observe_plugin if observer else None
+                profile, self.handle, registry, observe=self._observe_plugin if observer else None
             )
         self.queue = SchedulingQueue(
             {
@@ -75,12 +97,7 @@ class Scheduler(EventHandlers, SchedulingCycle):
             initial_backoff=pod_initial_backoff,
             max_backoff=pod_max_backoff,
         )
-        self.rng = np.random.default_rng(seed)
         self.nominator = Nominator()
-        self.handle.rng = self.rng
-        self.handle.nominated = _QueuedNominations(self)
-        self.handle.clear_nominated_node = self._clear_nominations
-        self.handle.spawn = self._spawn
         self.percentage_of_nodes_to_score = percentage_of_nodes_to_score
         self.next_start_node_index = 0
         # The share of filtered nodes that fitted lately, to size the first batch.

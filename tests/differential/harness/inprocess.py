@@ -20,6 +20,7 @@ from kubesched.cluster.manifests import load_documents
 from kubesched.cluster.memory import InMemoryCluster
 from kubesched.config.file import parse_config
 from kubesched.framework.cycle_state import CycleState
+from kubesched.framework.handle import Listers
 from kubesched.framework.status import Code
 from kubesched.framework.storage import StorageState
 from kubesched.framework.types import PodInfo, QueuedPodInfo
@@ -72,18 +73,18 @@ def score_step(
             pending = p
     if pending is None:
         raise HarnessError(f"in-process state: pod {name} not loaded")
-    sched = Scheduler(config.profiles, cluster, seed=0)
-    # As the simulator sets them up.
-    sched.handle.pdbs = list(state.pdbs)
-    sched.handle.namespaces = dict(state.namespaces)
-    sched.handle.priority_classes = dict(state.priority_classes)
-    # Not state.storage: the manifest loader plays the PV controller (and completes
-    # the bindings), which the harness's API server does not run.
-    sched.handle.storage = _storage(scenario, namespace)
-    # Preemption's evictions (if it finds victims) must not happen: drop them.
-    sched.handle.spawn = lambda coro: coro.close()
-    cluster.watch(sched)
+    # As the simulator builds it. Not state.storage: the manifest loader plays the PV
+    # controller (and completes the bindings), which the harness's API server does not run.
+    listers = Listers(
+        storage=_storage(scenario, namespace),
+        pdbs=list(state.pdbs),
+        namespaces=dict(state.namespaces),
+    )
+    sched = Scheduler(config.profiles, cluster, seed=0, listers=listers)
     fw = sched.frameworks[SCHEDULER_NAME]
+    # Preemption's evictions (if it finds victims) must not happen: drop them.
+    fw.handle.spawn = lambda coro: coro.close()
+    cluster.watch(sched)
     cycle = CycleState()
     info = PodInfo(pending)
     feasible, diagnosis, _ = sched.find_nodes_that_fit(fw, cycle, info)

@@ -43,6 +43,7 @@ from kubesched.plugins.defaultpreemption.candidates import (
     pick_one_node_for_preemption,
     start_time,
 )
+from kubesched.plugins.registry import default_registry
 from kubesched.testing import make_node, make_pod, make_table
 
 # --- a PreFilter plugin with per-cycle state, to see PreFilterExtensions at work ----------
@@ -192,10 +193,11 @@ def setup(
         {"multiPoint": PluginSet([PluginRef(n) for n in names])},
         plugin_config={"DefaultPreemption": dict(args or {})},
     )
-    fw = Framework(profile, handle)
+    fw = Framework(profile, handle, default_registry())
     plugin = fw.instances["DefaultPreemption"]
     assert isinstance(plugin, DefaultPreemption)
-    return Env(fw, handle, table, cluster, plugin, spawned)
+    # The framework lends its plugins its own copy of the handle.
+    return Env(fw, fw.handle, table, cluster, plugin, spawned)
 
 
 def pod(
