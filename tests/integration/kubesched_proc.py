@@ -12,7 +12,8 @@ from typing import Any
 
 import httpx
 
-from tests.integration.conftest import ControlPlane, free_port, stop_process
+from tests.integration.control_plane import ControlPlane, free_port
+from tests.integration.kube_scheduler_proc import stop_process
 
 BOUND = re.compile(r'"Successfully bound pod to node" pod="([^"]+)" node="([^"]+)"')
 

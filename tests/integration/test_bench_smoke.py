@@ -14,7 +14,7 @@ import pytest
 
 from bench.run import run_bench
 from bench.schedulers import KUBE_SCHEDULER, KUBESCHED, SCHEDULERS
-from tests.integration.conftest import ControlPlane
+from tests.integration.control_plane import ControlPlane
 
 pytestmark = pytest.mark.integration
 

@@ -9,15 +9,9 @@ from collections.abc import Callable
 
 import pytest
 
-from tests.integration.conftest import (
-    HACK_DIR,
-    AdminApi,
-    ApiError,
-    ControlPlane,
-    KubeSchedulerProcess,
-    event_fields,
-    unique_name,
-)
+from tests.integration.admin_api import AdminApi, ApiError, event_fields, unique_name
+from tests.integration.control_plane import HACK_DIR, ControlPlane
+from tests.integration.kube_scheduler_proc import KubeSchedulerProcess
 
 pytestmark = pytest.mark.integration
 

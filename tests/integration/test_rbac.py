@@ -17,14 +17,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.integration.conftest import (
-    DEPLOY_DIR,
-    AdminApi,
-    ApiError,
-    ControlPlane,
-    sa_user,
-    unique_name,
-)
+from tests.integration.admin_api import AdminApi, ApiError, sa_user, unique_name
+from tests.integration.control_plane import DEPLOY_DIR, ControlPlane
 from tests.integration.kubesched_proc import start_kubesched
 
 pytestmark = pytest.mark.integration

@@ -15,7 +15,8 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 from prometheus_client.samples import Sample
 
-from tests.integration.conftest import REPO_ROOT, AdminApi, ControlPlane
+from tests.integration.admin_api import AdminApi
+from tests.integration.control_plane import REPO_ROOT, ControlPlane
 from tests.integration.kubesched_proc import KubeschedProcess, start_kubesched
 
 pytestmark = pytest.mark.integration

@@ -14,7 +14,8 @@ from kubesched.api.objects import Pod
 from kubesched.kube.client import KubeClient
 from kubesched.kube.config import load_connection
 from kubesched.kube.writer import EventWriter, StatusWriter
-from tests.integration.conftest import AdminApi, ControlPlane
+from tests.integration.admin_api import AdminApi
+from tests.integration.control_plane import ControlPlane
 
 pytestmark = pytest.mark.integration
 

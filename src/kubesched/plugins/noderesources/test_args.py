@@ -248,3 +248,48 @@ def test_balanced_allocation_plugin_takes_typed_args() -> None:
     )
     assert plugin.resources == (ResourceSpec("memory", 1),)
     assert plugin.args == {"resources": ({"name": "memory", "weight": 1},)}
+
+
+# --- both plugins, built from raw args --------------------------------------------------
+
+
+def test_args_defaults_and_validation() -> None:
+    fit = NodeResourcesFit()
+    assert fit.strategy.type == "LeastAllocated"
+    assert [(r.name, r.weight) for r in fit.resources] == [("cpu", 1), ("memory", 1)]
+    fit = NodeResourcesFit({"scoringStrategy": {"type": "MostAllocated"}})
+    assert [(r.name, r.weight) for r in fit.resources] == [("cpu", 1), ("memory", 1)]
+    fit = NodeResourcesFit(
+        {"scoringStrategy": {"type": "MostAllocated", "resources": [{"name": "cpu"}]}}
+    )
+    assert [(r.name, r.weight) for r in fit.resources] == [("cpu", 1)]
+    with pytest.raises(ArgsError, match='Unsupported value: "Bogus"'):
+        NodeResourcesFit({"scoringStrategy": {"type": "Bogus"}})
+    with pytest.raises(ArgsError, match=r"not in valid range \(0, 100\]"):
+        NodeResourcesFit(
+            {
+                "scoringStrategy": {
+                    "type": "LeastAllocated",
+                    "resources": [{"name": "cpu", "weight": 101}],
+                }
+            }
+        )
+    with pytest.raises(ArgsError, match="must be specified when type is RequestedToCapacityRatio"):
+        NodeResourcesFit({"scoringStrategy": {"type": "RequestedToCapacityRatio"}})
+    with pytest.raises(ArgsError, match="sorted in increasing order"):
+        NodeResourcesFit(
+            {
+                "scoringStrategy": {
+                    "type": "RequestedToCapacityRatio",
+                    "requestedToCapacityRatio": {
+                        "shape": [{"utilization": 50, "score": 1}, {"utilization": 50, "score": 2}]
+                    },
+                }
+            }
+        )
+    with pytest.raises(ArgsError, match="can't contain '/'"):
+        NodeResourcesFit({"ignoredResourceGroups": ["example.com/x"]})
+    with pytest.raises(ArgsError, match="must be 1"):
+        NodeResourcesBalancedAllocation({"resources": [{"name": "cpu", "weight": 2}]})
+    with pytest.raises(ArgsError, match="Duplicate value"):
+        NodeResourcesBalancedAllocation({"resources": [{"name": "cpu"}, {"name": "cpu"}]})
