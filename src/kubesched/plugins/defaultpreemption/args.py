@@ -12,7 +12,7 @@ from typing import Any
 
 import msgspec
 
-from kubesched.plugins.helpers.args import ArgsError, child, decode_args, invalid
+from kubesched.plugins.helpers.args import ArgsError, child, invalid, load_args
 
 __all__ = [
     "ArgsError",
@@ -68,9 +68,6 @@ def default_preemption_args(
     args: DefaultPreemptionArgs | Mapping[str, Any] | None, path: str = ""
 ) -> DefaultPreemptionArgs:
     """The args DefaultPreemption runs with; raises ArgsError naming the field under `path`."""
-    if not isinstance(args, DefaultPreemptionArgs):
-        args = decode_args(args, DefaultPreemptionArgs, strict=True, path=path)
-    errors = validate_default_preemption_args(args, path)
-    if errors:
-        raise ArgsError(errors)
-    return args
+    return load_args(
+        args, DefaultPreemptionArgs, validate_default_preemption_args, strict=True, path=path
+    )

@@ -13,8 +13,8 @@ error, the file with the path of the pluginConfig entry in front
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, TypeVar
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, TypeVar, cast
 
 import msgspec
 
@@ -158,6 +158,31 @@ def decode_args(
         return msgspec.convert(_without_nulls(data), type_, strict=strict)
     except msgspec.ValidationError as exc:
         raise ArgsError([decode_error(exc, path)]) from None
+
+
+def load_args(
+    args: S | Mapping[str, Any] | None,
+    type_: type[S],
+    validate: Callable[[S, str], list[str]],
+    *,
+    strict: bool,
+    path: str = "",
+    aliases: Mapping[str, str] | None = None,
+    default: Callable[[S], S] | None = None,
+) -> S:
+    """The args a plugin runs with, as its factory gets them upstream: decoded (unless
+    already typed), defaulted, validated. Raises ArgsError naming the field under `path`."""
+    if isinstance(args, type_):
+        typed = args
+    else:
+        raw = cast("Mapping[str, Any] | None", args)  # not typed yet: the args as written
+        typed = decode_args(raw, type_, strict=strict, path=path, aliases=aliases)
+    if default is not None:
+        typed = default(typed)
+    errors = validate(typed, path)
+    if errors:
+        raise ArgsError(errors)
+    return typed
 
 
 def decode_error(exc: msgspec.ValidationError, path: str) -> str:

@@ -12,7 +12,7 @@ from typing import Any
 
 import msgspec
 
-from kubesched.plugins.helpers.args import ArgsError, child, decode_args, invalid
+from kubesched.plugins.helpers.args import child, invalid, load_args
 
 DEFAULT_HARD_POD_AFFINITY_WEIGHT = 1
 MIN_HARD_POD_AFFINITY_WEIGHT = 0
@@ -52,9 +52,11 @@ def inter_pod_affinity_args(
     args: InterPodAffinityArgs | Mapping[str, Any] | None, path: str = ""
 ) -> InterPodAffinityArgs:
     """The args InterPodAffinity runs with; raises ArgsError naming the field under `path`."""
-    if not isinstance(args, InterPodAffinityArgs):
-        args = decode_args(args, InterPodAffinityArgs, strict=False, path=path, aliases=_ALIASES)
-    errors = validate_inter_pod_affinity_args(args, path)
-    if errors:
-        raise ArgsError(errors)
-    return args
+    return load_args(
+        args,
+        InterPodAffinityArgs,
+        validate_inter_pod_affinity_args,
+        strict=False,
+        path=path,
+        aliases=_ALIASES,
+    )

@@ -17,7 +17,7 @@ import msgspec
 
 from kubesched.api.node_affinity import is_empty_term, parse_term, parse_terms
 from kubesched.api.objects import NodeAffinity
-from kubesched.plugins.helpers.args import ArgsError, child, decode_args
+from kubesched.plugins.helpers.args import child, load_args
 
 _ALIASES = {"added_affinity": "addedAffinity"}
 
@@ -58,9 +58,11 @@ def node_affinity_args(
     args: NodeAffinityArgs | Mapping[str, Any] | None, path: str = ""
 ) -> NodeAffinityArgs:
     """The args NodeAffinity runs with; raises ArgsError naming the field under `path`."""
-    if not isinstance(args, NodeAffinityArgs):
-        args = decode_args(args, NodeAffinityArgs, strict=True, path=path, aliases=_ALIASES)
-    errors = validate_node_affinity_args(args, path)
-    if errors:
-        raise ArgsError(errors)
-    return args
+    return load_args(
+        args,
+        NodeAffinityArgs,
+        validate_node_affinity_args,
+        strict=True,
+        path=path,
+        aliases=_ALIASES,
+    )

@@ -18,13 +18,12 @@ import msgspec
 
 from kubesched.api.labels import label_key_errors
 from kubesched.plugins.helpers.args import (
-    ArgsError,
     child,
-    decode_args,
     duplicate,
     forbidden,
     index,
     invalid,
+    load_args,
     not_supported,
     required,
 )
@@ -238,23 +237,25 @@ def node_resources_fit_args(
     args: NodeResourcesFitArgs | Mapping[str, Any] | None, path: str = ""
 ) -> NodeResourcesFitArgs:
     """The args NodeResourcesFit runs with; raises ArgsError naming the field under `path`."""
-    if not isinstance(args, NodeResourcesFitArgs):
-        args = decode_args(args, NodeResourcesFitArgs, strict=False, path=path)
-    args = default_node_resources_fit_args(args)
-    errors = validate_node_resources_fit_args(args, path)
-    if errors:
-        raise ArgsError(errors)
-    return args
+    return load_args(
+        args,
+        NodeResourcesFitArgs,
+        validate_node_resources_fit_args,
+        strict=False,
+        path=path,
+        default=default_node_resources_fit_args,
+    )
 
 
 def balanced_allocation_args(
     args: NodeResourcesBalancedAllocationArgs | Mapping[str, Any] | None, path: str = ""
 ) -> NodeResourcesBalancedAllocationArgs:
     """The args NodeResourcesBalancedAllocation runs with; raises ArgsError."""
-    if not isinstance(args, NodeResourcesBalancedAllocationArgs):
-        args = decode_args(args, NodeResourcesBalancedAllocationArgs, strict=False, path=path)
-    args = default_balanced_allocation_args(args)
-    errors = validate_balanced_allocation_args(args, path)
-    if errors:
-        raise ArgsError(errors)
-    return args
+    return load_args(
+        args,
+        NodeResourcesBalancedAllocationArgs,
+        validate_balanced_allocation_args,
+        strict=False,
+        path=path,
+        default=default_balanced_allocation_args,
+    )

@@ -18,13 +18,12 @@ import msgspec
 from kubesched.api.labels import label_key_errors
 from kubesched.api.objects import TopologySpreadConstraint
 from kubesched.plugins.helpers.args import (
-    ArgsError,
     child,
-    decode_args,
     duplicate,
     forbidden,
     index,
     invalid,
+    load_args,
     not_supported,
     required,
 )
@@ -110,10 +109,12 @@ def pod_topology_spread_args(
     args: PodTopologySpreadArgs | Mapping[str, Any] | None, path: str = ""
 ) -> PodTopologySpreadArgs:
     """The args PodTopologySpread runs with; raises ArgsError naming the field under `path`."""
-    if not isinstance(args, PodTopologySpreadArgs):
-        args = decode_args(args, PodTopologySpreadArgs, strict=True, path=path, aliases=_ALIASES)
-    args = default_pod_topology_spread_args(args)
-    errors = validate_pod_topology_spread_args(args, path)
-    if errors:
-        raise ArgsError(errors)
-    return args
+    return load_args(
+        args,
+        PodTopologySpreadArgs,
+        validate_pod_topology_spread_args,
+        strict=True,
+        path=path,
+        aliases=_ALIASES,
+        default=default_pod_topology_spread_args,
+    )

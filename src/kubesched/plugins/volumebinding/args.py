@@ -14,7 +14,7 @@ from typing import Any
 
 import msgspec
 
-from kubesched.plugins.helpers.args import ArgsError, child, decode_args, invalid
+from kubesched.plugins.helpers.args import child, invalid, load_args
 
 DEFAULT_BIND_TIMEOUT_SECONDS = 600
 
@@ -64,9 +64,4 @@ def volume_binding_args(
     args: VolumeBindingArgs | Mapping[str, Any] | None, path: str = ""
 ) -> VolumeBindingArgs:
     """The args VolumeBinding runs with; raises ArgsError naming the field under `path`."""
-    if not isinstance(args, VolumeBindingArgs):
-        args = decode_args(args, VolumeBindingArgs, strict=True, path=path)
-    errors = validate_volume_binding_args(args, path)
-    if errors:
-        raise ArgsError(errors)
-    return args
+    return load_args(args, VolumeBindingArgs, validate_volume_binding_args, strict=True, path=path)
