@@ -218,7 +218,7 @@ def default_selector(
     for (ns, kind, _name), selector in workload_selectors.items():
         if kind != SERVICE_KIND or ns != namespace or not selector.match_labels:
             continue  # services with nil selectors match nothing
-        if all(labels.get(k) == v for k, v in selector.match_labels.items()):
+        if Selector.from_set(selector.match_labels).matches(labels):
             label_set.update(selector.match_labels)
     result = Selector.from_set(label_set)
     if owner is None:
