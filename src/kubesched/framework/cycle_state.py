@@ -14,12 +14,15 @@ class CycleState:
     made for every attempt so nothing leaks between pods.
     """
 
-    __slots__ = ("_data", "skip_filter_plugins", "skip_score_plugins")
+    __slots__ = ("_data", "record_plugin_metrics", "skip_filter_plugins", "skip_score_plugins")
 
     def __init__(self) -> None:
         self._data: dict[str, Any] = {}
         self.skip_filter_plugins: set[str] = set()
         self.skip_score_plugins: set[str] = set()
+        # Whether this attempt's plugin durations are observed (SetRecordPluginMetrics
+        # upstream: ScheduleOne samples pluginMetricsSamplePercent of the cycles).
+        self.record_plugin_metrics = False
 
     def write(self, key: str, value: object) -> None:
         self._data[key] = value
@@ -45,4 +48,5 @@ class CycleState:
         }
         copy.skip_filter_plugins = set(self.skip_filter_plugins)
         copy.skip_score_plugins = set(self.skip_score_plugins)
+        copy.record_plugin_metrics = self.record_plugin_metrics
         return copy

@@ -16,6 +16,7 @@ from kubesched.api.objects import (
 )
 from kubesched.framework.client import ClusterClient
 from kubesched.framework.clock import Clock, SimClock
+from kubesched.framework.metrics_recorder import NO_METRICS, MetricsRecorder
 from kubesched.framework.node_table import NodeTable
 from kubesched.framework.storage import StorageState
 from kubesched.framework.types import PodInfo
@@ -109,3 +110,6 @@ class Handle:
     # The framework of the profile this handle belongs to: Filter over nodes, with
     # nominated pods, and PreFilterExtensions, for PostFilter plugins.
     framework: FrameworkRunner | None = None
+    # Where the framework and the plugins report metrics (the scheduler's metrics
+    # package upstream, which they write to directly); NO_METRICS drops them all.
+    metrics: MetricsRecorder = NO_METRICS

@@ -16,6 +16,19 @@ class Code(enum.IntEnum):
     PENDING = 6
 
 
+# Code.String() upstream (kube-scheduler/framework/interface.go: `codes`), indexed
+# by Code: the status label of the framework's metrics.
+CODE_NAMES = (
+    "Success",
+    "Error",
+    "Unschedulable",
+    "UnschedulableAndUnresolvable",
+    "Wait",
+    "Skip",
+    "Pending",
+)
+
+
 @dataclass(slots=True)
 class Status:
     code: Code = Code.SUCCESS
