@@ -193,6 +193,36 @@ def test_permit_waits_are_observed_with_their_result() -> None:
     assert runner.metrics.value("scheduler_permit_wait_duration_seconds_count", rejected) == 1
 
 
+# --- extension points the framework records ---------------------------------------------
+
+
+def test_postfilter_unreserve_and_postbind_durations_are_observed() -> None:
+    profile = ProfileConfig.default(PROFILE)
+    profile.plugins["multiPoint"].enabled.append(PluginRef("HoldsAtPermit"))
+    allowed = pod("allowed", "1")
+    allowed.metadata.labels = {"allow": "later"}
+    runner, cluster, clock = runner_over(
+        [make_node("n", cpu="4")], [allowed, pod("timed-out", "1"), pod("huge", "64")], profile
+    )
+    settle(runner, clock)
+    assert cluster.pods["default/allowed"].spec.node_name == "n"
+
+    def point(name: str, status: str) -> float | None:
+        return value(
+            runner,
+            "scheduler_framework_extension_point_duration_seconds_count",
+            extension_point=name,
+            status=status,
+            profile=PROFILE,
+        )
+
+    assert point("PostFilter", "Unschedulable") == 1  # "huge": preemption finds nothing
+    assert point("Unreserve", "Success") == 1  # "timed-out", rejected at Permit's wait
+    assert point("PostBind", "Success") == 1  # "allowed"
+    assert point("Bind", "Success") == 1
+    assert point("Permit", "Wait") == 2
+
+
 # --- the queue and the cache, read once a second -----------------------------------------
 
 

@@ -3,14 +3,24 @@
 Filter runs plugin by plugin over all candidate nodes at once: each plugin sees
 only the nodes every earlier plugin let through, which gives the same verdicts
 as kube-scheduler's node-by-node loop that stops at the first failing plugin.
+
+The metrics of the extension points are taken here, as frameworkImpl takes them
+(framework/runtime/framework.go): each run_X records its point's duration once
+(FrameworkExtensionPointDuration, in a deferred function upstream, so also when
+it fails), and each plugin's duration in the cycles sampled for it
+(metricsRecorder.ObservePluginDurationAsync when state.ShouldRecordPluginMetrics).
+Filter's duration is the one
+taken outside a run_X upstream: see timed_filter_pass. Without a recorder
+(Handle.metrics is NO_METRICS) nothing is timed: one flag is checked per run.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import logging
-import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
+from time import perf_counter
 from typing import Any, TypeVar
 
 import numpy as np
@@ -20,16 +30,15 @@ from kubesched.framework import interfaces as ifc
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.fit_error import Diagnosis
 from kubesched.framework.handle import Handle
+from kubesched.framework.metrics_recorder import records
 from kubesched.framework.node_table import IntArray, NodeTable, Rows
 from kubesched.framework.profile import ProfileConfig, resolve
 from kubesched.framework.registry import Registry
-from kubesched.framework.status import Code, Status
+from kubesched.framework.status import CODE_NAMES, Code, Status
+from kubesched.framework.timing import TimedBlock, async_extension_point, extension_point
 from kubesched.framework.types import PodInfo, QueuedPodInfo
 
 P = TypeVar("P", bound=ifc.Plugin)
-
-# Observer of extension-point and plugin durations (metrics plug in here).
-DurationObserver = Callable[[str, str, Status, float], None]
 
 
 class PluginError(Exception):
@@ -55,14 +64,7 @@ _PENDING = int(Code.PENDING)
 class Framework:
     """The plugins of one profile, ready to run."""
 
-    def __init__(
-        self,
-        profile: ProfileConfig,
-        handle: Handle,
-        registry: Registry,
-        *,
-        observe: DurationObserver | None = None,
-    ) -> None:
+    def __init__(self, profile: ProfileConfig, handle: Handle, registry: Registry) -> None:
         self.profile_name = profile.scheduler_name
         # This profile's handle: the shared one with this framework as its runner
         # (upstream's frameworkImpl is the Handle its plugins get).
@@ -78,7 +80,9 @@ class Framework:
                     self.instances[name] = cls(args, handle)
         self.points = resolved.points
         self.weights = resolved.weights
-        self.observe = observe
+        self.metrics = handle.metrics
+        # Whether anyone keeps the figures: if not, nothing is timed or counted.
+        self.recording = records(handle.metrics)
 
         def plugins(point: str, kind: type[P]) -> list[P]:
             found = [self.instances[n] for n in self.points[point]]
@@ -116,9 +120,31 @@ class Framework:
     def less(self, a: QueuedPodInfo, b: QueuedPodInfo) -> bool:
         return self.queue_sort[0].less(a, b)
 
-    def _timed(self, point: str, plugin: str, started: float, status: Status) -> None:
-        if self.observe is not None:
-            self.observe(point, plugin, status, time.perf_counter() - started)
+    # --- metrics -----------------------------------------------------------------
+
+    def _observe_plugin(self, point: str, plugin: str, code: int, started: float) -> None:
+        """ObservePluginDurationAsync: one plugin at `point`, in a sampled cycle."""
+        seconds = perf_counter() - started
+        self.metrics.observe_plugin(plugin, point, CODE_NAMES[code], seconds)
+
+    def _sampled(self, state: CycleState) -> bool:
+        """Whether this cycle's plugin durations are observed
+        (state.ShouldRecordPluginMetrics upstream)."""
+        return self.recording and state.record_plugin_metrics
+
+    def timed_filter_pass(self) -> contextlib.AbstractContextManager[None]:
+        """Times the Filter extension point over one filter pass of the scheduling
+        cycle: the block it guards. Upstream records Filter's duration in the
+        scheduler's findNodesThatPassFilters, "instead of in framework.go because
+        framework.RunFilterPlugins function is called for each node, whereas we want
+        to have an overall latency for all nodes per scheduling cycle": the pass
+        (which may filter a first batch of nodes, then all) is the scheduler's, and
+        only it knows where it begins and ends; what is recorded, and for which
+        profile, is this framework's. Error if the block raises (a plugin failed),
+        else Success; nothing without Filter plugins (upstream returns before)."""
+        if not self.recording or not self.filter:
+            return _UNTIMED
+        return TimedBlock(self, "Filter")
 
     # --- queueing ----------------------------------------------------------------
 
@@ -131,24 +157,26 @@ class Framework:
 
     # --- scheduling cycle --------------------------------------------------------
 
+    @extension_point("PreFilter")
     def run_pre_filter(
         self, state: CycleState, pod: PodInfo, nodes: NodeTable
     ) -> tuple[ifc.PreFilterResult, Status]:
         """Every PreFilter, as upstream: an unresolvable verdict stops at once, an
-        unschedulable one lets the rest run (for preemption's sake) and is returned."""
+        unschedulable one lets the rest run (for preemption's sake) and is returned.
+        Raises PluginError (recorded as an Error) for a plugin that fails."""
         result = ifc.PreFilterResult()
         rejected: Status | None = None
-        observe = self.observe is not None
+        sample = self._sampled(state)
         started = 0.0
         for plugin in self.pre_filter:
-            if observe:
-                started = time.perf_counter()
+            if sample:
+                started = perf_counter()
             try:
                 part, status = plugin.pre_filter(state, pod, nodes)
             except Exception as exc:  # a plugin bug must not stop the scheduler
                 raise PluginError(plugin.name, "PreFilter", exc) from exc
-            if observe:
-                self._timed("PreFilter", plugin.name, started, status)
+            if sample:
+                self._observe_plugin("PreFilter", plugin.name, status.code, started)
             if status.is_skip():
                 state.skip_filter_plugins.add(plugin.name)
                 continue
@@ -183,19 +211,19 @@ class Framework:
         diagnosis = Diagnosis.empty()
         remaining = rows
         skipped = state.skip_filter_plugins
-        observe = self.observe is not None
+        sample = self._sampled(state)
         started = 0.0
         for plugin in self.filter:
             if plugin.name in skipped or len(remaining) == 0:
                 continue
-            if observe:
-                started = time.perf_counter()
+            if sample:
+                started = perf_counter()
             try:
                 verdicts = plugin.filter(state, pod, nodes, remaining)
             except Exception as exc:
                 raise PluginError(plugin.name, "Filter", exc) from exc
-            if observe:
-                self._timed("Filter", plugin.name, started, Status())
+            if sample:
+                self._observe_plugin("Filter", plugin.name, _SUCCESS, started)
             if not np.count_nonzero(verdicts.codes):  # every node passed (SUCCESS is 0)
                 continue
             failed = verdicts.codes != _SUCCESS
@@ -217,6 +245,7 @@ class Framework:
             diagnosis.plugins = failed_plugins
         return remaining, diagnosis
 
+    @extension_point("PostFilter")
     def run_post_filter(
         self, state: CycleState, pod: PodInfo, diagnosis: Diagnosis
     ) -> tuple[ifc.PostFilterResult | None, Status]:
@@ -227,13 +256,17 @@ class Framework:
         result: ifc.PostFilterResult | None = None
         reasons: list[str] = []
         rejector = ""
+        sample = self._sampled(state)
+        started = 0.0
         for plugin in self.post_filter:
-            started = time.perf_counter()
+            if sample:
+                started = perf_counter()
             try:
                 found, status = plugin.post_filter(state, pod, diagnosis)
             except Exception as exc:
                 found, status = None, Status.as_error(exc)
-            self._timed("PostFilter", plugin.name, started, status)
+            if sample:
+                self._observe_plugin("PostFilter", plugin.name, status.code, started)
             if status.is_success():
                 return found, status
             if status.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
@@ -260,12 +293,18 @@ class Framework:
     ) -> None:
         """Tell the PreFilter plugins that `to_add` was added to the row (the table
         has it already); raises PluginError if one fails."""
+        sample = self._sampled(state)
+        started = 0.0
         for plugin in self._extensions(state):
             assert isinstance(plugin, ifc.PreFilterExtensions)
+            if sample:
+                started = perf_counter()
             try:
                 status = plugin.add_pod(state, pod, to_add, nodes, row)
             except Exception as exc:
                 raise PluginError(plugin.name, "PreFilterExtension AddPod", exc) from exc
+            if sample:
+                self._observe_plugin("PreFilterExtensionAddPod", plugin.name, status.code, started)
             if not status.is_success():
                 raise PluginError(plugin.name, "PreFilterExtension AddPod", status.message())
 
@@ -274,12 +313,19 @@ class Framework:
     ) -> None:
         """Tell the PreFilter plugins that `to_remove` left the row (the table no
         longer has it); raises PluginError if one fails."""
+        sample = self._sampled(state)
+        started = 0.0
         for plugin in self._extensions(state):
             assert isinstance(plugin, ifc.PreFilterExtensions)
+            if sample:
+                started = perf_counter()
             try:
                 status = plugin.remove_pod(state, pod, to_remove, nodes, row)
             except Exception as exc:
                 raise PluginError(plugin.name, "PreFilterExtension RemovePod", exc) from exc
+            if sample:
+                point = "PreFilterExtensionRemovePod"
+                self._observe_plugin(point, plugin.name, status.code, started)
             if not status.is_success():
                 raise PluginError(plugin.name, "PreFilterExtension RemovePod", status.message())
 
@@ -391,44 +437,48 @@ class Framework:
         assert status is not None
         return status
 
+    @extension_point("PreScore")
     def run_pre_score(self, state: CycleState, pod: PodInfo, nodes: NodeTable, rows: Rows) -> None:
-        observe = self.observe is not None
+        """Every PreScore; raises PluginError (recorded as an Error) for one that fails."""
+        sample = self._sampled(state)
         started = 0.0
         for plugin in self.pre_score:
-            if observe:
-                started = time.perf_counter()
+            if sample:
+                started = perf_counter()
             try:
                 status = plugin.pre_score(state, pod, nodes, rows)
             except Exception as exc:
                 raise PluginError(plugin.name, "PreScore", exc) from exc
-            if observe:
-                self._timed("PreScore", plugin.name, started, status)
+            if sample:
+                self._observe_plugin("PreScore", plugin.name, status.code, started)
             if status.is_skip():
                 state.skip_score_plugins.add(plugin.name)
             elif not status.is_success():
                 raise PluginError(plugin.name, "PreScore", status.message())
 
+    @extension_point("Score")
     def run_score(
         self, state: CycleState, pod: PodInfo, nodes: NodeTable, rows: Rows
     ) -> tuple[IntArray, dict[str, IntArray]]:
-        """Weighted total per row, and each plugin's weighted scores (for explanations)."""
+        """Weighted total per row, and each plugin's weighted scores (for explanations).
+        Raises PluginError (recorded as an Error) for a plugin that fails."""
         total = np.zeros(len(rows), dtype=np.int64)
         by_plugin: dict[str, IntArray] = {}
         skipped = state.skip_score_plugins
-        observe = self.observe is not None
+        sample = self._sampled(state)
         started = 0.0
         for plugin in self.score:
             if plugin.name in skipped:
                 continue
-            if observe:
-                started = time.perf_counter()
+            if sample:
+                started = perf_counter()
             try:
                 scores = np.asarray(plugin.score(state, pod, nodes, rows), dtype=np.int64)
                 plugin.normalize_scores(state, pod, scores)
             except Exception as exc:
                 raise PluginError(plugin.name, "Score", exc) from exc
-            if observe:
-                self._timed("Score", plugin.name, started, Status())
+            if sample:  # NormalizeScore's time included (ScoreExtensionNormalize upstream)
+                self._observe_plugin("Score", plugin.name, _SUCCESS, started)
             # One reduction for the range check: seen as unsigned, a negative score
             # is huge (MIN_NODE_SCORE is 0).
             if len(scores) and _MAX_U64(scores.view(np.uint64)) > ifc.MAX_NODE_SCORE:
@@ -445,19 +495,33 @@ class Framework:
             total += weighted
         return total, by_plugin
 
+    @extension_point("Reserve")
     def run_reserve(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
+        """RunReservePluginsReserve: the first plugin that does not succeed stops it."""
+        sample = self._sampled(state)
+        started = 0.0
         for plugin in self.reserve:
+            if sample:
+                started = perf_counter()
             try:
                 status = plugin.reserve(state, pod, node_name)
             except Exception as exc:
-                return Status.as_error(exc, plugin.name)
+                status = Status.as_error(exc, plugin.name)
+            if sample:
+                self._observe_plugin("Reserve", plugin.name, status.code, started)
             if not status.is_success():
                 return status.with_plugin(plugin.name)
         return Status()
 
+    @extension_point("Unreserve")
     def run_unreserve(self, state: CycleState, pod: PodInfo, node_name: str) -> None:
+        """RunReservePluginsUnreserve: recorded as a Success, as upstream (it cannot fail)."""
+        sample = self._sampled(state)
+        started = 0.0
         # In reverse order, as upstream: undo what the later plugins did first.
         for plugin in reversed(self.reserve):
+            if sample:
+                started = perf_counter()
             try:
                 plugin.unreserve(state, pod, node_name)
             except Exception as exc:
@@ -470,16 +534,27 @@ class Framework:
                     exc_info=exc,
                     extra={"kv": {"pod": pod.key, "plugin": plugin.name, "node": node_name}},
                 )
+            if sample:  # Success, as runReservePluginUnreserve observes it
+                self._observe_plugin("Unreserve", plugin.name, _SUCCESS, started)
 
+    @extension_point("Permit")
     def run_permit(
         self, state: CycleState, pod: PodInfo, node_name: str
     ) -> tuple[Status, dict[str, float]]:
+        """RunPermitPlugins: Wait (with each waiting plugin's timeout) if some plugin
+        asks to wait and none rejects."""
         waits: dict[str, float] = {}
+        sample = self._sampled(state)
+        started = 0.0
         for plugin in self.permit:
+            if sample:
+                started = perf_counter()
             try:
                 status, timeout = plugin.permit(state, pod, node_name)
             except Exception as exc:
-                return Status.as_error(exc, plugin.name), {}
+                status, timeout = Status.as_error(exc, plugin.name), 0.0
+            if sample:
+                self._observe_plugin("Permit", plugin.name, status.code, started)
             if status.code == Code.WAIT:
                 waits[plugin.name] = min(timeout, 15 * 60.0)  # upstream caps at 15 min
             elif not status.is_success():
@@ -490,31 +565,53 @@ class Framework:
 
     # --- binding cycle -----------------------------------------------------------
 
+    @async_extension_point("PreBind")
     async def run_pre_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
+        """RunPreBindPlugins: the first plugin that neither succeeds nor skips stops it."""
+        sample = self._sampled(state)
+        started = 0.0
         for plugin in self.pre_bind:
+            if sample:
+                started = perf_counter()
             try:
                 status = await plugin.pre_bind(state, pod, node_name)
             except Exception as exc:
-                return Status.as_error(exc, plugin.name)
+                status = Status.as_error(exc, plugin.name)
+            if sample:
+                self._observe_plugin("PreBind", plugin.name, status.code, started)
             if status.is_skip():
                 continue
             if not status.is_success():
                 return status.with_plugin(plugin.name)
         return Status()
 
+    @async_extension_point("Bind")
     async def run_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
+        """RunBindPlugins: the first plugin that does not skip binds (or fails to)."""
+        sample = self._sampled(state)
+        started = 0.0
         for plugin in self.bind:
+            if sample:
+                started = perf_counter()
             try:
                 status = await plugin.bind(state, pod, node_name)
             except Exception as exc:
-                return Status.as_error(exc, plugin.name)
+                status = Status.as_error(exc, plugin.name)
+            if sample:
+                self._observe_plugin("Bind", plugin.name, status.code, started)
             if status.is_skip():
                 continue
             return status.with_plugin(plugin.name)
         return Status.as_error("no bind plugin bound the pod")
 
+    @extension_point("PostBind")
     def run_post_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> None:
+        """RunPostBindPlugins: recorded as a Success, as upstream (it cannot fail)."""
+        sample = self._sampled(state)
+        started = 0.0
         for plugin in self.post_bind:
+            if sample:
+                started = perf_counter()
             try:
                 plugin.post_bind(state, pod, node_name)
             except Exception as exc:
@@ -525,6 +622,12 @@ class Framework:
                     exc_info=exc,
                     extra={"kv": {"pod": pod.key, "plugin": plugin.name, "node": node_name}},
                 )
+            if sample:  # Success, as runPostBindPlugin observes it
+                self._observe_plugin("PostBind", plugin.name, _SUCCESS, started)
 
     def plugin_args(self, name: str) -> Mapping[str, Any]:
         return self.instances[name].args
+
+
+# What timed_filter_pass gives when nothing is recorded: it times nothing.
+_UNTIMED: contextlib.AbstractContextManager[None] = contextlib.nullcontext()

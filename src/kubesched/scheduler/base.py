@@ -5,7 +5,8 @@ files (eventhandlers.go, schedule_one.go). Here each such file is a mixin class
 over SchedulerBase: EventHandlers (eventhandlers.py), SchedulingCycle
 (schedule_one.py) and BindingCycle (binding_cycle.py). SchedulerBase declares
 the fields they use, which Scheduler.__init__ (scheduler.py) sets, and the
-metrics helpers they all call.
+metrics helpers they all call. The extension points time themselves
+(framework/runtime.py), as upstream's frameworkImpl does.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from kubesched.framework.client import ClusterClient
 from kubesched.framework.clock import Clock
 from kubesched.framework.fit_error import Diagnosis
 from kubesched.framework.handle import Handle
+from kubesched.framework.metrics_recorder import MetricsRecorder
 from kubesched.framework.node_table import NodeTable
 from kubesched.framework.runtime import Framework
 from kubesched.framework.status import Code, Status
@@ -29,16 +31,18 @@ from kubesched.queue.nominator import Nominator
 from kubesched.queue.scheduling_queue import SchedulingQueue
 
 
-class Observer(Protocol):
-    """What the scheduler reports to metrics (kubesched.metrics.SchedulerMetrics)."""
+class Observer(MetricsRecorder, Protocol):
+    """What the scheduler reports to metrics (kubesched.metrics.SchedulerMetrics):
+    what its own loop observes, and, through the Handle it builds, what the
+    framework and the plugins do (MetricsRecorder)."""
 
     def observe_attempt(self, result: str, profile: str, seconds: float) -> None: ...
     def observe_algorithm(self, seconds: float) -> None: ...
-    def observe_extension_point(
-        self, point: str, status: str, profile: str, seconds: float
-    ) -> None: ...
-    def observe_plugin(self, plugin: str, point: str, status: str, seconds: float) -> None: ...
-    def should_sample_plugins(self) -> bool: ...
+    def should_sample_plugins(self) -> bool:
+        """Whether this cycle's plugin durations are observed (ScheduleOne's
+        `rand.Intn(100) < pluginMetricsSamplePercent`)."""
+        ...
+
     def observe_pod_scheduled(self, attempts: int, seconds_since_first_attempt: float) -> None: ...
 
 
@@ -53,17 +57,6 @@ class OutcomeObserver(Protocol):
     def pod_failed(
         self, key: str, reason: str, message: str, diagnosis: Diagnosis | None
     ) -> None: ...
-
-
-STATUS_NAMES = {
-    Code.SUCCESS: "Success",
-    Code.ERROR: "Error",
-    Code.UNSCHEDULABLE: "Unschedulable",
-    Code.UNSCHEDULABLE_AND_UNRESOLVABLE: "UnschedulableAndUnresolvable",
-    Code.WAIT: "Wait",
-    Code.SKIP: "Skip",
-    Code.PENDING: "Pending",
-}
 
 
 class SchedulerBase:
@@ -87,7 +80,6 @@ class SchedulerBase:
     last_failures: dict[str, tuple[str, str]]
     observer: Observer | None
     outcome_observer: OutcomeObserver | None
-    _sample_plugins: bool  # whether this attempt's plugin durations are observed
 
     # --- metrics -------------------------------------------------------------------
 
@@ -103,15 +95,3 @@ class SchedulerBase:
 
     def _observe_failure(self, fw: Framework, status: Status, started: float) -> None:
         self._observe("error" if status.code == Code.ERROR else "unschedulable", fw, started)
-
-    def _observe_plugin(self, point: str, plugin: str, status: Status, seconds: float) -> None:
-        if self.observer is not None and self._sample_plugins:
-            self.observer.observe_plugin(plugin, point, STATUS_NAMES[status.code], seconds)
-
-    def _observe_point(
-        self, fw: Framework, point: str, started: float, status: Status | None = None
-    ) -> None:
-        if self.observer is not None:
-            code = STATUS_NAMES[status.code] if status is not None else "Success"
-            seconds = time.perf_counter() - started
-            self.observer.observe_extension_point(point, code, fw.profile_name, seconds)

@@ -53,13 +53,9 @@ class BindingCycle(SchedulerBase):
                 return
         # Past Permit: events from now on need not be kept for this pod (Done upstream).
         self.queue.scheduling_done(pod.key)
-        point_started = time.perf_counter()
         status = await fw.run_pre_bind(state, pod, node)
-        self._observe_point(fw, "PreBind", point_started, status)
         if status.is_success():
-            point_started = time.perf_counter()
             status = await fw.run_bind(state, pod, node)
-            self._observe_point(fw, "Bind", point_started, status)
         if not status.is_success():
             self.handle_binding_cycle_error(fw, state, qpi, node, status)
             self._observe_failure(fw, status, started)

@@ -71,9 +71,12 @@ class SchedulingCycle(BindingCycle):
             self.queue.done(pod.key)
             return
         started = time.perf_counter()
-        if self.observer is not None:
-            self._sample_plugins = self.observer.should_sample_plugins()
         state = CycleState()
+        if self.observer is not None:
+            # ScheduleOne samples the cycles whose plugin durations are observed
+            # (state.SetRecordPluginMetrics); the framework reads it off the state,
+            # in this pod's binding cycle too.
+            state.record_plugin_metrics = self.observer.should_sample_plugins()
         if self.outcome_observer is not None:
             self.outcome_observer.pod_attempted(pod.key, qpi.attempts)
         qpi.tried_at_generation = self.table.generation
@@ -123,18 +126,14 @@ class SchedulingCycle(BindingCycle):
         node = result.node_name
         self.cache.assume_pod(pod, node)
         self.nominator.delete(pod.key)
-        point_started = time.perf_counter()
         status = fw.run_reserve(state, pod, node)
-        self._observe_point(fw, "Reserve", point_started, status)
         if not status.is_success():
             fw.run_unreserve(state, pod, node)
             self.cache.forget_pod(pod.key)
             self._handle_status_failure(fw, qpi, status)
             self._observe_failure(fw, status, started)
             return None
-        point_started = time.perf_counter()
         status, waits = fw.run_permit(state, pod, node)
-        self._observe_point(fw, "Permit", point_started, status)
         if status.code not in (Code.SUCCESS, Code.WAIT):
             fw.run_unreserve(state, pod, node)
             self.cache.forget_pod(pod.key)
@@ -185,9 +184,7 @@ class SchedulingCycle(BindingCycle):
         table = self.table
         order = table.order()
         num_all = len(order)
-        point_started = time.perf_counter()
         pre_result, status = fw.run_pre_filter(state, pod, table)
-        self._observe_point(fw, "PreFilter", point_started, status)
         if not status.is_success():
             return np.empty(0, np.intp), pre_filter_diagnosis(status, num_all), 0
 
@@ -226,11 +223,9 @@ class SchedulingCycle(BindingCycle):
     ) -> tuple[Rows, Diagnosis]:
         """The filters on the pod's nominated node alone (evaluateNominatedNode in
         schedule_one.go): the row if it fits, and that node's verdict."""
-        point_started = time.perf_counter()
         one = np.array([row], dtype=np.intp)
-        fits, nominated = fw.run_filters_with_nominated_pods(state, pod, self.table, one)
-        self._observe_point(fw, "Filter", point_started)
-        return fits, nominated
+        with fw.timed_filter_pass():  # findNodesThatPassFilters records Filter upstream
+            return fw.run_filters_with_nominated_pods(state, pod, self.table, one)
 
     def find_nodes_that_pass_filters(
         self, fw: Framework, state: CycleState, pod: PodInfo, candidates: Rows
@@ -245,30 +240,31 @@ class SchedulingCycle(BindingCycle):
         num_to_find = self.num_feasible_nodes_to_find(fw, num_candidates)
         if not fw.score:
             num_to_find = 1  # with nothing to compare, the first feasible node will do
-        point_started = time.perf_counter()
         # Upstream stops once it has found more than num_to_find feasible nodes.
         # Filter a prefix of the rotated order sized from how many nodes fitted
         # lately; only if it holds enough feasible nodes is it the answer (the
         # nodes after the cut are dropped below either way), else all nodes are
         # filtered in one go, so the diagnosis of a failure is the same as ever.
+        # Both make one pass for the Filter extension point's duration.
         chunk = self._filter_chunk_size(num_to_find, num_candidates)
         found: tuple[Rows, Diagnosis] | None = None
-        if chunk < num_candidates:
-            end = start + chunk
-            if end <= num_candidates:
-                rotated = candidates[start:end]
-            else:
-                rotated = np.concatenate([candidates[start:], candidates[: end - num_candidates]])
-            found = fw.run_filters_with_nominated_pods(state, pod, table, rotated)
-            self._note_feasible(len(found[0]), chunk)
-            if len(found[0]) <= num_to_find:
-                found = None
-        if found is None:
-            rotated = np.concatenate([candidates[start:], candidates[:start]])
-            found = fw.run_filters_with_nominated_pods(state, pod, table, rotated)
-            self._note_feasible(len(found[0]), num_candidates)
+        with fw.timed_filter_pass():
+            if chunk < num_candidates:
+                end = start + chunk
+                if end <= num_candidates:
+                    rotated = candidates[start:end]
+                else:
+                    tail = candidates[: end - num_candidates]
+                    rotated = np.concatenate([candidates[start:], tail])
+                found = fw.run_filters_with_nominated_pods(state, pod, table, rotated)
+                self._note_feasible(len(found[0]), chunk)
+                if len(found[0]) <= num_to_find:
+                    found = None
+            if found is None:
+                rotated = np.concatenate([candidates[start:], candidates[:start]])
+                found = fw.run_filters_with_nominated_pods(state, pod, table, rotated)
+                self._note_feasible(len(found[0]), num_candidates)
         feasible, diagnosis = found
-        self._observe_point(fw, "Filter", point_started)
         return stop_at_enough(feasible, diagnosis, rotated, num_to_find, table.capacity)
 
     def num_feasible_nodes_to_find(self, fw: Framework, num_all_nodes: int) -> int:
@@ -306,12 +302,8 @@ class SchedulingCycle(BindingCycle):
     ) -> IntArray:
         """PreScore, then Score: the weighted total per feasible row
         (prioritizeNodes in schedule_one.go)."""
-        point_started = time.perf_counter()
         fw.run_pre_score(state, pod, self.table, feasible)
-        self._observe_point(fw, "PreScore", point_started)
-        point_started = time.perf_counter()
         totals, _ = fw.run_score(state, pod, self.table, feasible)
-        self._observe_point(fw, "Score", point_started)
         return totals
 
 

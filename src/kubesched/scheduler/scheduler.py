@@ -22,6 +22,7 @@ from kubesched.cache.cache import Cache
 from kubesched.framework.client import ClusterClient
 from kubesched.framework.clock import Clock, SimClock
 from kubesched.framework.handle import Handle, Listers
+from kubesched.framework.metrics_recorder import NO_METRICS
 from kubesched.framework.profile import ProfileConfig
 from kubesched.framework.registry import Registry
 from kubesched.framework.runtime import Framework
@@ -79,15 +80,14 @@ class Scheduler(EventHandlers, SchedulingCycle):
             spawn=self._spawn,
             namespaces=self.listers.namespaces,
             workload_selectors=self.listers.workload_selectors,
+            metrics=NO_METRICS if observer is None else observer,
         )
         registry = default_registry() if registry is None else registry
         self.frameworks = {}
         for profile in profiles:
             if profile.scheduler_name in self.frameworks:
                 raise ValueError(f"duplicate profile for scheduler name {profile.scheduler_name!r}")
-            self.frameworks[profile.scheduler_name] = Framework(
-                profile, self.handle, registry, observe=self._observe_plugin if observer else None
-            )
+            self.frameworks[profile.scheduler_name] = Framework(profile, self.handle, registry)
         self.queue = SchedulingQueue(
             {
                 name: QueueProfile(fw.less, fw.run_pre_enqueue, fw.events_to_register())
@@ -109,7 +109,6 @@ class Scheduler(EventHandlers, SchedulingCycle):
         self.last_failures = {}
         self.observer = observer
         self.outcome_observer = outcome_observer
-        self._sample_plugins = False
 
     def _activate(self, keys: list[str]) -> None:
         self.queue.activate(keys)
