@@ -1,7 +1,8 @@
 """The framework records its own metrics, as frameworkImpl does: every extension
 point's duration once per run with the status it returned (PostFilter, Unreserve
 and PostBind included), each plugin's duration in the cycles sampled for it (the
-binding cycle's too). Without a recorder nothing is timed."""
+binding cycle's too), the plugins' evaluations; DefaultPreemption reports its
+attempts and victims through the Handle. Without a recorder nothing is timed."""
 
 from __future__ import annotations
 
@@ -175,6 +176,9 @@ def test_a_pod_that_fits_nowhere_records_postfilter_with_its_status() -> None:
         ("Filter", "Success"),
         ("PostFilter", "Unschedulable"),
     ]
+    # DefaultPreemption counted its attempt through the Handle; no candidate, no victims.
+    assert recorder.attempts == 1
+    assert recorder.victims == []
 
 
 def test_a_permit_rejection_records_unreserve() -> None:
@@ -198,6 +202,16 @@ def test_a_plugin_that_raises_is_recorded_as_an_error_of_its_point() -> None:
     recorder = Recorder(sample=False)
     schedule(two_nodes(), [labelled("p", "1", breaks="Filter")], recorder, BREAKS)
     assert recorder.points == [("PreFilter", "Success"), ("Filter", "Error")]
+
+
+def test_filter_is_recorded_once_per_pass_even_when_the_pass_filters_twice() -> None:
+    # 200 nodes, every other one cordoned: the first batch of the rotated order holds
+    # too few feasible nodes, so the pass filters all of them again.
+    nodes = [make_node(f"n{i:03d}", unschedulable=i % 2 == 1) for i in range(200)]
+    recorder = Recorder(sample=False)
+    schedule(nodes, [make_pod("p", cpu="1")], recorder)
+    assert recorder.evaluations["Filter", "NodeUnschedulable"] > 200  # two filterings
+    assert recorder.points.count(("Filter", "Success")) == 1
 
 
 # --- plugin durations: in sampled cycles, the binding cycle's too ---------------------------
@@ -236,6 +250,33 @@ def test_the_sample_decision_travels_with_the_cycle_state() -> None:
     assert not state.record_plugin_metrics
     state.record_plugin_metrics = True
     assert state.clone().record_plugin_metrics
+
+
+# --- evaluations and preemption -------------------------------------------------------------
+
+
+def test_evaluations_counted_by_the_framework() -> None:
+    recorder = Recorder(sample=False)
+    nodes = [make_node("small", cpu="2"), make_node("a", cpu="4"), make_node("b", cpu="4")]
+    schedule(nodes, [make_pod("p", cpu="3")], recorder)
+    assert recorder.evaluations["PreFilter", "NodeResourcesFit"] == 1
+    assert recorder.evaluations["PreFilter", "VolumeBinding"] == 0  # skipped
+    assert recorder.evaluations["Filter", "NodeResourcesFit"] == 3
+    assert recorder.evaluations["PreScore", "NodeResourcesFit"] == 1
+    assert recorder.evaluations["Score", "NodeResourcesFit"] == 2
+
+
+def test_preemption_reports_its_attempt_and_victims_through_the_handle() -> None:
+    node = make_node("n", cpu="2")
+    running = [make_pod(f"low-{x}", cpu="1", node_name="n") for x in "ab"]
+    high = make_pod("high", cpu="2", priority=100)
+    recorder = Recorder(sample=True)
+    cluster = schedule([node], [*running, high], recorder)
+    assert cluster.pods["default/high"].spec.node_name == "n"
+    assert recorder.attempts == 1
+    assert recorder.victims == [2]
+    assert ("PostFilter", "Success") in recorder.points
+    assert ("PostFilter", "DefaultPreemption", "Success") in recorder.plugins
 
 
 # --- without a recorder ---------------------------------------------------------------------

@@ -1,7 +1,8 @@
-"""The metrics `kubesched run` feeds besides the scheduling loop's Observer calls:
-plugin evaluations and preemption (instrumented plugins), Permit's waits, the
-scheduling algorithm's latency, unschedulable pods by plugin and the cache's size.
-The runner's own wiring (attach_metrics, update_metrics) over an in-memory cluster."""
+"""The metrics `kubesched run` feeds besides the scheduling loop's own: plugin
+evaluations (the framework) and preemption (DefaultPreemption, through the Handle),
+Permit's waits, the scheduling algorithm's latency, unschedulable pods by plugin
+and the cache's size. The runner's own wiring (new_scheduler, update_metrics) over
+an in-memory cluster."""
 
 from __future__ import annotations
 
@@ -12,12 +13,12 @@ from kubesched.api.objects import Node, Pod
 from kubesched.cluster.memory import InMemoryCluster
 from kubesched.framework.clock import SimClock
 from kubesched.framework.cycle_state import CycleState
+from kubesched.framework.handle import Listers
 from kubesched.framework.interfaces import PermitPlugin
 from kubesched.framework.profile import PluginRef, ProfileConfig
 from kubesched.framework.registry import register
 from kubesched.framework.status import Status
 from kubesched.framework.types import PodInfo
-from kubesched.framework.waiting import WaitingPods
 from kubesched.kube.runner import Runner, RunOptions, default_config
 from kubesched.scheduler import Scheduler
 from kubesched.simulator import run_until_quiet
@@ -33,23 +34,20 @@ def runner_over(
     *,
     metrics: bool = True,
 ) -> tuple[Runner, InMemoryCluster, SimClock]:
-    """A Runner whose scheduler (wired as `run` wires it when METRICS) schedules an
-    in-memory cluster on simulated time."""
-    runner = Runner(RunOptions(), default_config())
+    """A Runner whose scheduler (built by `run`'s new_scheduler when METRICS, else
+    with no metrics at all) schedules an in-memory cluster on simulated time."""
+    config = default_config()
+    if profile is not None:
+        config.profiles = [profile]
+    runner = Runner(RunOptions(seed=1), config)
     cluster = InMemoryCluster(nodes={n.metadata.name: n for n in nodes})
     for p in pods:
         cluster.pods[p.key] = p
     clock = SimClock()
-    runner.scheduler = Scheduler(
-        [profile or ProfileConfig.default(PROFILE)],
-        cluster,
-        clock=clock,
-        seed=1,
-        observer=runner.metrics if metrics else None,
-        waiting_pods=WaitingPods(clock, observe=runner.observe_permit_wait) if metrics else None,
-    )
     if metrics:
-        runner.attach_metrics()
+        runner.scheduler = runner.new_scheduler(cluster, clock, Listers())
+    else:
+        runner.scheduler = Scheduler(config.profiles, cluster, clock=clock, seed=1)
     cluster.watch(runner.scheduler)
     return runner, cluster, clock
 

@@ -265,6 +265,18 @@ class FrameworkRunner(Protocol):
         """RunFilterPlugins over many nodes: the feasible rows, and why the others failed."""
         ...
 
+    def run_filter_plugin(
+        self,
+        plugin: FilterPlugin,
+        state: CycleState,
+        pod: PodInfo,
+        nodes: NodeTable,
+        rows: Rows,
+    ) -> NodeVerdicts:
+        """One of the filters that filter_scopes names, over the rows: its verdicts,
+        its evaluations counted and its time observed as run_filters does."""
+        ...
+
     def filter_scopes(
         self, state: CycleState, pod: PodInfo
     ) -> list[tuple[FilterPlugin, FilterScope]] | None:

@@ -7,9 +7,10 @@ as kube-scheduler's node-by-node loop that stops at the first failing plugin.
 The metrics of the extension points are taken here, as frameworkImpl takes them
 (framework/runtime/framework.go): each run_X records its point's duration once
 (FrameworkExtensionPointDuration, in a deferred function upstream, so also when
-it fails), and each plugin's duration in the cycles sampled for it
-(metricsRecorder.ObservePluginDurationAsync when state.ShouldRecordPluginMetrics).
-Filter's duration is the one
+it fails), each plugin's duration in the cycles sampled for it
+(metricsRecorder.ObservePluginDurationAsync when state.ShouldRecordPluginMetrics),
+and PreFilter, Filter, PreScore and Score count the plugins' evaluations (the
+instrumented plugins of setInstrumentedPlugins). Filter's duration is the one
 taken outside a run_X upstream: see timed_filter_pass. Without a recorder
 (Handle.metrics is NO_METRICS) nothing is timed: one flag is checked per run.
 """
@@ -19,7 +20,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from time import perf_counter
 from typing import Any, TypeVar
 
@@ -107,6 +108,19 @@ class Framework:
         self.pre_bind = plugins("preBind", ifc.PreBindPlugin)
         self.bind = plugins("bind", ifc.BindPlugin)
         self.post_bind = plugins("postBind", ifc.PostBindPlugin)
+        # setInstrumentedPlugins: each plugin's plugin_evaluation_total, looked up once.
+        self._pre_filter_evaluations = self._evaluation_counters("PreFilter", self.pre_filter)
+        self._filter_evaluations = self._evaluation_counters("Filter", self.filter)
+        self._pre_score_evaluations = self._evaluation_counters("PreScore", self.pre_score)
+        self._score_evaluations = self._evaluation_counters("Score", self.score)
+
+    def _evaluation_counters(
+        self, point: str, found: list[P]
+    ) -> dict[str, Callable[[float], None]]:
+        if not self.recording:
+            return {}
+        counter = self.metrics.plugin_evaluation_counter
+        return {plugin.name: counter(plugin.name, point, self.profile_name) for plugin in found}
 
     # --- metadata ----------------------------------------------------------------
 
@@ -166,6 +180,7 @@ class Framework:
         Raises PluginError (recorded as an Error) for a plugin that fails."""
         result = ifc.PreFilterResult()
         rejected: Status | None = None
+        counting = self.recording
         sample = self._sampled(state)
         started = 0.0
         for plugin in self.pre_filter:
@@ -180,6 +195,8 @@ class Framework:
             if status.is_skip():
                 state.skip_filter_plugins.add(plugin.name)
                 continue
+            if counting:  # instrumentedPreFilterPlugin: every call that does not skip
+                self._pre_filter_evaluations[plugin.name](1)
             if status.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
                 return result, status.with_plugin(plugin.name)  # no preemption can help
             if status.code == Code.UNSCHEDULABLE:
@@ -211,11 +228,14 @@ class Framework:
         diagnosis = Diagnosis.empty()
         remaining = rows
         skipped = state.skip_filter_plugins
+        counting = self.recording
         sample = self._sampled(state)
         started = 0.0
         for plugin in self.filter:
             if plugin.name in skipped or len(remaining) == 0:
                 continue
+            if counting:  # instrumentedFilterPlugin, called once per node upstream
+                self._filter_evaluations[plugin.name](len(remaining))
             if sample:
                 started = perf_counter()
             try:
@@ -244,6 +264,28 @@ class Framework:
             diagnosis.codes = np.concatenate(failed_codes)
             diagnosis.plugins = failed_plugins
         return remaining, diagnosis
+
+    def run_filter_plugin(
+        self,
+        plugin: ifc.FilterPlugin,
+        state: CycleState,
+        pod: PodInfo,
+        nodes: NodeTable,
+        rows: Rows,
+    ) -> ifc.NodeVerdicts:
+        """One of this framework's Filter plugins over the rows, counted and timed as
+        run_filters counts and times it (runFilterPlugin through the instrumented
+        plugin upstream): for preemption's batched dry run, which runs some of the
+        filters itself."""
+        if not self.recording:
+            return plugin.filter(state, pod, nodes, rows)
+        self._filter_evaluations[plugin.name](len(rows))
+        if not state.record_plugin_metrics:
+            return plugin.filter(state, pod, nodes, rows)
+        started = perf_counter()
+        verdicts = plugin.filter(state, pod, nodes, rows)
+        self._observe_plugin("Filter", plugin.name, _SUCCESS, started)
+        return verdicts
 
     @extension_point("PostFilter")
     def run_post_filter(
@@ -440,6 +482,7 @@ class Framework:
     @extension_point("PreScore")
     def run_pre_score(self, state: CycleState, pod: PodInfo, nodes: NodeTable, rows: Rows) -> None:
         """Every PreScore; raises PluginError (recorded as an Error) for one that fails."""
+        counting = self.recording
         sample = self._sampled(state)
         started = 0.0
         for plugin in self.pre_score:
@@ -451,6 +494,8 @@ class Framework:
                 raise PluginError(plugin.name, "PreScore", exc) from exc
             if sample:
                 self._observe_plugin("PreScore", plugin.name, status.code, started)
+            if counting and not status.is_skip():  # instrumentedPreScorePlugin
+                self._pre_score_evaluations[plugin.name](1)
             if status.is_skip():
                 state.skip_score_plugins.add(plugin.name)
             elif not status.is_success():
@@ -465,11 +510,14 @@ class Framework:
         total = np.zeros(len(rows), dtype=np.int64)
         by_plugin: dict[str, IntArray] = {}
         skipped = state.skip_score_plugins
+        counting = self.recording
         sample = self._sampled(state)
         started = 0.0
         for plugin in self.score:
             if plugin.name in skipped:
                 continue
+            if counting:  # instrumentedScorePlugin, called once per node upstream
+                self._score_evaluations[plugin.name](len(rows))
             if sample:
                 started = perf_counter()
             try:

@@ -19,7 +19,8 @@ from typing import Any
 
 from kubesched.api.objects import Namespace, Node, Pod, PodDisruptionBudget
 from kubesched.config import SchedulerConfig, load_config
-from kubesched.framework.clock import RealClock
+from kubesched.framework.client import ClusterClient
+from kubesched.framework.clock import Clock, RealClock
 from kubesched.framework.handle import Listers
 from kubesched.framework.profile import ProfileConfig
 from kubesched.framework.status import Status
@@ -29,7 +30,6 @@ from kubesched.kube.cluster import KubeCluster
 from kubesched.kube.config import load_connection
 from kubesched.kube.informer import Handlers, Informer
 from kubesched.kube.leader import LeaderElectionConfig, LeaderElector
-from kubesched.kube.plugin_metrics import instrument_plugins
 from kubesched.kube.storage import KubeVolumeWriter, storage_informers
 from kubesched.kube.workload_selectors import WorkloadSelectors, workload_selector_informers
 from kubesched.kube.writer import EventWriter, StatusWriter
@@ -98,19 +98,7 @@ class Runner:
         workload_selectors: WorkloadSelectors = {}
         listers = Listers(workload_selectors=workload_selectors)
         listers.storage.writer = KubeVolumeWriter(client)
-        self.scheduler = sched = Scheduler(
-            cfg.profiles,
-            cluster,
-            clock=clock,
-            seed=self.options.seed,
-            percentage_of_nodes_to_score=cfg.percentage_of_nodes_to_score,
-            pod_initial_backoff=cfg.pod_initial_backoff,
-            pod_max_backoff=cfg.pod_max_backoff,
-            observer=self.metrics,
-            listers=listers,
-            waiting_pods=WaitingPods(clock, observe=self.observe_permit_wait),
-        )
-        self.attach_metrics()
+        self.scheduler = sched = self.new_scheduler(cluster, clock, listers)
         nodes: Informer[Node] = Informer(
             client,
             "/api/v1/nodes",
@@ -262,14 +250,25 @@ class Runner:
                 sched.queue.flush_unschedulable_left_over()
             self.update_metrics()
 
-    def attach_metrics(self) -> None:
-        """The metrics upstream takes in its framework and plugins rather than in the
-        scheduling loop (which reports through the scheduler's Observer): plugin
-        evaluations and preemption (instrumented plugins), Permit's waits
-        (WaitOnPermit) are observed by the WaitingPods the scheduler is built with."""
-        sched = self.scheduler
-        assert sched is not None
-        instrument_plugins(sched.frameworks.values(), self.metrics)
+    def new_scheduler(self, cluster: ClusterClient, clock: Clock, listers: Listers) -> Scheduler:
+        """The scheduler `run` drives, as the configuration says, reporting to the
+        metrics at construction: the scheduling loop, the framework (extension points,
+        plugin durations and evaluations) and the plugins (preemption) through its
+        Observer, which it hands to every framework on the Handle; Permit's waits
+        (WaitOnPermit upstream) through the WaitingPods it is built with."""
+        cfg = self.config
+        return Scheduler(
+            cfg.profiles,
+            cluster,
+            clock=clock,
+            seed=self.options.seed,
+            percentage_of_nodes_to_score=cfg.percentage_of_nodes_to_score,
+            pod_initial_backoff=cfg.pod_initial_backoff,
+            pod_max_backoff=cfg.pod_max_backoff,
+            observer=self.metrics,
+            listers=listers,
+            waiting_pods=WaitingPods(clock, observe=self.observe_permit_wait),
+        )
 
     def observe_permit_wait(self, status: Status, seconds: float) -> None:
         self.metrics.observe_permit_wait(status_label(status.code), seconds)

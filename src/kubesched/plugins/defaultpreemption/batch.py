@@ -33,17 +33,24 @@ _AMOUNTS_CACHE_SIZE = 1 << 16
 
 
 def _pass(
-    filters: Sequence[FilterPlugin], state: CycleState, pod: PodInfo, table: NodeTable, rows: Rows
+    fw: FrameworkRunner,
+    filters: Sequence[FilterPlugin],
+    state: CycleState,
+    pod: PodInfo,
+    table: NodeTable,
+    rows: Rows,
 ) -> npt.NDArray[np.bool_]:
     """Which rows every one of the filters lets through: Framework.run_filters's
     verdicts (each filter sees the rows the earlier ones passed), minus the diagnosis.
-    Raises on an Error verdict, as run_filters does."""
+    Raises on an Error verdict, as run_filters does. The framework runs each filter,
+    which counts its evaluations as upstream's instrumented plugins count those of
+    preemption's dry run."""
     passed = np.ones(len(rows), dtype=np.bool_)
     for plugin in filters:
         going = np.flatnonzero(passed)
         if not len(going):
             break
-        codes = plugin.filter(state, pod, table, rows[going]).codes
+        codes = fw.run_filter_plugin(plugin, state, pod, table, rows[going]).codes
         if (codes == Code.ERROR).any():
             raise RuntimeError(f"{plugin.name} Filter failed with an error")
         passed[going] = codes == Code.SUCCESS
@@ -261,7 +268,7 @@ class BatchedDryRun:
                 table.shift_requested(back, delta[k, going])
                 applied[going] += delta[k, going]
                 # The other filters passed these rows, with any amounts.
-                lost = ~_pass(amount_filters, trial, pod, table, back)
+                lost = ~_pass(fw, amount_filters, trial, pod, table, back)
                 if lost.any():
                     table.shift_requested(back[lost], -delta[k, going[lost]])
                     applied[going[lost]] -= delta[k, going[lost]]

@@ -157,7 +157,12 @@ class DefaultPreemption(BatchedDryRun, PostFilterPlugin, PreEnqueuePlugin, Enque
         self, state: CycleState, pod: PodInfo, diagnosis: Any
     ) -> tuple[PostFilterResult | None, Status]:
         assert isinstance(diagnosis, Diagnosis)
-        result, status = self.preempt(state, pod, diagnosis)
+        try:
+            result, status = self.preempt(state, pod, diagnosis)
+        finally:
+            # DefaultPreemption.PostFilter: `defer metrics.PreemptionAttempts.Inc()`,
+            # every call, whatever becomes of it.
+            self.handle.metrics.inc_preemption_attempts()
         message = status.message()
         if message:
             return result, Status(status.code, ["preemption: " + message], status.plugin)
@@ -427,6 +432,9 @@ class DefaultPreemption(BatchedDryRun, PostFilterPlugin, PreEnqueuePlugin, Enque
         victims = [v for v in candidate.victims if v.pod.metadata.deletion_timestamp is None]
         if not victims:
             return
+        # Executor.prepareCandidateAsync observes PreemptionVictims (all of the
+        # candidate's victims) once some are to be deleted.
+        self.handle.metrics.observe_preemption_victims(len(candidate.victims))
         # Upstream registers the last victim once the others are deleted; known from
         # the start, the check is the same while they are (the last one is still
         # there) and right when another preemptor already deleted it.
