@@ -135,16 +135,14 @@ class Framework:
         return self.queue_sort[0].less(a, b)
 
     # --- metrics -----------------------------------------------------------------
+    # A run method observes plugin durations when `self.recording and
+    # state.record_plugin_metrics` (state.ShouldRecordPluginMetrics upstream: the
+    # cycle was sampled), checked once per run.
 
     def _observe_plugin(self, point: str, plugin: str, code: int, started: float) -> None:
         """ObservePluginDurationAsync: one plugin at `point`, in a sampled cycle."""
         seconds = perf_counter() - started
         self.metrics.observe_plugin(plugin, point, CODE_NAMES[code], seconds)
-
-    def _sampled(self, state: CycleState) -> bool:
-        """Whether this cycle's plugin durations are observed
-        (state.ShouldRecordPluginMetrics upstream)."""
-        return self.recording and state.record_plugin_metrics
 
     def timed_filter_pass(self) -> contextlib.AbstractContextManager[None]:
         """Times the Filter extension point over one filter pass of the scheduling
@@ -181,7 +179,7 @@ class Framework:
         result = ifc.PreFilterResult()
         rejected: Status | None = None
         counting = self.recording
-        sample = self._sampled(state)
+        sample = self.recording and state.record_plugin_metrics
         started = 0.0
         for plugin in self.pre_filter:
             if sample:
@@ -229,7 +227,7 @@ class Framework:
         remaining = rows
         skipped = state.skip_filter_plugins
         counting = self.recording
-        sample = self._sampled(state)
+        sample = self.recording and state.record_plugin_metrics
         started = 0.0
         for plugin in self.filter:
             if plugin.name in skipped or len(remaining) == 0:
@@ -298,7 +296,7 @@ class Framework:
         result: ifc.PostFilterResult | None = None
         reasons: list[str] = []
         rejector = ""
-        sample = self._sampled(state)
+        sample = self.recording and state.record_plugin_metrics
         started = 0.0
         for plugin in self.post_filter:
             if sample:
@@ -335,7 +333,7 @@ class Framework:
     ) -> None:
         """Tell the PreFilter plugins that `to_add` was added to the row (the table
         has it already); raises PluginError if one fails."""
-        sample = self._sampled(state)
+        sample = self.recording and state.record_plugin_metrics
         started = 0.0
         for plugin in self._extensions(state):
             assert isinstance(plugin, ifc.PreFilterExtensions)
@@ -355,7 +353,7 @@ class Framework:
     ) -> None:
         """Tell the PreFilter plugins that `to_remove` left the row (the table no
         longer has it); raises PluginError if one fails."""
-        sample = self._sampled(state)
+        sample = self.recording and state.record_plugin_metrics
         started = 0.0
         for plugin in self._extensions(state):
             assert isinstance(plugin, ifc.PreFilterExtensions)
@@ -483,7 +481,7 @@ class Framework:
     def run_pre_score(self, state: CycleState, pod: PodInfo, nodes: NodeTable, rows: Rows) -> None:
         """Every PreScore; raises PluginError (recorded as an Error) for one that fails."""
         counting = self.recording
-        sample = self._sampled(state)
+        sample = self.recording and state.record_plugin_metrics
         started = 0.0
         for plugin in self.pre_score:
             if sample:
@@ -511,7 +509,7 @@ class Framework:
         by_plugin: dict[str, IntArray] = {}
         skipped = state.skip_score_plugins
         counting = self.recording
-        sample = self._sampled(state)
+        sample = self.recording and state.record_plugin_metrics
         started = 0.0
         for plugin in self.score:
             if plugin.name in skipped:
@@ -546,7 +544,7 @@ class Framework:
     @extension_point("Reserve")
     def run_reserve(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
         """RunReservePluginsReserve: the first plugin that does not succeed stops it."""
-        sample = self._sampled(state)
+        sample = self.recording and state.record_plugin_metrics
         started = 0.0
         for plugin in self.reserve:
             if sample:
@@ -564,7 +562,7 @@ class Framework:
     @extension_point("Unreserve")
     def run_unreserve(self, state: CycleState, pod: PodInfo, node_name: str) -> None:
         """RunReservePluginsUnreserve: recorded as a Success, as upstream (it cannot fail)."""
-        sample = self._sampled(state)
+        sample = self.recording and state.record_plugin_metrics
         started = 0.0
         # In reverse order, as upstream: undo what the later plugins did first.
         for plugin in reversed(self.reserve):
@@ -592,7 +590,7 @@ class Framework:
         """RunPermitPlugins: Wait (with each waiting plugin's timeout) if some plugin
         asks to wait and none rejects."""
         waits: dict[str, float] = {}
-        sample = self._sampled(state)
+        sample = self.recording and state.record_plugin_metrics
         started = 0.0
         for plugin in self.permit:
             if sample:
@@ -616,7 +614,7 @@ class Framework:
     @async_extension_point("PreBind")
     async def run_pre_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
         """RunPreBindPlugins: the first plugin that neither succeeds nor skips stops it."""
-        sample = self._sampled(state)
+        sample = self.recording and state.record_plugin_metrics
         started = 0.0
         for plugin in self.pre_bind:
             if sample:
@@ -636,7 +634,7 @@ class Framework:
     @async_extension_point("Bind")
     async def run_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
         """RunBindPlugins: the first plugin that does not skip binds (or fails to)."""
-        sample = self._sampled(state)
+        sample = self.recording and state.record_plugin_metrics
         started = 0.0
         for plugin in self.bind:
             if sample:
@@ -655,7 +653,7 @@ class Framework:
     @extension_point("PostBind")
     def run_post_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> None:
         """RunPostBindPlugins: recorded as a Success, as upstream (it cannot fail)."""
-        sample = self._sampled(state)
+        sample = self.recording and state.record_plugin_metrics
         started = 0.0
         for plugin in self.post_bind:
             if sample:
