@@ -276,7 +276,14 @@ def test_every_exported_metric_moves(
                 profile="kubesched",
             )
             pending = sample(families, "scheduler_pending_pods", queue="unschedulable")
-            done = unschedulable == 1 and pending == 1 and algorithm == attempts
+            # The gauges refresh once a second and may still show the preemptor's
+            # wait: the huge pod must have been seen (17 pods added) as well.
+            added = sample(
+                families, "scheduler_queue_incoming_pods_total", queue="active", event="PodAdd"
+            )
+            done = (
+                unschedulable == 1 and pending == 1 and algorithm == attempts and (added or 0) >= 17
+            )
             return families if done else None
 
         families = api.wait_for(settled, timeout=20, message="the metrics to settle")
