@@ -22,7 +22,9 @@ __all__ = [
 ]
 
 
-class DefaultPreemptionArgs(msgspec.Struct, frozen=True, rename="camel"):
+class DefaultPreemptionArgs(
+    msgspec.Struct, frozen=True, rename="camel", forbid_unknown_fields=True
+):
     """How many candidate nodes the dry run looks for: max(percentage of the nodes,
     absolute). The defaults are v1's (10%, 100); a null is a default too."""
 

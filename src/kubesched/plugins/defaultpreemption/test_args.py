@@ -28,8 +28,9 @@ def test_defaults() -> None:
         DefaultPreemptionArgs(10, 100)
     )
     assert default_preemption_args(
-        {"minCandidateNodesPercentage": 0, "minCandidateNodesAbsolute": 5, "other": "ignored"}
+        {"minCandidateNodesPercentage": 0, "minCandidateNodesAbsolute": 5}
     ) == DefaultPreemptionArgs(0, 5)
+    assert errors({"other": "refused"}) == [f"{ARGS}: Object contains unknown field `other`"]
 
 
 def test_only_integers() -> None:

@@ -130,6 +130,26 @@ def _without_nulls(value: object) -> object:
     return value
 
 
+SCHEDULER_CONFIG_API = "kubescheduler.config.k8s.io/v1"
+
+
+def _without_type_meta(data: Mapping[str, Any], kind: str, path: str) -> dict[str, Any]:
+    """The args without their optional TypeMeta, which must name this plugin's args
+    type: upstream decodes the args as the kind they name, and the plugin then refuses
+    args of another type."""
+    rest = dict(data)
+    errors = []
+    api_version = rest.pop("apiVersion", SCHEDULER_CONFIG_API)
+    if api_version != SCHEDULER_CONFIG_API:
+        errors.append(not_supported(child(path, "apiVersion"), api_version, [SCHEDULER_CONFIG_API]))
+    given = rest.pop("kind", kind)
+    if given != kind:
+        errors.append(not_supported(child(path, "kind"), given, [kind]))
+    if errors:
+        raise ArgsError(errors)
+    return rest
+
+
 def decode_args(
     raw: Mapping[str, Any] | None,
     type_: type[S],
@@ -142,12 +162,15 @@ def decode_args(
 
     `strict` is msgspec's: False lets numbers and booleans be given as strings
     (and integral floats as ints), as the plugins that took int()/str() of their
-    args did. Unknown fields are ignored, as kubesched always did (upstream's
-    strict decoding refuses them). `aliases` maps older spellings a plugin also
-    accepted to the API name, which wins when both are given. A value of the wrong
-    type raises ArgsError naming the field under `path`.
+    args did. An unknown field is an error, as in upstream's strict decoding (each
+    args struct forbids them), and so is a TypeMeta naming another kind. `aliases`
+    maps older spellings a plugin also accepted to the API name, which wins when
+    both are given. A value of the wrong type raises ArgsError naming the field
+    under `path`.
     """
     data: object = raw if raw is not None else {}
+    if isinstance(data, Mapping) and ("apiVersion" in data or "kind" in data):
+        data = _without_type_meta(data, type_.__name__, path)
     if isinstance(data, Mapping) and aliases:
         data = dict(data)
         for old, new in aliases.items():

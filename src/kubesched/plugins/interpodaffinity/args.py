@@ -25,7 +25,9 @@ _ALIASES = {
 }
 
 
-class InterPodAffinityArgs(msgspec.Struct, frozen=True, rename="camel", kw_only=True):
+class InterPodAffinityArgs(
+    msgspec.Struct, frozen=True, rename="camel", kw_only=True, forbid_unknown_fields=True
+):
     """`hard_pod_affinity_weight`: the score weight of an existing pod's required
     affinity term the incoming pod matches; `ignore_preferred_terms_of_existing_pods`:
     skip scoring for pods without preferred terms of their own."""

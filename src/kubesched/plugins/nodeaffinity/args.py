@@ -25,7 +25,9 @@ REQUIRED_FIELD = "requiredDuringSchedulingIgnoredDuringExecution"
 PREFERRED_FIELD = "preferredDuringSchedulingIgnoredDuringExecution"
 
 
-class NodeAffinityArgs(msgspec.Struct, frozen=True, rename="camel", kw_only=True):
+class NodeAffinityArgs(
+    msgspec.Struct, frozen=True, rename="camel", kw_only=True, forbid_unknown_fields=True
+):
     """`added_affinity`: node affinity every pod of the profile must also satisfy
     (required terms) or is scored by (preferred terms)."""
 

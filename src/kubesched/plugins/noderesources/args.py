@@ -40,11 +40,11 @@ MAX_UTILIZATION = 100
 RESOURCE_WEIGHT_MAX = 100
 
 
-class _Args(msgspec.Struct, frozen=True, rename="camel", kw_only=True):
+class _Args(msgspec.Struct, frozen=True, rename="camel", kw_only=True, forbid_unknown_fields=True):
     pass
 
 
-class ResourceSpec(msgspec.Struct, frozen=True, rename="camel"):
+class ResourceSpec(msgspec.Struct, frozen=True, rename="camel", forbid_unknown_fields=True):
     """config.ResourceSpec: a resource a strategy looks at, and its weight (0 when
     not given; the defaults make it 1)."""
 
@@ -52,7 +52,9 @@ class ResourceSpec(msgspec.Struct, frozen=True, rename="camel"):
     weight: int = 0
 
 
-class UtilizationShapePoint(msgspec.Struct, frozen=True, rename="camel"):
+class UtilizationShapePoint(
+    msgspec.Struct, frozen=True, rename="camel", forbid_unknown_fields=True
+):
     """config.UtilizationShapePoint: the score (0..10) at a utilization (0..100)."""
 
     utilization: int = 0

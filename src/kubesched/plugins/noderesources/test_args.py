@@ -67,6 +67,22 @@ def test_fit_defaults() -> None:
     )
 
 
+def test_unknown_fields_and_other_kinds_are_refused() -> None:
+    # Upstream decodes pluginConfig args strictly.
+    with pytest.raises(ArgsError, match="args: Object contains unknown field `somethingElse`"):
+        node_resources_fit_args({"somethingElse": 1}, "args")
+    with pytest.raises(ArgsError, match=r"args.scoringStrategy: Object contains unknown field `x`"):
+        node_resources_fit_args({"scoringStrategy": {"type": "MostAllocated", "x": 1}}, "args")
+    # The optional TypeMeta must name these args.
+    assert node_resources_fit_args(
+        {"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "NodeResourcesFitArgs"}
+    ) == node_resources_fit_args(None)
+    with pytest.raises(ArgsError, match=r'args\.kind: Unsupported value: "InterPodAffinityArgs"'):
+        node_resources_fit_args({"kind": "InterPodAffinityArgs"}, "args")
+    with pytest.raises(ArgsError, match=r'args\.apiVersion: Unsupported value: "v1beta9"'):
+        node_resources_fit_args({"apiVersion": "v1beta9"}, "args")
+
+
 def test_fit_decodes_camel_case_and_numbers_in_strings() -> None:
     args = node_resources_fit_args(
         {
@@ -79,7 +95,6 @@ def test_fit_decodes_camel_case_and_numbers_in_strings() -> None:
                     "shape": [{"utilization": 0, "score": 10}, {"utilization": "100", "score": 0}]
                 },
             },
-            "somethingElse": 1,  # unknown fields are ignored, as kubesched always did
         }
     )
     assert args.ignored_resources == ("example.com/a",)

@@ -36,7 +36,9 @@ WHEN_UNSATISFIABLE = ("DoNotSchedule", "ScheduleAnyway")
 _ALIASES = {"defaulting_type": "defaultingType", "default_constraints": "defaultConstraints"}
 
 
-class PodTopologySpreadArgs(msgspec.Struct, frozen=True, rename="camel", kw_only=True):
+class PodTopologySpreadArgs(
+    msgspec.Struct, frozen=True, rename="camel", kw_only=True, forbid_unknown_fields=True
+):
     """`defaulting_type`: "System" (the system's default constraints) or "List"
     (`default_constraints`), for pods that set no constraints of their own."""
 

@@ -19,14 +19,18 @@ from kubesched.plugins.helpers.args import child, invalid, load_args
 DEFAULT_BIND_TIMEOUT_SECONDS = 600
 
 
-class UtilizationShapePoint(msgspec.Struct, frozen=True, rename="camel"):
+class UtilizationShapePoint(
+    msgspec.Struct, frozen=True, rename="camel", forbid_unknown_fields=True
+):
     """config.UtilizationShapePoint: the score (0..10) at a utilization (0..100)."""
 
     utilization: int = 0
     score: int = 0
 
 
-class VolumeBindingArgs(msgspec.Struct, frozen=True, rename="camel", kw_only=True):
+class VolumeBindingArgs(
+    msgspec.Struct, frozen=True, rename="camel", kw_only=True, forbid_unknown_fields=True
+):
     """`bind_timeout_seconds`: how long PreBind waits for the PV controller to
     complete the binding; `shape`: StorageCapacityScoring's, refused while the
     feature is off."""
