@@ -212,21 +212,26 @@ GroupKey = tuple[str, bool, frozenset[tuple[str, str]]]
 _K = TypeVar("_K")
 
 
-class LabelGroup:
-    """The pods of one namespace with the same labels (and terminating or not)."""
+class RowCounts:
+    """How many of a group's pods each row holds (sparse, row -> count), with the
+    same as arrays for the plugins, rebuilt after a change."""
 
-    __slots__ = ("_arrays", "key", "labels", "namespace", "rows", "terminating")
+    __slots__ = ("_arrays", "rows")
 
-    def __init__(self, key: GroupKey, labels: Mapping[str, str]) -> None:
-        self.key = key
-        self.namespace = key[0]
-        self.terminating = key[1]
-        self.labels = labels  # the first pod's (pods are not changed in place)
-        self.rows: dict[int, int] = {}  # row -> how many of the group's pods it holds
+    def __init__(self) -> None:
+        self.rows: dict[int, int] = {}
         self._arrays: tuple[Rows, IntArray] | None = None
 
+    def bump(self, row: int, delta: int) -> None:
+        count = self.rows.get(row, 0) + delta
+        if count > 0:
+            self.rows[row] = count
+        else:
+            self.rows.pop(row, None)
+        self._arrays = None
+
     def arrays(self) -> tuple[Rows, IntArray]:
-        """(rows, counts) as arrays, rebuilt after a change."""
+        """(rows, counts) as arrays."""
         if self._arrays is None:
             n = len(self.rows)
             self._arrays = (
@@ -234,6 +239,19 @@ class LabelGroup:
                 np.fromiter(self.rows.values(), dtype=np.int64, count=n),
             )
         return self._arrays
+
+
+class LabelGroup(RowCounts):
+    """The pods of one namespace with the same labels (and terminating or not)."""
+
+    __slots__ = ("key", "labels", "namespace", "terminating")
+
+    def __init__(self, key: GroupKey, labels: Mapping[str, str]) -> None:
+        super().__init__()
+        self.key = key
+        self.namespace = key[0]
+        self.terminating = key[1]
+        self.labels = labels  # the first pod's (pods are not changed in place)
 
     def __repr__(self) -> str:
         return f"LabelGroup({self.namespace}, {self.labels}, rows={self.rows})"
@@ -267,37 +285,19 @@ def affinity_key(pod: Pod) -> AffinityKey:
     )
 
 
-class AffinitySet:
+class AffinitySet(RowCounts):
     """The placed pods with one set of (anti-)affinity terms, parsed once, and how many
     of them each row holds (NodeInfo.PodsWithAffinity upstream, grouped)."""
 
-    __slots__ = ("_arrays", "key", "rows", "terms")
+    __slots__ = ("key", "terms")
 
     def __init__(self, key: AffinityKey, terms: PodAffinityTerms) -> None:
+        super().__init__()
         self.key = key
         self.terms = terms
-        self.rows: dict[int, int] = {}
-        self._arrays: tuple[Rows, IntArray] | None = None
-
-    def arrays(self) -> tuple[Rows, IntArray]:
-        if self._arrays is None:
-            n = len(self.rows)
-            self._arrays = (
-                np.fromiter(self.rows.keys(), dtype=np.intp, count=n),
-                np.fromiter(self.rows.values(), dtype=np.int64, count=n),
-            )
-        return self._arrays
 
 
 _EMPTY_GROUPS: dict[GroupKey, LabelGroup] = {}
-
-
-def _bump(rows: dict[int, int], row: int, delta: int) -> None:
-    count = rows.get(row, 0) + delta
-    if count > 0:
-        rows[row] = count
-    else:
-        rows.pop(row, None)
 
 
 def _discard(index: dict[_K, dict[GroupKey, LabelGroup]], index_key: _K, key: GroupKey) -> None:
@@ -333,14 +333,12 @@ class PodIndex:
         if sign > 0:
             if group is None:
                 group = self._new_group(key, labels)
-            _bump(group.rows, row, 1)
-            group._arrays = None
+            group.bump(row, 1)
             if has_pod_affinity(pod.pod):
                 self._add_affinity(pod, row)
             return
         if group is not None:
-            _bump(group.rows, row, -1)
-            group._arrays = None
+            group.bump(row, -1)
             if not group.rows:
                 self._drop_group(group)
         on_row = self.with_affinity.get(row)
@@ -354,14 +352,12 @@ class PodIndex:
         found = self.affinity_sets.get(akey)
         if found is None:
             found = self.affinity_sets[akey] = AffinitySet(akey, pod_affinity_terms(pod.pod))
-        _bump(found.rows, row, 1)
-        found._arrays = None
+        found.bump(row, 1)
         self.with_affinity.setdefault(row, {})[pod.key] = akey
 
     def _remove_affinity(self, akey: AffinityKey, row: int) -> None:
         found = self.affinity_sets[akey]
-        _bump(found.rows, row, -1)
-        found._arrays = None
+        found.bump(row, -1)
         if not found.rows:
             del self.affinity_sets[akey]
 
