@@ -8,27 +8,14 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Callable
-from fractions import Fraction
 from typing import Any
+
+from kubesched.api.quantity import parse_quantity as parse_kube_quantity
 
 # --------------------------------------------------------------------------
 # Kubernetes quantity and semver, Python side (what the custom functions call)
 # --------------------------------------------------------------------------
 
-_BINARY = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
-_DECIMAL = {
-    "n": Fraction(1, 10**9),
-    "u": Fraction(1, 10**6),
-    "m": Fraction(1, 10**3),
-    "": Fraction(1),
-    "k": Fraction(10**3),
-    "M": Fraction(10**6),
-    "G": Fraction(10**9),
-    "T": Fraction(10**12),
-    "P": Fraction(10**15),
-    "E": Fraction(10**18),
-}
-_QUANTITY_RE = re.compile(r"^([+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+))([eE][+-]?[0-9]+|[a-zA-Z]*)$")
 _SEMVER_RE = re.compile(
     r"^(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)"
     r"(?:-([0-9A-Za-z-]+(?:\.[0-9A-Za-z-]+)*))?(?:\+[0-9A-Za-z-]+(?:\.[0-9A-Za-z-]+)*)?$"
@@ -41,20 +28,9 @@ class Quantity:
     __slots__ = ("text", "value")
 
     def __init__(self, text: str) -> None:
-        m = _QUANTITY_RE.match(text)
-        if m is None:
-            raise ValueError(f"invalid quantity {text!r}")
-        number, suffix = m.groups()
-        if suffix[:1] in ("e", "E") and len(suffix) > 1:
-            scale = Fraction(10) ** int(suffix[1:])
-        elif suffix in _BINARY:
-            scale = Fraction(_BINARY[suffix])
-        elif suffix in _DECIMAL:
-            scale = _DECIMAL[suffix]
-        else:
-            raise ValueError(f"invalid quantity suffix in {text!r}")
         self.text = text
-        self.value = Fraction(number) * scale
+        # kubesched's own resource.Quantity parser (QuantityError is a ValueError).
+        self.value = parse_kube_quantity(text)
 
     def compare(self, other: Quantity) -> int:
         return (self.value > other.value) - (self.value < other.value)
