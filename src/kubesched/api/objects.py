@@ -132,9 +132,17 @@ class ContainerPort(_Api):
     host_ip: str = msgspec.field(default="", name="hostIP")
 
 
+class ResourceClaimRef(_Api):
+    """A container's use of one of the pod's resource claims (resources.claims)."""
+
+    name: str = ""
+    request: str = ""
+
+
 class ResourceRequirements(_Api):
     requests: ResourceList = {}
     limits: ResourceList = {}
+    claims: list[ResourceClaimRef] = []
 
 
 class Container(_Api):
@@ -232,6 +240,14 @@ class Volume(_Api):
     csi: CSIVolumeSource | None = None
 
 
+class PodResourceClaim(_Api):
+    """spec.resourceClaims[]: a claim by name, or one made from a template."""
+
+    name: str = ""
+    resource_claim_name: str | None = None
+    resource_claim_template_name: str | None = None
+
+
 class PodSpec(_Api):
     node_name: str = ""
     scheduler_name: str = "default-scheduler"
@@ -250,6 +266,7 @@ class PodSpec(_Api):
     volumes: list[Volume] = []
     host_network: bool = False
     restart_policy: str = "Always"
+    resource_claims: list[PodResourceClaim] = []
 
 
 class PodCondition(_Api):
@@ -259,11 +276,33 @@ class PodCondition(_Api):
     message: str = ""
 
 
+class PodResourceClaimStatus(_Api):
+    """status.resourceClaimStatuses[]: the claim generated for a template entry."""
+
+    name: str = ""
+    resource_claim_name: str | None = None
+
+
+class ContainerExtendedResourceRequest(_Api):
+    container_name: str = ""
+    resource_name: str = ""
+    request_name: str = ""
+
+
+class PodExtendedResourceClaimStatus(_Api):
+    """status.extendedResourceClaimStatus: the claim that backs DRA extended resources."""
+
+    request_mappings: list[ContainerExtendedResourceRequest] = []
+    resource_claim_name: str = ""
+
+
 class PodStatus(_Api):
     phase: str = ""
     nominated_node_name: str = ""
     conditions: list[PodCondition] = []
     start_time: str | None = None  # RFC 3339; preemption prefers to keep older pods
+    resource_claim_statuses: list[PodResourceClaimStatus] = []
+    extended_resource_claim_status: PodExtendedResourceClaimStatus | None = None
 
 
 class Pod(_Api):
@@ -316,6 +355,8 @@ class NodeStatus(_Api):
     allocatable: ResourceList = {}
     images: list[ContainerImage] = []
     conditions: list[NodeCondition] = []
+    # Features the node declares (NodeDeclaredFeatures, beta and on in 1.36).
+    declared_features: list[str] = []
 
 
 class Node(_Api):
