@@ -16,6 +16,7 @@ from kubesched.api.objects import (
 )
 from kubesched.framework.client import ClusterClient
 from kubesched.framework.clock import Clock, SimClock
+from kubesched.framework.dra import DraState
 from kubesched.framework.metrics_recorder import NO_METRICS, MetricsRecorder
 from kubesched.framework.node_table import NodeTable
 from kubesched.framework.storage import StorageState
@@ -68,6 +69,8 @@ class Listers:
 
     # PVs, PVCs, StorageClasses and CSI objects, for the volume plugins.
     storage: StorageState = field(default_factory=StorageState)
+    # ResourceClaims, templates, DeviceClasses and ResourceSlices, for DynamicResources.
+    dra: DraState = field(default_factory=DraState)
     # The cluster's PodDisruptionBudgets (preemption prefers not to violate them).
     pdbs: list[PodDisruptionBudget] = field(default_factory=list)
     # Namespaces by name, for InterPodAffinity's namespaceSelector.
@@ -91,6 +94,8 @@ class Handle:
     activate: Callable[[list[str]], None] = lambda keys: None
     # PVs, PVCs, StorageClasses and CSI objects, for the volume plugins.
     storage: StorageState = field(default_factory=StorageState)
+    # ResourceClaims, templates, DeviceClasses and ResourceSlices, for DynamicResources.
+    dra: DraState = field(default_factory=DraState)
     # The cluster's PodDisruptionBudgets (preemption prefers not to violate them).
     pdbs: list[PodDisruptionBudget] = field(default_factory=list)
     nominated: NominatedPods = field(default_factory=NoNominations)

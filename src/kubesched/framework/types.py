@@ -114,6 +114,9 @@ class Resource(enum.StrEnum):
     CSI_DRIVER = "CSIDriver"
     CSI_STORAGE_CAPACITY = "CSIStorageCapacity"
     VOLUME_ATTACHMENT = "VolumeAttachment"
+    RESOURCE_CLAIM = "ResourceClaim"
+    RESOURCE_SLICE = "ResourceSlice"
+    DEVICE_CLASS = "DeviceClass"
     WILDCARD = "*"
 
 

@@ -73,6 +73,7 @@ class Scheduler(EventHandlers, SchedulingCycle):
             self.waiting_pods,
             activate=self._activate,
             storage=self.listers.storage,
+            dra=self.listers.dra,
             pdbs=self.listers.pdbs,
             nominated=_QueuedNominations(self),
             clear_nominated_node=self._clear_nominations,

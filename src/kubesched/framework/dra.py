@@ -1,0 +1,268 @@
+"""DraState: the Dynamic Resource Allocation objects the scheduler knows.
+
+ResourceClaims, ResourceClaimTemplates, DeviceClasses and ResourceSlices, kept by
+key and fed by informers (`kubesched run`) or by the manifests (`simulate`). It is
+upstream's SharedDRAManager (dynamicresources/dra_manager.go) in one place:
+
+- claims behind an assume cache: PreBind's API writes are assumed at once
+  (AssumeClaimAfterAPICall), so the next pods see the allocation before the
+  informer does; a stored object of a newer resourceVersion replaces the assumed one.
+- in-flight allocations: between Reserve and the end of PreBind, a claim's
+  allocation lives only here (SignalClaimPendingAllocation), and the devices it
+  takes count as allocated for every other pod.
+- the allocated state (GatherAllocatedState): every device some claim holds, with
+  the capacity that shared devices have given away.
+
+Every change is announced to subscribers as a ClusterEvent, as StorageState does.
+The DynamicResources plugin's PreBind writes through `writer` (the API server in
+`run`, this state itself in `simulate`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from kubesched.api.quantity import milli_value
+from kubesched.api.resource import (
+    DeviceClass,
+    ResourceClaim,
+    ResourceClaimTemplate,
+    ResourceSlice,
+)
+from kubesched.framework.types import ActionType, ClusterEvent, Resource
+
+Listener = Callable[[ClusterEvent, object, object], object]
+
+# (driver, pool, device): a device's identity across slices (structured.DeviceID).
+DeviceID = tuple[str, str, str]
+
+
+class ClaimConflict(Exception):
+    """The write was refused because the claim changed since it was read (HTTP 409)."""
+
+
+class ClaimWriter(Protocol):
+    """The API writes of DynamicResources' PreBind and Unreserve: on the API server in
+    `kubesched run`, on this state in `simulate`. Each returns the stored result and
+    raises ClaimConflict on a stale resourceVersion."""
+
+    async def get_claim(self, namespace: str, name: str) -> ResourceClaim | None:
+        """The claim as stored now (a fresh GET, for a retry after a conflict)."""
+        ...
+
+    async def update_claim(self, claim: ResourceClaim) -> ResourceClaim:
+        """Update metadata and spec (the finalizer)."""
+        ...
+
+    async def update_claim_status(self, claim: ResourceClaim) -> ResourceClaim:
+        """Update the status subresource (allocation, reservedFor)."""
+        ...
+
+
+@dataclass
+class AllocatedState:
+    """What is taken already (structured.AllocatedState)."""
+
+    # Devices held whole by some claim (adminAccess allocations do not count).
+    devices: set[DeviceID] = field(default_factory=set)
+    # Shares of devices that allow multiple allocations: (device, shareID).
+    shared: set[tuple[DeviceID, str]] = field(default_factory=set)
+    # Capacity given away on shared devices: device -> capacity name -> milli-units.
+    consumed_capacity: dict[DeviceID, dict[str, int]] = field(default_factory=dict)
+
+
+def _event(resource: Resource, action: ActionType) -> ClusterEvent:
+    word = {ActionType.ADD: "Add", ActionType.UPDATE: "Update", ActionType.DELETE: "Delete"}
+    return ClusterEvent(resource, action, f"{resource}{word[action]}")
+
+
+def _version(claim: ResourceClaim) -> int:
+    try:
+        return int(claim.metadata.resource_version or 0)
+    except ValueError:
+        return 0
+
+
+class DraState:
+    def __init__(self) -> None:
+        self.claims: dict[str, ResourceClaim] = {}  # "namespace/name"
+        self.templates: dict[str, ResourceClaimTemplate] = {}  # "namespace/name"
+        self.classes: dict[str, DeviceClass] = {}
+        self.slices: dict[str, ResourceSlice] = {}
+        # claim key -> the claim as PreBind wrote it, until the informer catches up
+        self.assumed: dict[str, ResourceClaim] = {}
+        # claim key -> the claim with the allocation Reserve made, until PreBind ends
+        self.in_flight: dict[str, ResourceClaim] = {}
+        self.listeners: list[Listener] = []
+        # Set by whoever owns the cluster; None: PreBind cannot write claims.
+        self.writer: ClaimWriter | None = None
+        # Bumped on every change to slices (the allocator's device view) and to
+        # allocations (the allocated state), so derived views are rebuilt lazily.
+        self.slices_version = 0
+        self.allocations_version = 0
+        self._allocated: tuple[int, AllocatedState] | None = None
+
+    def subscribe(self, listener: Listener) -> None:
+        self.listeners.append(listener)
+
+    def _emit(self, resource: Resource, action: ActionType, old: object, new: object) -> None:
+        if self.listeners:
+            event = _event(resource, action)
+            for listener in self.listeners:
+                listener(event, old, new)
+
+    def is_empty(self) -> bool:
+        return not (self.claims or self.templates or self.classes or self.slices)
+
+    def copy(self) -> DraState:
+        """A state of its own holding the same objects (which nobody mutates)."""
+        other = DraState()
+        other.claims = dict(self.claims)
+        other.templates = dict(self.templates)
+        other.classes = dict(self.classes)
+        other.slices = dict(self.slices)
+        return other
+
+    # --- claims (behind the assume cache) -----------------------------------------
+
+    def upsert_claim(self, claim: ResourceClaim) -> None:
+        key = claim.key
+        old = self.claim(key)
+        self.claims[key] = claim
+        assumed = self.assumed.get(key)
+        if assumed is not None and _version(claim) >= _version(assumed):
+            del self.assumed[key]
+        self.allocations_version += 1
+        self._emit(
+            Resource.RESOURCE_CLAIM,
+            ActionType.ADD if old is None else ActionType.UPDATE,
+            old,
+            self.claim(key),
+        )
+
+    def delete_claim(self, key: str) -> None:
+        old = self.claims.pop(key, None)
+        self.assumed.pop(key, None)
+        if old is None:
+            return
+        self.allocations_version += 1
+        self._emit(Resource.RESOURCE_CLAIM, ActionType.DELETE, old, None)
+
+    def claim(self, key: str) -> ResourceClaim | None:
+        """The claim as the assume cache sees it (Get)."""
+        return self.assumed.get(key) or self.claims.get(key)
+
+    def list_claims(self) -> Iterator[ResourceClaim]:
+        for key in self.claims:
+            found = self.claim(key)
+            if found is not None:
+                yield found
+
+    def assume_claim_after_api_call(self, claim: ResourceClaim) -> None:
+        """PreBind wrote the claim: use what it wrote until the informer delivers it."""
+        key = claim.key
+        stored = self.claims.get(key)
+        if stored is not None and _version(stored) >= _version(claim) > 0:
+            return
+        self.assumed[key] = claim
+        self.allocations_version += 1
+
+    def assumed_claim_restore(self, key: str) -> None:
+        """Drop the assumed version (the write failed or was undone)."""
+        if self.assumed.pop(key, None) is not None:
+            self.allocations_version += 1
+
+    # --- in-flight allocations -----------------------------------------------------
+
+    def signal_claim_pending_allocation(self, claim: ResourceClaim) -> None:
+        """Reserve allocated the claim; its devices are taken until PreBind ends."""
+        self.in_flight[claim.key] = claim
+        self.allocations_version += 1
+
+    def remove_claim_pending_allocation(self, key: str) -> bool:
+        """True if the claim was in flight."""
+        if self.in_flight.pop(key, None) is None:
+            return False
+        self.allocations_version += 1
+        return True
+
+    def claim_has_pending_allocation(self, key: str) -> bool:
+        return key in self.in_flight
+
+    def allocated_state(self) -> AllocatedState:
+        """Every device that stored, assumed or in-flight allocations hold."""
+        if self._allocated is not None and self._allocated[0] == self.allocations_version:
+            return self._allocated[1]
+        state = AllocatedState()
+        seen: set[str] = set()
+        for key, claim in self.in_flight.items():
+            seen.add(key)
+            _add_allocation(state, claim)
+        for claim in self.list_claims():
+            if claim.key not in seen:
+                _add_allocation(state, claim)
+        self._allocated = (self.allocations_version, state)
+        return state
+
+    # --- templates, classes and slices -----------------------------------------------
+
+    def upsert_template(self, template: ResourceClaimTemplate) -> None:
+        self.templates[template.key] = template
+
+    def delete_template(self, key: str) -> None:
+        self.templates.pop(key, None)
+
+    def upsert_class(self, device_class: DeviceClass) -> None:
+        name = device_class.metadata.name
+        old = self.classes.get(name)
+        self.classes[name] = device_class
+        self._emit(
+            Resource.DEVICE_CLASS,
+            ActionType.ADD if old is None else ActionType.UPDATE,
+            old,
+            device_class,
+        )
+
+    def delete_class(self, name: str) -> None:
+        old = self.classes.pop(name, None)
+        if old is not None:
+            self._emit(Resource.DEVICE_CLASS, ActionType.DELETE, old, None)
+
+    def upsert_slice(self, resource_slice: ResourceSlice) -> None:
+        name = resource_slice.metadata.name
+        old = self.slices.get(name)
+        self.slices[name] = resource_slice
+        self.slices_version += 1
+        self._emit(
+            Resource.RESOURCE_SLICE,
+            ActionType.ADD if old is None else ActionType.UPDATE,
+            old,
+            resource_slice,
+        )
+
+    def delete_slice(self, name: str) -> None:
+        old = self.slices.pop(name, None)
+        if old is not None:
+            self.slices_version += 1
+            self._emit(Resource.RESOURCE_SLICE, ActionType.DELETE, old, None)
+
+
+def _add_allocation(state: AllocatedState, claim: ResourceClaim) -> None:
+    allocation = claim.status.allocation
+    if allocation is None:
+        return
+    for result in allocation.devices.results:
+        device: DeviceID = (result.driver, result.pool, result.device)
+        if result.admin_access:
+            # Admin access looks at a device without taking it (DRAAdminAccess).
+            continue
+        if result.share_id is None:
+            state.devices.add(device)
+            continue
+        state.shared.add((device, result.share_id))
+        if result.consumed_capacity:
+            consumed = state.consumed_capacity.setdefault(device, {})
+            for name, amount in result.consumed_capacity.items():
+                consumed[name] = consumed.get(name, 0) + milli_value(amount)
