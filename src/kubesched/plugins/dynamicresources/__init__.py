@@ -1,0 +1,1 @@
+"""DynamicResources: Dynamic Resource Allocation with structured parameters."""

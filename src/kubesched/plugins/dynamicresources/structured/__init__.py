@@ -1,0 +1,1 @@
+"""The structured-parameters allocator (k8s.io/dynamic-resource-allocation/structured)."""
