@@ -30,6 +30,7 @@ def make_node(
     unschedulable: bool = False,
     extra: Mapping[str, str | int] | None = None,
     images: Iterable[tuple[list[str], int]] = (),
+    declared_features: Iterable[str] = (),
 ) -> Node:
     allocatable: dict[str, Any] = {"cpu": cpu, "memory": memory, "pods": pods}
     allocatable.update(extra or {})
@@ -41,6 +42,7 @@ def make_node(
                 "allocatable": allocatable,
                 "capacity": allocatable,
                 "images": [{"names": n, "sizeBytes": s} for n, s in images],
+                "declaredFeatures": list(declared_features),
             },
         },
         Node,

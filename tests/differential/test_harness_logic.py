@@ -41,8 +41,13 @@ def test_profiles_take_turns_and_each_config_is_accepted_by_kubesched() -> None:
 def test_plugins_kubesched_lacks_are_disabled_unless_their_feature_is_on() -> None:
     off = gen.disabled_plugins([])
     assert {"PodTopologySpread", "InterPodAffinity", "DefaultPreemption"} <= set(off)
-    assert {"VolumeBinding", "DynamicResources", "NodeDeclaredFeatures"} <= set(off)
-    assert not set(off) & {"NodeResourcesFit", "TaintToleration", "ImageLocality"}
+    assert {"VolumeBinding", "DynamicResources"} <= set(off)
+    assert not set(off) & {
+        "NodeResourcesFit",
+        "TaintToleration",
+        "ImageLocality",
+        "NodeDeclaredFeatures",
+    }
     assert "PodTopologySpread" not in gen.disabled_plugins(["spread"])
     assert "DynamicResources" in gen.disabled_plugins(list(gen.FEATURES))
     with pytest.raises(ValueError, match="unknown feature"):

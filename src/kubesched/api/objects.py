@@ -145,12 +145,20 @@ class ResourceRequirements(_Api):
     claims: list[ResourceClaimRef] = []
 
 
+class ContainerRestartRule(_Api):
+    """restartPolicyRules[]: only the action is read (NodeDeclaredFeatures infers
+    RestartAllContainersOnContainerExits from it); exitCodes are skipped."""
+
+    action: str = ""
+
+
 class Container(_Api):
     name: str = ""
     image: str = ""
     ports: list[ContainerPort] = []
     resources: ResourceRequirements = msgspec.field(default_factory=ResourceRequirements)
     restart_policy: str | None = None
+    restart_policy_rules: list[ContainerRestartRule] = []
 
 
 class PodSchedulingGate(_Api):
@@ -265,6 +273,8 @@ class PodSpec(_Api):
     topology_spread_constraints: list[TopologySpreadConstraint] = []
     volumes: list[Volume] = []
     host_network: bool = False
+    # None when unset, which is not the same as true (NodeDeclaredFeatures reads it).
+    host_users: bool | None = None
     restart_policy: str = "Always"
     resource_claims: list[PodResourceClaim] = []
 

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
+from kubesched.api.declared_features import try_map
 from kubesched.api.objects import Node, Taint
 from kubesched.api.requests import amounts
 from kubesched.framework.pod_index import PodIndex
@@ -149,6 +150,9 @@ class NodeTable:
         self.alive = np.zeros(capacity, dtype=np.bool_)
         self.taint_set = np.zeros(capacity, dtype=np.int32)
         self.taint_sets: list[tuple[Taint, ...]] = [()]
+        # The registered features each node declares, a bitmap per row (NodeInfo's
+        # DeclaredFeatures upstream; api.declared_features has the bit order).
+        self.declared_features = np.zeros(capacity, dtype=np.int64)
         # Live rows with any taint, and cordoned live rows: when there are none,
         # the plugins that look at them have nothing to do.
         self.num_tainted = 0
@@ -215,6 +219,7 @@ class NodeTable:
         self.unschedulable = grown(self.unschedulable)  # type: ignore[assignment]
         self.alive = grown(self.alive)  # type: ignore[assignment]
         self.taint_set = grown(self.taint_set)  # type: ignore[assignment]
+        self.declared_features = grown(self.declared_features)  # type: ignore[assignment]
         for column in self.labels.values():
             column.grow(new)
         self.rows.extend([None] * (new - old))
@@ -278,6 +283,7 @@ class NodeTable:
         taint_set = self._taint_set_id(node.spec.taints)
         self.num_tainted += int(taint_set != 0) - int(self.taint_set[row] != 0)
         self.taint_set[row] = taint_set
+        self.declared_features[row] = try_map(node.status.declared_features)
         # Node image names are kept as reported; only a pod's image gets ":latest"
         # added when it has no tag (kube-scheduler compares them that way).
         for image in node.status.images:
@@ -328,6 +334,7 @@ class NodeTable:
         self.unschedulable[row] = False
         self.num_tainted -= int(self.taint_set[row] != 0)
         self.taint_set[row] = 0
+        self.declared_features[row] = 0
         self.rows[row] = None
         self.names[row] = ""
         self._free.append(row)

@@ -26,8 +26,10 @@ class PluginSet:
         return any(p.name in (name, "*") for p in self.disabled)
 
 
-# kube-scheduler's default profile (apis/config/v1 getDefaultPlugins), in its order.
-# Feature-gated additions upstream (DynamicResources, NodeDeclaredFeatures) are not built.
+# kube-scheduler v1.36.3's default profile (apis/config/v1 getDefaultPlugins, then
+# applyFeatureGates), in its order. Of the gated additions on by default in 1.36,
+# NodeDeclaredFeatures is appended at the end; DynamicResources (weight 2, just
+# before DefaultPreemption) is not built yet.
 DEFAULT_MULTI_POINT: tuple[PluginRef, ...] = (
     PluginRef("SchedulingGates"),
     PluginRef("PrioritySort"),
@@ -47,6 +49,7 @@ DEFAULT_MULTI_POINT: tuple[PluginRef, ...] = (
     PluginRef("NodeResourcesBalancedAllocation", 1),
     PluginRef("ImageLocality", 1),
     PluginRef("DefaultBinder"),
+    PluginRef("NodeDeclaredFeatures"),
 )
 
 

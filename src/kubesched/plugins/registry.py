@@ -12,6 +12,7 @@ from kubesched.plugins.defaultpreemption import DefaultPreemption
 from kubesched.plugins.imagelocality import ImageLocality
 from kubesched.plugins.interpodaffinity import InterPodAffinity
 from kubesched.plugins.nodeaffinity import NodeAffinity
+from kubesched.plugins.nodedeclaredfeatures import NodeDeclaredFeatures
 from kubesched.plugins.nodename import NodeName
 from kubesched.plugins.nodeports import NodePorts
 from kubesched.plugins.noderesources import NodeResourcesBalancedAllocation, NodeResourcesFit
@@ -44,6 +45,7 @@ IN_TREE: tuple[type[Plugin], ...] = (
     DefaultPreemption,
     PodTopologySpread,
     InterPodAffinity,
+    NodeDeclaredFeatures,
 )
 
 

@@ -163,4 +163,10 @@ def node_update_events(old: Node, new: Node) -> list[ClusterEvent]:
         events.append(_event(ActionType.UPDATE_NODE_CONDITION, "NodeConditionChange"))
     if old.metadata.annotations != new.metadata.annotations:
         events.append(_event(ActionType.UPDATE_NODE_ANNOTATION, "NodeAnnotationChange"))
+    # extractNodeFeaturesChange (NodeDeclaredFeatures is on by default in 1.36); the
+    # label is the one ClusterEvent.Label gives it upstream.
+    if old.status.declared_features != new.status.declared_features:
+        events.append(
+            _event(ActionType.UPDATE_NODE_DECLARED_FEATURE, "NodeUpdateNodeDeclaredFeature")
+        )
     return events

@@ -47,7 +47,7 @@ FEATURE_PLUGINS: dict[str, tuple[str, ...]] = {
 FEATURES = tuple(FEATURE_PLUGINS)
 
 # Plugins of the default profile that no feature covers (yet): always disabled.
-ALWAYS_DISABLED = ("DynamicResources", "NodeDeclaredFeatures")
+ALWAYS_DISABLED = ("DynamicResources",)
 
 
 # --------------------------------------------------------------------- profiles

@@ -1,0 +1,5 @@
+"""NodeDeclaredFeatures filter plugin."""
+
+from kubesched.plugins.nodedeclaredfeatures.plugin import NodeDeclaredFeatures
+
+__all__ = ["NodeDeclaredFeatures"]
