@@ -27,7 +27,7 @@ class PluginSet:
 
 
 # kube-scheduler's default profile (apis/config/v1 getDefaultPlugins), in its order.
-# Feature-gated additions upstream (DynamicResources, NodeDeclaredFeatures) are not built.
+# DynamicResources (DynamicResourceAllocation, locked on) sits before DefaultPreemption.
 DEFAULT_MULTI_POINT: tuple[PluginRef, ...] = (
     PluginRef("SchedulingGates"),
     PluginRef("PrioritySort"),
@@ -43,6 +43,7 @@ DEFAULT_MULTI_POINT: tuple[PluginRef, ...] = (
     PluginRef("VolumeZone"),
     PluginRef("PodTopologySpread", 2),
     PluginRef("InterPodAffinity", 2),
+    PluginRef("DynamicResources", 2),
     PluginRef("DefaultPreemption"),
     PluginRef("NodeResourcesBalancedAllocation", 1),
     PluginRef("ImageLocality", 1),
