@@ -181,6 +181,8 @@ async def _simulate(
     if storage is not None:
         # Every change to the volume objects reaches the queue as the informers' would.
         listers.storage.subscribe(scheduler.queue.on_event)
+    # Claims, slices and classes reach the queue too, for DynamicResources' hints.
+    listers.dra.subscribe(scheduler.queue.on_event)
     started = time.perf_counter()
     cluster.watch(scheduler)
     total = len(scheduler.queue.active) + len(scheduler.queue.unschedulable)

@@ -17,6 +17,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from kubesched.plugins.defaultpreemption.args import default_preemption_args
+from kubesched.plugins.dynamicresources.args import dynamic_resources_args
 from kubesched.plugins.helpers.args import ArgsError
 from kubesched.plugins.interpodaffinity.args import inter_pod_affinity_args
 from kubesched.plugins.nodeaffinity.args import node_affinity_args
@@ -29,6 +30,7 @@ ArgsDecoder = Callable[[Mapping[str, Any], str], object]
 
 BUILTIN_ARGS: dict[str, ArgsDecoder] = {
     "DefaultPreemption": default_preemption_args,
+    "DynamicResources": dynamic_resources_args,
     "InterPodAffinity": inter_pod_affinity_args,
     "NodeAffinity": node_affinity_args,
     "NodeResourcesBalancedAllocation": balanced_allocation_args,

@@ -27,9 +27,9 @@ class PluginSet:
 
 
 # kube-scheduler v1.36.3's default profile (apis/config/v1 getDefaultPlugins, then
-# applyFeatureGates), in its order. Of the gated additions on by default in 1.36,
-# NodeDeclaredFeatures is appended at the end; DynamicResources (weight 2, just
-# before DefaultPreemption) is not built yet.
+# applyFeatureGates), in its order: NodeDeclaredFeatures (beta, on) is appended at the
+# end, and DynamicResources (DynamicResourceAllocation, locked on; weight 2) sits just
+# before DefaultPreemption.
 DEFAULT_MULTI_POINT: tuple[PluginRef, ...] = (
     PluginRef("SchedulingGates"),
     PluginRef("PrioritySort"),
@@ -45,6 +45,7 @@ DEFAULT_MULTI_POINT: tuple[PluginRef, ...] = (
     PluginRef("VolumeZone"),
     PluginRef("PodTopologySpread", 2),
     PluginRef("InterPodAffinity", 2),
+    PluginRef("DynamicResources", 2),
     PluginRef("DefaultPreemption"),
     PluginRef("NodeResourcesBalancedAllocation", 1),
     PluginRef("ImageLocality", 1),

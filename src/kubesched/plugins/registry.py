@@ -9,6 +9,7 @@ from kubesched.framework.interfaces import Plugin
 from kubesched.framework.registry import Registry, installed_plugins, registered_in_code
 from kubesched.plugins.defaultbinder import DefaultBinder
 from kubesched.plugins.defaultpreemption import DefaultPreemption
+from kubesched.plugins.dynamicresources import DynamicResources
 from kubesched.plugins.imagelocality import ImageLocality
 from kubesched.plugins.interpodaffinity import InterPodAffinity
 from kubesched.plugins.nodeaffinity import NodeAffinity
@@ -46,6 +47,7 @@ IN_TREE: tuple[type[Plugin], ...] = (
     PodTopologySpread,
     InterPodAffinity,
     NodeDeclaredFeatures,
+    DynamicResources,
 )
 
 

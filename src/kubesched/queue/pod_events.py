@@ -11,6 +11,7 @@ _LABELS = {
     ActionType.UPDATE_POD_SCALE_DOWN: "UpdatePodScaleDown",
     ActionType.UPDATE_POD_SCHEDULING_GATES_ELIMINATED: "UpdatePodSchedulingGatesEliminated",
     ActionType.UPDATE_POD_TOLERATION: "UpdatePodToleration",
+    ActionType.UPDATE_POD_GENERATED_RESOURCE_CLAIM: "UpdatePodGeneratedResourceClaim",
     ActionType.UPDATE: "Update",
 }
 
@@ -35,6 +36,12 @@ def pod_scheduling_properties_change(new: Pod, old: Pod) -> list[ClusterEvent]:
         actions.append(ActionType.UPDATE_POD_SCHEDULING_GATES_ELIMINATED)
     if len(new.spec.tolerations) != len(old.spec.tolerations):
         actions.append(ActionType.UPDATE_POD_TOLERATION)
+    # extractPodGeneratedResourceClaimChange: the claims generated for the pod changed.
+    if (
+        new.status.resource_claim_statuses != old.status.resource_claim_statuses
+        or new.status.extended_resource_claim_status != old.status.extended_resource_claim_status
+    ):
+        actions.append(ActionType.UPDATE_POD_GENERATED_RESOURCE_CLAIM)
     if not actions:
         actions.append(ActionType.UPDATE)
     return [ClusterEvent(resource, a, f"{prefix}{_LABELS[a]}") for a in actions]

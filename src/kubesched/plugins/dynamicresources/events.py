@@ -1,0 +1,77 @@
+"""EventsToRegister and the queueing hints (isSchedulableAfterClaimChange and
+isSchedulableAfterPodChange upstream).
+
+DeviceClass and ResourceSlice adds and updates always requeue (upstream gives them
+no hint); a claim event requeues a pod when a claim it uses was created or its
+status changed, or when any claim was deallocated (its devices are free again).
+"""
+
+from __future__ import annotations
+
+from kubesched.api.objects import Pod
+from kubesched.api.resource import ResourceClaim
+from kubesched.framework.dra import DraState
+from kubesched.framework.interfaces import ClusterEventWithHint, QueueingHint
+from kubesched.framework.types import ActionType, ClusterEvent, PodInfo, Resource
+from kubesched.plugins.dynamicresources.lookup import ClaimProblem, pod_claims
+
+
+def events_to_register(dra: DraState) -> list[ClusterEventWithHint]:
+    def after_claim_change(pod: PodInfo, old: object, new: object) -> bool:
+        return schedulable_after_claim_change(dra, pod.pod, old, new)
+
+    def after_pod_change(pod: PodInfo, old: object, new: object) -> bool:
+        return schedulable_after_pod_change(dra, pod.pod, old, new)
+
+    # With queueing hints on (GA), node taint updates are left out; allocatable
+    # updates count because extended resources may move to a device plugin.
+    node_actions = (
+        ActionType.ADD | ActionType.UPDATE_NODE_LABEL | ActionType.UPDATE_NODE_ALLOCATABLE
+    )
+    add_or_update = ActionType.ADD | ActionType.UPDATE
+    return [
+        ClusterEventWithHint(ClusterEvent(Resource.NODE, node_actions)),
+        ClusterEventWithHint(
+            ClusterEvent(Resource.RESOURCE_CLAIM, add_or_update), after_claim_change
+        ),
+        ClusterEventWithHint(
+            ClusterEvent(Resource.POD, ActionType.UPDATE_POD_GENERATED_RESOURCE_CLAIM),
+            after_pod_change,
+        ),
+        ClusterEventWithHint(ClusterEvent(Resource.DEVICE_CLASS, add_or_update)),
+        ClusterEventWithHint(ClusterEvent(Resource.RESOURCE_SLICE, add_or_update)),
+    ]
+
+
+def schedulable_after_claim_change(dra: DraState, pod: Pod, old: object, new: object) -> bool:
+    if not isinstance(new, ResourceClaim):
+        return QueueingHint.QUEUE  # not a claim: err on the side of a retry
+    original = old if isinstance(old, ResourceClaim) else None
+    try:
+        claims = pod_claims(dra, pod)
+    except ClaimProblem:
+        return QueueingHint.SKIP
+    uses_claim = any(
+        claim.metadata.uid == new.metadata.uid and claim.key == new.key for _, claim in claims
+    )
+    deallocated = original is not None and original.status.allocation is not None
+    if deallocated and new.status.allocation is None:
+        return QueueingHint.QUEUE  # its devices are free for anyone
+    if not uses_claim:
+        return QueueingHint.SKIP
+    if original is None:
+        return QueueingHint.QUEUE
+    # Only the status matters: a changed finalizer or label does not.
+    return QueueingHint.QUEUE if original.status != new.status else QueueingHint.SKIP
+
+
+def schedulable_after_pod_change(dra: DraState, pod: Pod, old: object, new: object) -> bool:
+    if not isinstance(new, Pod):
+        return QueueingHint.QUEUE
+    if new.metadata.uid != pod.metadata.uid:
+        return QueueingHint.SKIP
+    try:
+        pod_claims(dra, new)
+    except ClaimProblem:
+        return QueueingHint.SKIP
+    return QueueingHint.QUEUE

@@ -1,0 +1,378 @@
+"""DynamicResources: a pod's ResourceClaims get devices on the node it goes to.
+
+Upstream: pkg/scheduler/framework/plugins/dynamicresources (dynamicresources.go).
+PreEnqueue holds pods whose claims are missing; PreFilter reads the claims, checks
+their classes and builds the structured allocator once; Filter checks allocated
+claims' node selectors and asks the allocator about the node (per node, as
+upstream: the allocation depends on the node's slices); Score prefers nodes where
+prioritized lists got an earlier alternative; Reserve keeps the allocation in
+memory (in flight) for the next pods; PreBind writes the finalizer, the allocation
+and reservedFor through the ClaimWriter and waits for binding conditions;
+PostFilter deallocates a claim that keeps the pod off every node. Every rejection
+is UnschedulableAndUnresolvable, as upstream's statusUnschedulable.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+import numpy as np
+
+from kubesched.api.node_affinity import node_matches_terms, parse_node_selector
+from kubesched.api.resource import (
+    DELETE_PROTECTION_FINALIZER,
+    AllocationResult,
+    DeviceClass,
+    ResourceClaim,
+    ResourceSlice,
+    is_reserved_for_pod,
+)
+from kubesched.framework.cycle_state import CycleState
+from kubesched.framework.dra import AllocatedState, DraState
+from kubesched.framework.fit_error import Diagnosis
+from kubesched.framework.interfaces import (
+    ClusterEventWithHint,
+    EnqueueExtensions,
+    FilterScope,
+    NodeFilterPlugin,
+    NodeScorePlugin,
+    PostFilterPlugin,
+    PostFilterResult,
+    PreBindPlugin,
+    PreEnqueuePlugin,
+    PreFilterPlugin,
+    PreFilterResult,
+    ReservePlugin,
+)
+from kubesched.framework.node_table import IntArray, NodeTable, Rows
+from kubesched.framework.nodeinfo import NodeInfo
+from kubesched.framework.status import Status
+from kubesched.framework.types import PodInfo
+from kubesched.plugins.dynamicresources import extended, postfilter, prebind
+from kubesched.plugins.dynamicresources.args import DynamicResourcesArgs, dynamic_resources_args
+from kubesched.plugins.dynamicresources.events import events_to_register
+from kubesched.plugins.dynamicresources.lookup import ClaimProblem, pod_claims
+from kubesched.plugins.dynamicresources.state import (
+    FIRST_AVAILABLE_MAX_SIZE,
+    NAME,
+    RESERVED_FOR_MAX_SIZE,
+    STATE_KEY,
+    ClaimInfo,
+    ClaimStore,
+    DraCycleState,
+    NodeAllocation,
+    StateNotFound,
+    claim_key,
+    error,
+    in_flight_copy,
+    read_state,
+    unresolvable,
+)
+from kubesched.plugins.dynamicresources.structured.allocator import (
+    AllocationError,
+    Allocator,
+    Features,
+)
+from kubesched.plugins.helpers.args import raw_args
+from kubesched.plugins.helpers.normalize import default_normalize_score
+
+if TYPE_CHECKING:
+    from kubesched.framework.handle import Handle
+
+# Builds the allocator (tests inject a fake one).
+AllocatorFactory = Callable[
+    [Sequence[ResourceClaim], AllocatedState, Mapping[str, DeviceClass], Sequence[ResourceSlice]],
+    Allocator,
+]
+
+
+def _real_allocator(
+    claims: Sequence[ResourceClaim],
+    allocated: AllocatedState,
+    classes: Mapping[str, DeviceClass],
+    slices: Sequence[ResourceSlice],
+) -> Allocator:
+    return Allocator(claims, allocated, classes, slices, Features())
+
+
+class DynamicResources(
+    PreEnqueuePlugin,
+    PreFilterPlugin,
+    NodeFilterPlugin,
+    PostFilterPlugin,
+    NodeScorePlugin,
+    ReservePlugin,
+    PreBindPlugin,
+    EnqueueExtensions,
+):
+    """Args (DynamicResourcesArgs): `filterTimeout` (default 10s, 0 for none) and
+    `bindingTimeout` (default 600s)."""
+
+    name = NAME
+
+    def __init__(
+        self,
+        args: Mapping[str, Any] | DynamicResourcesArgs | None = None,
+        handle: Handle | None = None,
+        allocator_factory: AllocatorFactory = _real_allocator,
+    ):
+        super().__init__(raw_args(args), handle)
+        self.dra_args = dynamic_resources_args(args)
+        self.allocator_factory = allocator_factory
+        # Where time is read for the filter timeout (wall time, as upstream's context).
+        self.perf_counter: Callable[[], float] = time.perf_counter
+
+    @property
+    def dra(self) -> DraState:
+        return self.handle.dra
+
+    def events_to_register(self) -> list[ClusterEventWithHint]:
+        return events_to_register(self.dra)
+
+    # --- PreEnqueue ------------------------------------------------------------------
+
+    def pre_enqueue(self, pod: PodInfo) -> Status:
+        try:
+            pod_claims(self.dra, pod.pod)
+        except ClaimProblem as exc:
+            return unresolvable(str(exc))
+        return Status()
+
+    # --- PreFilter -------------------------------------------------------------------
+
+    def pre_filter(
+        self, state: CycleState, pod: PodInfo, nodes: NodeTable
+    ) -> tuple[PreFilterResult | None, Status]:
+        # Written first, empty: PostFilter tells "no claims" from "never ran" by it.
+        data = DraCycleState()
+        state.write(STATE_KEY, data)
+        try:
+            user_claims = [claim for _, claim in pod_claims(self.dra, pod.pod)]
+        except ClaimProblem as exc:
+            return None, unresolvable(str(exc))
+        special = self._pre_filter_extended(pod, data)
+        store = ClaimStore([*user_claims, *([special] if special else [])], special is not None)
+        if store.empty():
+            return None, Status.skip()
+        data.infos = [ClaimInfo() for _ in store.claims]
+        to_allocate = 0
+        for index, claim in store.all():
+            allocation = claim.status.allocation
+            if allocation is not None:
+                reservable = len(claim.status.reserved_for) < RESERVED_FOR_MAX_SIZE
+                if not reservable and not is_reserved_for_pod(pod.pod, claim):
+                    return None, unresolvable("resourceclaim in use")
+                if allocation.node_selector is not None:
+                    try:
+                        terms = parse_node_selector(allocation.node_selector)
+                    except ValueError as exc:
+                        return None, error(exc)
+                    data.infos[index].available_on = terms
+                continue
+            to_allocate += 1
+            if self.dra.claim_has_pending_allocation(claim_key(claim)):
+                return None, unresolvable(
+                    f"resource claim {claim.key} is in the process of being allocated"
+                )
+            if store.is_extended(index):
+                continue  # no requests yet: Filter makes them per node
+            status = self._check_requests(claim)
+            if status is not None:
+                return None, status
+        if to_allocate:
+            pending = [claim for _, claim in store.to_allocate()]
+            data.allocator = self.allocator_factory(
+                pending,
+                self.dra.allocated_state(),
+                self.dra.classes,
+                list(self.dra.slices.values()),
+            )
+        data.claims = store
+        return None, Status()
+
+    def _pre_filter_extended(self, pod: PodInfo, data: DraCycleState) -> ResourceClaim | None:
+        """preFilterExtendedResources: the special claim when the pod asks for an
+        extended resource some device class backs."""
+        mapping = extended.device_class_mapping(self.dra.classes.values())
+        requests = extended.backed_requests(pod.requests, mapping)
+        if not requests:
+            return None
+        data.extended_requests = requests
+        data.resource_to_class = mapping
+        found = extended.find_extended_claim(pod.pod, self.dra.list_claims())
+        return found if found is not None else extended.in_memory_claim(pod.pod)
+
+    def _check_requests(self, claim: ResourceClaim) -> Status | None:
+        for request in claim.spec.devices.requests:
+            if request.exactly is not None:
+                status = self._check_class(request.exactly.device_class_name, request.name)
+            elif request.first_available:
+                status = None
+                for sub in request.first_available:
+                    status = self._check_class(sub.device_class_name, f"{request.name}/{sub.name}")
+                    if status is not None:
+                        break
+            else:
+                status = unresolvable(
+                    f"resource claim {claim.key}, request {request.name}: unknown request type"
+                )
+            if status is not None:
+                return status
+        return None
+
+    def _check_class(self, class_name: str, request: str) -> Status | None:
+        """validateDeviceClass."""
+        if not class_name:
+            return error(f"request {request}: unsupported request type")
+        if class_name not in self.dra.classes:
+            return unresolvable(f"request {request}: device class {class_name} does not exist")
+        return None
+
+    # --- Filter ----------------------------------------------------------------------
+
+    def filter_scope(self, pod: PodInfo) -> FilterScope:
+        # The verdict reads the Node object (name, labels, allocatable) and the DRA
+        # objects, which what-if changes to nodes' pods leave alone.
+        return FilterScope.NODE
+
+    def filter_node(self, state: CycleState, pod: PodInfo, node_info: NodeInfo) -> Status:
+        try:
+            data = read_state(state)
+        except StateNotFound as exc:
+            return error(exc)
+        if data.claims.empty():
+            return Status()
+        node = node_info.node
+        node_claim, status = extended.filter_extended(data, pod.pod, node)
+        if status is not None:
+            return status
+        if node_claim is None and data.claims.no_user_claim():
+            return Status()
+        unavailable: list[int] = []
+        for index, claim in data.claims.all():
+            terms = data.infos[index].available_on
+            if terms is not None and not node_matches_terms(node, terms):
+                unavailable.append(index)
+                continue
+            if claim.status.allocation is None:
+                continue
+            try:
+                ready = prebind.claim_ready_for_binding(claim)
+            except prebind.BindingFailed:
+                unavailable.append(index)
+                continue
+            if not ready and prebind.claim_timed_out(claim, self.dra_args.binding_timeout):
+                unavailable.append(index)
+        results: list[AllocationResult] | None = None
+        if data.allocator is not None:
+            special = data.claims.extended_claim()
+            claims = [
+                node_claim if claim is special and node_claim is not None else claim
+                for _, claim in data.claims.to_allocate()
+            ]
+            data.allocator.claims = claims
+            started = self.perf_counter()
+            try:
+                results = data.allocator.allocate(node)
+            except AllocationError as exc:
+                return error(exc)
+            timeout = self.dra_args.filter_timeout
+            if timeout > 0 and self.perf_counter() - started > timeout:
+                # A timeout is transient: an Error sends the pod to backoff (v1.36).
+                return error(f"node {node.metadata.name}: timed out trying to allocate devices")
+            if results is None or len(results) != len(claims):
+                return unresolvable("cannot allocate all claims")
+        if unavailable:
+            data.unavailable.update(unavailable)
+            return unresolvable("resourceclaim not available on the node")
+        if data.allocator is not None and results is not None:
+            data.node_allocations[node.metadata.name] = NodeAllocation(results, node_claim)
+        return Status()
+
+    # --- PostFilter ------------------------------------------------------------------
+
+    def post_filter(
+        self, state: CycleState, pod: PodInfo, diagnosis: Diagnosis
+    ) -> tuple[PostFilterResult | None, Status]:
+        return postfilter.post_filter(self.handle, state, pod)
+
+    # --- Score -----------------------------------------------------------------------
+
+    def score(self, state: CycleState, pod: PodInfo, nodes: NodeTable, rows: Rows) -> IntArray:
+        data = state.get(STATE_KEY)
+        if not isinstance(data, DraCycleState) or not data.node_allocations:
+            return np.zeros(len(rows), dtype=np.int64)  # nothing allocated: no preference
+        return super().score(state, pod, nodes, rows)
+
+    def score_node(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> int:
+        data = read_state(state)
+        found = data.node_allocations.get(node.name)
+        if found is None:
+            return 0
+        return prioritized_list_score(data, found)
+
+    def normalize_scores(self, state: CycleState, pod: PodInfo, scores: IntArray) -> None:
+        default_normalize_score(100, False, scores)
+
+    # --- Reserve ---------------------------------------------------------------------
+
+    def reserve(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
+        try:
+            data = read_state(state)
+        except StateNotFound as exc:
+            return error(exc)
+        pending = list(data.claims.to_allocate())
+        if not pending or data.allocator is None:
+            return Status()
+        found = data.node_allocations.get(node_name)
+        if found is None or not found.results:
+            if all(data.claims.is_extended(index) for index, _ in pending):
+                return Status()  # the node's device plugin serves the extended resources
+            return error("claim allocation not found for node")
+        if len(found.results) != len(pending):
+            return error(
+                f"internal error, have {len(found.results)} allocations, "
+                f"{len(pending)} claims to allocate, want {len(pending)} claims"
+            )
+        for (index, claim), allocation in zip(pending, found.results, strict=True):
+            data.infos[index].allocation = allocation
+            if data.claims.is_extended(index) and found.extended_claim is not None:
+                claim = found.extended_claim
+            # The in-memory copy upstream also carries the finalizer PreBind will add.
+            finalizers = list(claim.metadata.finalizers)
+            if DELETE_PROTECTION_FINALIZER not in finalizers:
+                finalizers.append(DELETE_PROTECTION_FINALIZER)
+            allocated = msgspec.structs.replace(
+                claim,
+                metadata=msgspec.structs.replace(claim.metadata, finalizers=finalizers),
+                status=msgspec.structs.replace(claim.status, allocation=allocation),
+            )
+            self.dra.signal_claim_pending_allocation(in_flight_copy(allocated))
+        return Status()
+
+    def unreserve(self, state: CycleState, pod: PodInfo, node_name: str) -> None:
+        prebind.unreserve(self.handle, state, pod)
+
+    # --- PreBind ---------------------------------------------------------------------
+
+    async def pre_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
+        return await prebind.pre_bind(self.handle, state, pod, node_name, self.dra_args)
+
+
+def prioritized_list_score(data: DraCycleState, found: NodeAllocation) -> int:
+    """computeScore: for each prioritized list, the earlier the alternative that got
+    devices, the more points (FirstAvailableDeviceRequestMaxSize - its index)."""
+    score = 0
+    pending = [claim for _, claim in data.claims.to_allocate()]
+    for claim, allocation in zip(pending, found.results, strict=False):
+        chosen = {r.request for r in allocation.devices.results if "/" in r.request}
+        for request in claim.spec.devices.requests:
+            if request.exactly is not None:
+                continue
+            for i, sub in enumerate(request.first_available):
+                if f"{request.name}/{sub.name}" in chosen:
+                    score += FIRST_AVAILABLE_MAX_SIZE - i
+    return score
