@@ -1,40 +1,58 @@
 """Allocator: finds devices for a pod's claims on one node (structured.Allocator).
 
-THE INTERFACE BELOW IS FIXED (the DynamicResources plugin codes against it); the
-body is being written.
+Follows the "incubating" variant of k8s.io/dynamic-resource-allocation/structured
+as of v1.36 (internal/incubating/allocator_incubating.go), the one NewAllocator
+picks with v1.36's default feature gates (ConsumableCapacity and
+DeviceBindingAndStatus are beyond "stable"; ListTypeAttributes, the only extra of
+"experimental", is alpha and off). The search is upstream's allocateOne: claims,
+requests and devices in order, pools sorted by (driver, pool), slices by name,
+first solution wins.
+
+THE INTERFACE (constructor, `allocate`, AllocationError) IS FIXED: the
+DynamicResources plugin codes against it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from fractions import Fraction
 
-from kubesched.api.objects import Node
-from kubesched.api.resource import AllocationResult, DeviceClass, ResourceClaim, ResourceSlice
-from kubesched.framework.dra import AllocatedState
-
-
-class AllocationError(Exception):
-    """Allocation cannot be attempted or failed in a way that is not "does not fit": a
-    missing class, a selector that does not compile or evaluate, a timeout. The text is
-    upstream's (it ends up in the pod's FailedScheduling message)."""
-
-
-@dataclass(frozen=True)
-class Features:
-    """The DRA feature gates the allocator honours (all on in v1.36.3's defaults)."""
-
-    admin_access: bool = True
-    prioritized_list: bool = True
-    partitionable_devices: bool = True
-    device_taints: bool = True
-    consumable_capacity: bool = True
-    binding_conditions: bool = True
+from kubesched.api.objects import Node, NodeSelector, NodeSelectorRequirement, NodeSelectorTerm
+from kubesched.api.resource import (
+    AllocationResult,
+    DeviceAllocationConfiguration,
+    DeviceAllocationResult,
+    DeviceClass,
+    DeviceRequestAllocationResult,
+    ResourceClaim,
+    ResourceSlice,
+)
+from kubesched.framework.dra import AllocatedState, DeviceID
+from kubesched.plugins.dynamicresources.structured.base import (
+    DEFAULT_FEATURES,
+    AllocationError,
+    FailedAllocationOnNode,
+    Features,
+    random_share_id,
+)
+from kubesched.plugins.dynamicresources.structured.capacity import Consumed, format_quantity
+from kubesched.plugins.dynamicresources.structured.celenv import CelCache
+from kubesched.plugins.dynamicresources.structured.pools import (
+    PoolError,
+    SelectorCache,
+    gather_pools,
+)
+from kubesched.plugins.dynamicresources.structured.search import ChosenDevice, Search
 
 
 class Allocator:
     """Built once per scheduling cycle of a pod (PreFilter) for the claims that need an
-    allocation; `allocate` runs once per node (Filter)."""
+    allocation; `allocate` runs once per node (Filter).
+
+    Optional keywords: `cel_cache` (compiled selectors and per-device results; pass
+    one shared across cycles), `share_ids` (makes shareIDs of devices that allow
+    multiple allocations; default random UUIDs), `selector_cache` (parsed node
+    selectors, may be shared likewise)."""
 
     def __init__(
         self,
@@ -42,16 +60,216 @@ class Allocator:
         allocated: AllocatedState,
         classes: Mapping[str, DeviceClass],
         slices: Sequence[ResourceSlice],
-        features: Features = Features(),
+        features: Features = DEFAULT_FEATURES,
+        *,
+        cel_cache: CelCache | None = None,
+        share_ids: Callable[[], str] = random_share_id,
+        selector_cache: SelectorCache | None = None,
     ) -> None:
         self.claims = claims
         self.allocated = allocated
         self.classes = classes
         self.slices = slices
         self.features = features
+        self.cel_cache = cel_cache or CelCache(consumable_capacity=features.consumable_capacity)
+        self.share_ids = share_ids
+        self.selector_cache = selector_cache or SelectorCache()
+        # NewAllocator: node-local slices by node; the rest (network-attached, node
+        # selectors, per-device selection, counter sets) are looked at for every node.
+        self.slices_on_node: dict[str, list[ResourceSlice]] = {}
+        self.slices_shared: list[ResourceSlice] = []
+        for rs in slices:
+            if not rs.spec.node_name or rs.spec.shared_counters:
+                self.slices_shared.append(rs)
+            else:
+                self.slices_on_node.setdefault(rs.spec.node_name, []).append(rs)
+        # Devices that count as allocated for counters (IsDeviceAllocated).
+        self.allocated_for_counters: set[DeviceID] = (
+            set(allocated.devices)
+            | {device for device, _ in allocated.shared}
+            | set(allocated.consumed_capacity)
+        )
+        # Counters left per pool *name* after completed allocations (as upstream,
+        # keyed by the pool's name only), computed once per pool.
+        self.available_counters: dict[str, dict[str, dict[str, Fraction]]] = {}
+        # Capacity consumed by completed allocations, as Fractions.
+        self.consumed_capacity: dict[DeviceID, Consumed] = {
+            device: {name: Fraction(milli, 1000) for name, milli in amounts.items()}
+            for device, amounts in allocated.consumed_capacity.items()
+        }
 
-    def allocate(self, node: Node) -> list[AllocationResult] | None:
+    def allocate(
+        self, node: Node, *, deadline: float | None = None
+    ) -> list[AllocationResult] | None:
         """One AllocationResult per claim, in the claims' order, for devices usable on
         `node`; None when they do not all fit there (upstream: nil, nil). Raises
-        AllocationError for the other failures."""
-        raise NotImplementedError
+        AllocationError for the other failures (FailedAllocationOnNode for those of
+        this node only). `deadline` (time.monotonic()) aborts a long search as a
+        cancelled context does upstream."""
+        slices_for_node = self.slices_on_node.get(node.metadata.name, []) + self.slices_shared
+        try:
+            pools = gather_pools(
+                slices_for_node,
+                node,
+                self.features.partitionable_devices,
+                self.slices,
+                self.selector_cache,
+            )
+        except PoolError as e:
+            raise AllocationError(f"gather pool information: {e}") from e
+        search = Search(self, node, pools, deadline)
+        if not search.run():
+            # Invalid pools only count when nothing could be allocated.
+            if any(pool.is_invalid for pool in pools):
+                raise FailedAllocationOnNode("invalid resource pools were encountered")
+            return None
+        return [self._result(search, i, claim, node) for i, claim in enumerate(self.claims)]
+
+    # --- results -------------------------------------------------------------------
+
+    def _result(
+        self, search: Search, claim_index: int, claim: ResourceClaim, node: Node
+    ) -> AllocationResult:
+        results: list[DeviceRequestAllocationResult] = []
+        for chosen in search.result[claim_index]:
+            request = chosen.request
+            item = DeviceRequestAllocationResult(
+                request=chosen.request_name,
+                driver=chosen.device_id[0],
+                pool=chosen.device_id[1],
+                device=chosen.device_id[2],
+                admin_access=True if request.admin_access else None,
+                tolerations=list(request.tolerations),
+                share_id=chosen.share_id,
+                consumed_capacity={
+                    name: format_quantity(amount) for name, amount in chosen.consumed.items()
+                },
+            )
+            if self.features.binding_conditions:
+                item.binding_conditions = list(chosen.device.binding_conditions)
+                item.binding_failure_conditions = list(chosen.device.binding_failure_conditions)
+            results.append(item)
+        config = self._config(search, claim_index, claim)
+        try:
+            node_selector = _node_selector(search.result[claim_index], node.metadata.name)
+        except ValueError as e:
+            raise AllocationError(
+                f"create NodeSelector for claim {claim.metadata.name}: {e}"
+            ) from e
+        return AllocationResult(
+            devices=DeviceAllocationResult(results=results, config=config),
+            node_selector=node_selector,
+        )
+
+    def _config(
+        self, search: Search, claim_index: int, claim: ResourceClaim
+    ) -> list[DeviceAllocationConfiguration]:
+        """Class configs once per class (naming every request using it), then the
+        claim's configs that apply to the requests or chosen subrequests (as
+        upstream, a claim config is added once per request it names)."""
+        config: list[DeviceAllocationConfiguration] = []
+        class_ranges: dict[str, tuple[int, int]] = {}
+        requests = claim.spec.devices.requests
+        for request_index in range(len(requests)):
+            data = search.chosen_request(claim_index, request_index)
+            device_class = data.device_class
+            if device_class is None:
+                continue
+            name = device_class.metadata.name
+            if name in class_ranges:
+                start, end = class_ranges[name]
+                for i in range(start, end):
+                    config[i].requests.append(data.name)
+                continue
+            start = len(config)
+            for class_config in device_class.spec.config:
+                config.append(
+                    DeviceAllocationConfiguration(
+                        source="FromClass", requests=[data.name], opaque=class_config.opaque
+                    )
+                )
+            class_ranges[name] = (start, len(config))
+        for claim_config in claim.spec.devices.config:
+            if not claim_config.requests:
+                config.append(
+                    DeviceAllocationConfiguration(source="FromClaim", opaque=claim_config.opaque)
+                )
+                continue
+            for request_index, request in enumerate(requests):
+                if request.name in claim_config.requests:
+                    config.append(
+                        DeviceAllocationConfiguration(
+                            source="FromClaim",
+                            requests=list(claim_config.requests),
+                            opaque=claim_config.opaque,
+                        )
+                    )
+                    continue
+                data = search.chosen_request(claim_index, request_index)
+                if data.parent is None:
+                    continue
+                if data.name in claim_config.requests:
+                    config.append(
+                        DeviceAllocationConfiguration(
+                            source="FromClaim",
+                            requests=list(claim_config.requests),
+                            opaque=claim_config.opaque,
+                        )
+                    )
+        return config
+
+
+def _node_selector(chosen: Sequence[ChosenDevice], node_name: str) -> NodeSelector | None:
+    """createNodeSelector: pinned to the node when any device is node-local or binds
+    to the node; else the one-term node selectors of the slices (or devices, with
+    per-device node selection) merged; None when available everywhere."""
+    fields: list[NodeSelectorRequirement] = []
+    expressions: list[NodeSelectorRequirement] = []
+    for device in chosen:
+        spec = device.slice.spec
+        if spec.per_device_node_selection:
+            name, selector = device.device.node_name, device.device.node_selector
+        else:
+            name, selector = spec.node_name, spec.node_selector
+        if name is not None or device.device.binds_to_node:
+            return NodeSelector(
+                node_selector_terms=[
+                    NodeSelectorTerm(
+                        match_fields=[
+                            NodeSelectorRequirement(
+                                key="metadata.name", operator="In", values=[node_name]
+                            )
+                        ]
+                    )
+                ]
+            )
+        if selector is not None:
+            terms = selector.node_selector_terms
+            if len(terms) == 1:
+                _add_requirements(terms[0].match_fields, fields)
+                _add_requirements(terms[0].match_expressions, expressions)
+            elif len(terms) > 1:
+                raise ValueError(f"unsupported ResourceSlice.NodeSelector with {len(terms)} terms")
+    if fields or expressions:
+        return NodeSelector(
+            node_selector_terms=[
+                NodeSelectorTerm(match_expressions=expressions, match_fields=fields)
+            ]
+        )
+    return None
+
+
+def _add_requirements(
+    source: Sequence[NodeSelectorRequirement], into: list[NodeSelectorRequirement]
+) -> None:
+    """addNewNodeSelectorRequirements: skip requirements present already (same key,
+    operator and set of values)."""
+    for req in source:
+        if not any(
+            r.key == req.key and r.operator == req.operator and set(r.values) == set(req.values)
+            for r in into
+        ):
+            into.append(req)
+
+
+__all__ = ["AllocationError", "Allocator", "FailedAllocationOnNode", "Features"]
