@@ -64,6 +64,7 @@ def test_no_node_declares_the_feature(simulate_yaml: Simulate) -> None:
     assert out["placements"] == {"default/restarting": None}
     assert out["reasons"]["default/restarting"] == (
         "0/2 nodes are available: 2 node(s) didn't match Pod's required features. "
+        "no new claims to deallocate, "
         "preemption: 0/2 nodes are available: 2 Preemption is not helpful for scheduling."
     )
 

@@ -59,7 +59,10 @@ def test_without_default_preemption_nothing_is_evicted() -> None:
     pods = [pod("low", "2", 0, "n0"), pod("high", "2", 100)]
     result = simulate(nodes, pods, [NOT_PREEMPTING], seed=1)
     assert result.placements["default/high"] is None and result.evicted == []
-    assert result.reasons["default/high"] == "0/1 nodes are available: 1 Insufficient cpu."
+    # DynamicResources' PostFilter still runs (it is in the default profile).
+    assert result.reasons["default/high"] == (
+        "0/1 nodes are available: 1 Insufficient cpu. no new claims to deallocate"
+    )
 
 
 def test_messages_when_preemption_cannot_help() -> None:
@@ -73,11 +76,13 @@ def test_messages_when_preemption_cannot_help() -> None:
     result = simulate(nodes, pods, [PREEMPTING], seed=1)
     assert result.evicted == []
     assert result.reasons == {
-        "default/high": "0/4 nodes are available: 4 Insufficient cpu. preemption: 0/4 nodes "
+        "default/high": "0/4 nodes are available: 4 Insufficient cpu. no new claims to deallocate, "
+        "preemption: 0/4 nodes "
         "are available: 4 No preemption victims found for incoming pod.",
-        "default/never": "0/4 nodes are available: 4 Insufficient cpu. preemption: not "
-        "eligible due to preemptionPolicy=Never.",
-        "default/huge": "0/4 nodes are available: 4 Insufficient cpu. preemption: 0/4 nodes "
+        "default/never": "0/4 nodes are available: 4 Insufficient cpu. "
+        "no new claims to deallocate, preemption: not eligible due to preemptionPolicy=Never.",
+        "default/huge": "0/4 nodes are available: 4 Insufficient cpu. no new claims to deallocate, "
+        "preemption: 0/4 nodes "
         "are available: 4 Preemption is not helpful for scheduling.",
     }
 
@@ -106,7 +111,8 @@ def test_mid_priority_pod_waits_behind_the_nominated_one() -> None:
     assert result.placements == {"default/high": "n", "default/mid": None}
     # mid could only fit by preempting high: not a lower priority pod, no victims.
     assert result.reasons["default/mid"] == (
-        "0/1 nodes are available: 1 Insufficient cpu. preemption: 0/1 nodes are available: "
+        "0/1 nodes are available: 1 Insufficient cpu. no new claims to deallocate, "
+        "preemption: 0/1 nodes are available: "
         "1 No preemption victims found for incoming pod."
     )
 

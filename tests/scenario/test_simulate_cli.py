@@ -64,6 +64,7 @@ def test_the_issue_example_message(simulate_yaml: Simulate) -> None:
         "1 node(s) were unschedulable, 2 Insufficient cpu. "
         # DefaultPreemption is in the default profile: 3 cpu exceeds every
         # node's allocatable, which no eviction can change.
+        "no new claims to deallocate, "
         "preemption: 0/4 nodes are available: 4 Preemption is not helpful for scheduling."
     )
 

@@ -1,6 +1,5 @@
 """The default profile against kube-scheduler v1.36.3's (getDefaultPlugins with the
-feature gates on by default, and its expansion in apis/config/testing/defaults),
-less DynamicResources, which kubesched does not have yet."""
+feature gates on by default, and its expansion in apis/config/testing/defaults)."""
 
 from __future__ import annotations
 
@@ -9,7 +8,7 @@ from kubesched.framework.profile import DEFAULT_MULTI_POINT, ProfileConfig, reso
 from kubesched.plugins.registry import in_tree_registry
 from tests.differential.generator.profiles import KUBE_DEFAULT_PLUGINS
 
-NOT_BUILT = {"DynamicResources"}
+NOT_BUILT: set[str] = set()
 
 # PluginsV1: multiPoint, in order, with weights (0: none given).
 V1_36_3_MULTI_POINT = [

@@ -69,6 +69,7 @@ GOOD_ARGS: dict[str, dict[str, Any]] = {
         ],
     },
     "VolumeBinding": {"bindTimeoutSeconds": 30},
+    "DynamicResources": {"filterTimeout": "5s", "bindingTimeout": "5m0s"},
 }
 
 # One bad field per plugin, and the text kube-scheduler gives for it.
@@ -121,6 +122,11 @@ BAD_ARGS: list[tuple[str, dict[str, Any], str]] = [
         {"bindTimeoutSeconds": -5},
         "bindTimeoutSeconds: Invalid value: -5: "
         "invalid BindTimeoutSeconds, should not be a negative value",
+    ),
+    (
+        "DynamicResources",
+        {"bindingTimeout": "500ms"},
+        "bindingTimeout: Invalid value: 500ms: must be at least 1 second",
     ),
 ]
 

@@ -360,6 +360,7 @@ def test_stateful_set_on_local_volumes(tmp_path: Path) -> None:
     (waiting,) = [k for k, v in placed.items() if v is None]
     assert result.reasons[waiting] == (
         "0/3 nodes are available: 3 node(s) didn't find available persistent volumes to bind. "
+        "no new claims to deallocate, "
         "preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling."
     )
     # The input's storage is untouched; the simulation bound its own copy.
@@ -522,6 +523,7 @@ spec:
     assert result.reasons["default/p1"] == (
         "0/3 nodes are available: 3 node(s) unavailable due to PersistentVolumeClaim with "
         "ReadWriteOncePod access mode already in-use by another pod. "
+        "no new claims to deallocate, "
         "preemption: 0/3 nodes are available: 3 No preemption victims found for incoming pod."
     )
 

@@ -71,11 +71,15 @@ from kubesched.plugins.dynamicresources.state import (
     read_state,
     unresolvable,
 )
-from kubesched.plugins.dynamicresources.structured.allocator import (
+from kubesched.plugins.dynamicresources.structured.allocator import Allocator
+from kubesched.plugins.dynamicresources.structured.base import (
     AllocationError,
-    Allocator,
+    AllocationTimeout,
+    FailedAllocationOnNode,
     Features,
 )
+from kubesched.plugins.dynamicresources.structured.celenv import CelCache
+from kubesched.plugins.dynamicresources.structured.pools import SelectorCache
 from kubesched.plugins.helpers.args import raw_args
 from kubesched.plugins.helpers.normalize import default_normalize_score
 
@@ -89,13 +93,31 @@ AllocatorFactory = Callable[
 ]
 
 
-def _real_allocator(
-    claims: Sequence[ResourceClaim],
-    allocated: AllocatedState,
-    classes: Mapping[str, DeviceClass],
-    slices: Sequence[ResourceSlice],
-) -> Allocator:
-    return Allocator(claims, allocated, classes, slices, Features())
+class _SharedCachesAllocator:
+    """Builds real allocators that share one CEL cache (compiled selectors and their
+    results per device) and one parsed-node-selector cache across scheduling cycles,
+    as upstream's plugin keeps one celCache for its lifetime."""
+
+    def __init__(self) -> None:
+        self.cel_cache = CelCache(consumable_capacity=Features().consumable_capacity)
+        self.selector_cache = SelectorCache()
+
+    def __call__(
+        self,
+        claims: Sequence[ResourceClaim],
+        allocated: AllocatedState,
+        classes: Mapping[str, DeviceClass],
+        slices: Sequence[ResourceSlice],
+    ) -> Allocator:
+        return Allocator(
+            claims,
+            allocated,
+            classes,
+            slices,
+            Features(),
+            cel_cache=self.cel_cache,
+            selector_cache=self.selector_cache,
+        )
 
 
 class DynamicResources(
@@ -117,13 +139,13 @@ class DynamicResources(
         self,
         args: Mapping[str, Any] | DynamicResourcesArgs | None = None,
         handle: Handle | None = None,
-        allocator_factory: AllocatorFactory = _real_allocator,
+        allocator_factory: AllocatorFactory | None = None,
     ):
         super().__init__(raw_args(args), handle)
         self.dra_args = dynamic_resources_args(args)
-        self.allocator_factory = allocator_factory
-        # Where time is read for the filter timeout (wall time, as upstream's context).
-        self.perf_counter: Callable[[], float] = time.perf_counter
+        self.allocator_factory = (
+            _SharedCachesAllocator() if allocator_factory is None else allocator_factory
+        )
 
     @property
     def dra(self) -> DraState:
@@ -274,15 +296,18 @@ class DynamicResources(
                 for _, claim in data.claims.to_allocate()
             ]
             data.allocator.claims = claims
-            started = self.perf_counter()
+            timeout = self.dra_args.filter_timeout
+            deadline = time.monotonic() + timeout if timeout > 0 else None
             try:
-                results = data.allocator.allocate(node)
+                results = data.allocator.allocate(node, deadline=deadline)
+            except AllocationTimeout:
+                # A timeout is transient: an Error sends the pod to backoff (v1.36.3 Filter).
+                return error(f"node {node.metadata.name}: timed out trying to allocate devices")
+            except FailedAllocationOnNode as exc:
+                # This node only; the others may still work (ErrFailedAllocationOnNode).
+                return unresolvable(str(exc))
             except AllocationError as exc:
                 return error(exc)
-            timeout = self.dra_args.filter_timeout
-            if timeout > 0 and self.perf_counter() - started > timeout:
-                # A timeout is transient: an Error sends the pod to backoff (v1.36).
-                return error(f"node {node.metadata.name}: timed out trying to allocate devices")
             if results is None or len(results) != len(claims):
                 return unresolvable("cannot allocate all claims")
         if unavailable:

@@ -52,7 +52,7 @@ class FakeAllocator:
         self.fits = fits
         self.claims: list[ResourceClaim] = []
 
-    def allocate(self, node: Any) -> list[AllocationResult] | None:
+    def allocate(self, node: Any, deadline: float | None = None) -> list[AllocationResult] | None:
         if node.metadata.name not in self.fits:
             return None
         return [AllocationResult() for _ in self.claims]

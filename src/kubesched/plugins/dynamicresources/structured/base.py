@@ -20,6 +20,10 @@ class FailedAllocationOnNode(AllocationError):
     node is unschedulable with this text, other nodes may still work."""
 
 
+class AllocationTimeout(AllocationError):
+    """The search ran past its deadline (context.DeadlineExceeded upstream)."""
+
+
 @dataclass(frozen=True)
 class Features:
     """The DRA feature gates the allocator honours (all on in v1.36.3's defaults)."""

@@ -24,7 +24,11 @@ from kubesched.api.resource import (
     ResourceSlice,
 )
 from kubesched.framework.dra import DeviceID
-from kubesched.plugins.dynamicresources.structured.base import AllocationError, claim_ref
+from kubesched.plugins.dynamicresources.structured.base import (
+    AllocationError,
+    AllocationTimeout,
+    claim_ref,
+)
 from kubesched.plugins.dynamicresources.structured.capacity import (
     CapacityError,
     Consumed,
@@ -288,7 +292,7 @@ class Search:
         self, ci: int, ri: int, si: int, di: int, in_sub: bool, start: tuple[int, int, int]
     ) -> bool:
         if self.deadline is not None and time.monotonic() > self.deadline:
-            raise AllocationError("filter operation aborted: context deadline exceeded")
+            raise AllocationTimeout("filter operation aborted: context deadline exceeded")
         if ci >= len(self.claims):
             return True
         claim = self.claims[ci]
