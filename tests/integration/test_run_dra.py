@@ -1,0 +1,163 @@
+"""`kubesched run` allocates ResourceClaims on a real control plane, as kube-scheduler
+v1.36.3's DynamicResources does: the pod goes to the node that has the device, the
+claim gets its finalizer, status.allocation and reservedFor, a claim that cannot be
+satisfied gives upstream's FailedScheduling text, and once the first pod is deleted
+the real kube-controller-manager (resourceclaim controller) releases the device for
+the next pod. Each case runs with kubesched and with the real kube-scheduler, so the
+expected texts are checked against upstream in the same run."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.integration.conftest import AdminApi, ControlPlane
+from tests.integration.kube_scheduler_proc import KubeSchedulerProcess
+from tests.integration.kubesched_proc import KubeschedProcess, start_kubesched
+from tests.integration.test_run import unique_prefix
+
+pytestmark = pytest.mark.integration
+
+RESOURCE = "/apis/resource.k8s.io/v1"
+
+
+@pytest.fixture
+def kubesched(control_plane: ControlPlane, tmp_path: Path) -> Iterator[list[KubeschedProcess]]:
+    started: list[KubeschedProcess] = []
+    yield started
+    for proc in started:
+        proc.stop()
+
+
+def _claim(namespace: str, name: str, device_class: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceClaim",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {
+            "devices": {
+                "requests": [{"name": "gpu", "exactly": {"deviceClassName": device_class}}]
+            }
+        },
+    }
+
+
+def _scheduled_condition(api: AdminApi, namespace: str, name: str) -> dict[str, Any] | None:
+    pod = api.get_pod(namespace, name)
+    for condition in pod.get("status", {}).get("conditions", []):
+        if condition.get("type") == "PodScheduled":
+            return dict(condition)
+    return None
+
+
+def _wait(what: str, check: Callable[[], Any], timeout: float = 60) -> Any:
+    deadline = time.monotonic() + timeout
+    while True:
+        value = check()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.2)
+
+
+@pytest.mark.parametrize("scheduler", ["kubesched", "default-scheduler"])
+def test_a_claim_is_allocated_on_the_node_with_the_device_and_freed_with_its_pod(
+    control_plane: ControlPlane,
+    api: AdminApi,
+    namespace: str,
+    kubesched: list[KubeschedProcess],
+    kube_scheduler: Callable[..., KubeSchedulerProcess],
+    tmp_path: Path,
+    scheduler: str,
+) -> None:
+    prefix = unique_prefix("dra")
+    pool = {"kubesched.test/pool": prefix}
+    gpu_node, plain_node = f"{prefix}-gpu", f"{prefix}-plain"
+    for name in (gpu_node, plain_node):
+        api.create_node(name, cpu="4", memory="16Gi", labels=pool)
+    driver = f"gpu.{prefix}.example.com"
+    device_class = f"{prefix}-gpu"
+    api.post(
+        f"{RESOURCE}/deviceclasses",
+        {
+            "apiVersion": "resource.k8s.io/v1",
+            "kind": "DeviceClass",
+            "metadata": {"name": device_class},
+            "spec": {"selectors": [{"cel": {"expression": f'device.driver == "{driver}"'}}]},
+        },
+    )
+    api.post(
+        f"{RESOURCE}/resourceslices",
+        {
+            "apiVersion": "resource.k8s.io/v1",
+            "kind": "ResourceSlice",
+            "metadata": {"name": f"{gpu_node}-gpu"},
+            "spec": {
+                "driver": driver,
+                "nodeName": gpu_node,
+                "pool": {"name": gpu_node, "generation": 1, "resourceSliceCount": 1},
+                "devices": [{"name": "gpu-0", "attributes": {"model": {"string": "h100"}}}],
+            },
+        },
+    )
+    for claim in ("first", "second"):
+        api.post(
+            f"{RESOURCE}/namespaces/{namespace}/resourceclaims",
+            _claim(namespace, claim, device_class),
+        )
+
+    if scheduler == "kubesched":
+        run = start_kubesched(control_plane, tmp_path, "--no-leader-elect", name="kubesched-dra")
+        kubesched.append(run)
+    else:
+        kube_scheduler()
+
+    def claim_pod(name: str) -> None:
+        api.create_pod(
+            namespace,
+            name,
+            cpu="100m",
+            scheduler_name=scheduler,
+            nodeSelector=pool,
+            resourceClaims=[{"name": "gpu", "resourceClaimName": name}],
+        )
+
+    # The first pod goes to the node whose slice has the device.
+    claim_pod("first")
+    assert api.wait_for_node_name(namespace, "first", timeout=60) == gpu_node
+    first = api.get_pod(namespace, "first")
+    claim = api.get(f"{RESOURCE}/namespaces/{namespace}/resourceclaims/first")
+    assert "resource.kubernetes.io/delete-protection" in claim["metadata"]["finalizers"]
+    results = claim["status"]["allocation"]["devices"]["results"]
+    assert [(r["request"], r["driver"], r["pool"], r["device"]) for r in results] == [
+        ("gpu", driver, gpu_node, "gpu-0")
+    ]
+    assert [(r["resource"], r["name"], r["uid"]) for r in claim["status"]["reservedFor"]] == [
+        ("pods", "first", first["metadata"]["uid"])
+    ]
+
+    # The second claim cannot be satisfied while the only device is taken.
+    claim_pod("second")
+    condition = _wait(
+        "second's PodScheduled=False",
+        lambda: (c := _scheduled_condition(api, namespace, "second")) and c["status"] == "False",
+    )
+    condition = _scheduled_condition(api, namespace, "second")
+    assert condition is not None
+    assert condition["reason"] == "Unschedulable"
+    assert condition["message"] == (
+        "0/2 nodes are available: 2 cannot allocate all claims. still not schedulable, "
+        "preemption: 0/2 nodes are available: 2 Preemption is not helpful for scheduling."
+    )
+
+    # Deleting the first pod: the resourceclaim controller drops it from reservedFor and
+    # deallocates the claim; the device is free and the second pod gets it.
+    api.delete_pod(namespace, "first")
+    assert api.wait_for_node_name(namespace, "second", timeout=90) == gpu_node
+    second = api.get(f"{RESOURCE}/namespaces/{namespace}/resourceclaims/second")
+    assert second["status"]["allocation"]["devices"]["results"][0]["device"] == "gpu-0"
