@@ -318,3 +318,20 @@ def test_claim_generate_name_cuts_both_names_in_proportion() -> None:
     base = claim_generate_name(long_pod, long_claim)
     # 92 characters cut to 57 in proportion: 60*57//92 and 30*57//92, no "-" at the end.
     assert base == "p" * 37 + "-" + "c" * 18
+
+
+def test_pod_claim_entry_names_a_claim_or_a_template(tmp_path: Path) -> None:
+    both = POD.replace(
+        "resourceClaimTemplateName: one-gpu",
+        "resourceClaimTemplateName: one-gpu, resourceClaimName: c",
+    )
+    problem = only_problem(load(tmp_path, both))
+    assert (problem.kind, problem.name, problem.field) == (
+        "Pod",
+        "ml/train",
+        "spec.resourceClaims[0]",
+    )
+    assert "at most one of" in problem.message
+    neither = POD.replace(", resourceClaimTemplateName: one-gpu", "")
+    problem = only_problem(load(tmp_path, neither, name="neither.yaml"))
+    assert "must specify one of" in problem.message
