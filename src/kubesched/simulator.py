@@ -10,11 +10,15 @@ import asyncio
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 
 from kubesched.api.objects import Namespace, Node, Pod, PodDisruptionBudget
+from kubesched.cluster.claim_controller import ResourceClaimController
+from kubesched.cluster.claim_writer import InMemoryClaimWriter
 from kubesched.cluster.memory import InMemoryCluster, RecordedEvent
 from kubesched.cluster.volume_writer import InMemoryVolumeWriter
 from kubesched.framework.clock import SimClock
+from kubesched.framework.dra import DraState
 from kubesched.framework.fit_error import Diagnosis
 from kubesched.framework.handle import Listers
 from kubesched.framework.profile import ProfileConfig
@@ -120,9 +124,11 @@ def simulate(
     storage: StorageState | None = None,
     namespaces: Mapping[str, Namespace] | None = None,
     registry: Registry | None = None,
+    dra: DraState | None = None,
 ) -> SimulationResult:
     """Schedule `pods` (in queue order; those with spec.nodeName already run) on `nodes`.
-    `pdbs` (with their status) are what preemption respects where it can."""
+    `pdbs` (with their status) are what preemption respects where it can; `dra` holds
+    the DRA objects (the pods' claims made from their templates already)."""
     return asyncio.run(
         _simulate(
             nodes,
@@ -135,6 +141,7 @@ def simulate(
             storage,
             namespaces,
             registry,
+            dra,
         )
     )
 
@@ -150,6 +157,7 @@ async def _simulate(
     storage: StorageState | None = None,
     namespaces: Mapping[str, Namespace] | None = None,
     registry: Registry | None = None,
+    dra: DraState | None = None,
 ) -> SimulationResult:
     clock = SimClock()
     cluster = InMemoryCluster()
@@ -165,8 +173,13 @@ async def _simulate(
         storage=StorageState() if storage is None else storage.copy(),
         pdbs=list(pdbs),
         namespaces=dict(namespaces or {}),
+        # The DRA objects, a copy that PreBind allocates and reserves claims in through
+        # its writer, as the runner's KubeClaimWriter does on the API server.
+        dra=DraState() if dra is None else dra.copy(),
     )
     listers.storage.writer = InMemoryVolumeWriter(listers.storage, cluster.nodes)
+    claim_writer = InMemoryClaimWriter(listers.dra)
+    listers.dra.writer = claim_writer
     recorder = OutcomeRecorder()
     scheduler = Scheduler(
         profiles,
@@ -182,9 +195,16 @@ async def _simulate(
         # Every change to the volume objects reaches the queue as the informers' would.
         listers.storage.subscribe(scheduler.queue.on_event)
     # Claims, slices and classes reach the queue too, for DynamicResources' hints.
-    listers.dra.subscribe(scheduler.queue.on_event)
+    if dra is not None:
+        listers.dra.subscribe(scheduler.queue.on_event)
     started = time.perf_counter()
     cluster.watch(scheduler)
+    if dra is not None:
+        # Deleted pods (preemption's victims) release their claims, after the scheduler
+        # saw them go, as the resourceclaim controller and the garbage collector would.
+        cluster.watchers.append(
+            ResourceClaimController(claim_writer, cluster.pods, lambda: _timestamp(clock))
+        )
     total = len(scheduler.queue.active) + len(scheduler.queue.unschedulable)
     await run_until_quiet(scheduler, clock, progress, total)
     wall = time.perf_counter() - started
@@ -232,6 +252,11 @@ async def _simulate(
         list(cluster.evicted),
         list(cluster.events),
     )
+
+
+def _timestamp(clock: SimClock) -> str:
+    """The simulated time as an RFC 3339 timestamp (from the epoch)."""
+    return datetime.fromtimestamp(clock.now(), UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 async def run_until_quiet(

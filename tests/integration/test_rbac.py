@@ -52,6 +52,13 @@ ALLOWED = [
     ("watch", "csinodes", "storage.k8s.io", "", ""),
     ("list", "csidrivers", "storage.k8s.io", "", ""),
     ("watch", "csistoragecapacities", "storage.k8s.io", "", ""),
+    ("list", "resourceclaims", "resource.k8s.io", "", ""),
+    ("watch", "resourceslices", "resource.k8s.io", "", ""),
+    ("list", "deviceclasses", "resource.k8s.io", "", ""),
+    ("get", "resourceclaims", "resource.k8s.io", "team-a", "c"),
+    ("patch", "resourceclaims", "resource.k8s.io", "team-a", "c"),
+    ("patch", "resourceclaims/status", "resource.k8s.io", "team-a", "c"),
+    ("patch", "resourceclaims/binding", "resource.k8s.io", "", ""),
     ("create", "events", "", "team-a", ""),
     ("patch", "events", "", "team-a", ""),
     ("create", "events", "events.k8s.io", "team-a", ""),
@@ -86,6 +93,11 @@ DENIED = [
     ("impersonate", "users", "", "", "admin"),
     ("update", "deployments", "apps", "kube-system", "kubesched"),
     ("create", "serviceaccounts/token", "", SA_NAMESPACE, SA_NAME),
+    ("create", "resourceclaims", "resource.k8s.io", "team-a", ""),
+    ("delete", "resourceclaims", "resource.k8s.io", "team-a", "c"),
+    ("list", "resourceclaimtemplates", "resource.k8s.io", "", ""),
+    ("update", "resourceslices", "resource.k8s.io", "", "s"),
+    ("update", "resourceclaims/status", "resource.k8s.io", "team-a", "c"),
 ]
 
 

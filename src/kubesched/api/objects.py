@@ -35,6 +35,7 @@ class ObjectMeta(_Api):
     labels: dict[str, str] = {}
     annotations: dict[str, str] = {}
     owner_references: list[OwnerReference] = []
+    # What must happen before the object goes (e.g. DRA's delete-protection).
     finalizers: list[str] = []
     creation_timestamp: str | None = None
     deletion_timestamp: str | None = None

@@ -133,6 +133,7 @@ def simulate_command(
             pdbs=state.pdbs,
             namespaces=state.namespaces,
             storage=state.storage,
+            dra=state.dra,
             registry=registry,
         )
 

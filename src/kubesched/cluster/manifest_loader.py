@@ -33,6 +33,13 @@ from kubesched.cluster.admission import (
     NAMESPACE_NAME_LABEL,
     PREEMPT_LOWER_PRIORITY,
 )
+from kubesched.cluster.dra_manifests import (
+    CLUSTER_SCOPED_DRA,
+    DRA_GROUPS,
+    DRA_KINDS,
+    DraObjects,
+    check_version,
+)
 from kubesched.cluster.generated_names import _MAX_GENERATE_NAME_BASE, _random_chars, _uid
 from kubesched.cluster.manifest_reader import _json_documents, _yaml_documents
 from kubesched.cluster.manifest_validation import (
@@ -65,8 +72,11 @@ _GROUPS: Mapping[str, tuple[str, ...]] = {
     "StatefulSet": ("apps",),
     "Job": ("batch",),
     **STORAGE_GROUPS,
+    **DRA_GROUPS,
 }
-_CLUSTER_SCOPED = frozenset({"Node", "Namespace", "PriorityClass"}) | CLUSTER_SCOPED_STORAGE
+_CLUSTER_SCOPED = (
+    frozenset({"Node", "Namespace", "PriorityClass"}) | CLUSTER_SCOPED_STORAGE | CLUSTER_SCOPED_DRA
+)
 
 
 @dataclass
@@ -183,6 +193,7 @@ class _Loader:
         self.pdbs: dict[str, tuple[PodDisruptionBudget, _Origin]] = {}
         self.workload_origin: dict[tuple[str, str], _Origin] = {}
         self.storage_objects = StorageObjects()
+        self.dra_objects = DraObjects()
         self.stateful_set_claims: list[StatefulSetClaim] = []
         self.deployments_with_replicasets: set[tuple[str, str]] = set()
         self.generated: Counter[str] = Counter()
@@ -276,6 +287,8 @@ class _Loader:
             self.add_namespace(origin, obj)
         elif kind in STORAGE_KINDS:
             self.add_storage_object(origin, kind, obj)
+        elif kind in DRA_KINDS:
+            self.add_dra_object(origin, kind, api_version, obj)
         elif kind == "PodDisruptionBudget":
             self.add_pdb(origin, obj)
         else:
@@ -512,6 +525,21 @@ class _Loader:
             meta = decoded.metadata
             name = meta.name if kind in _CLUSTER_SCOPED else f"{meta.namespace}/{meta.name}"
             self.problem(origin, kind, name if meta.name else "", *problem)
+
+    def add_dra_object(
+        self, origin: _Origin, kind: str, api_version: str, obj: Mapping[str, Any]
+    ) -> None:
+        problem = check_version(api_version)
+        if problem is not None:
+            self.problem(origin, kind, _raw_name(obj, kind), *problem)
+            return
+        decoded = self.decode(origin, obj, kind, DRA_KINDS[kind][0])
+        if decoded is None:
+            return
+        problem = self.dra_objects.add(kind, decoded, obj, str(origin))
+        if problem is not None:
+            name = decoded.metadata.key if decoded.metadata.name else ""
+            self.problem(origin, kind, name, *problem)
 
     def add_workload(self, origin: _Origin, kind: str, obj: Mapping[str, Any]) -> None:
         types: dict[str, type[Workload]] = {

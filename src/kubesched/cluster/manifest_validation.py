@@ -125,7 +125,19 @@ def _check_requirements(res: ResourceRequirements, path: str) -> tuple[str, str]
 
 
 def _check_pod_spec(spec: PodSpec, path: str) -> tuple[str, str] | None:
-    """The first malformed quantity in a pod spec, as (field, message)."""
+    """The first malformed quantity or resource claim entry in a pod spec, as (field,
+    message)."""
+    for i, claim in enumerate(spec.resource_claims):
+        # validatePodResourceClaimSource: a claim by name or from a template.
+        by_name = claim.resource_claim_name is not None
+        if by_name and claim.resource_claim_template_name is not None:
+            return f"{path}.resourceClaims[{i}]", (
+                "at most one of `resourceClaimName` or `resourceClaimTemplateName` may be specified"
+            )
+        if not by_name and claim.resource_claim_template_name is None:
+            return f"{path}.resourceClaims[{i}]", (
+                "must specify one of: `resourceClaimName`, `resourceClaimTemplateName`"
+            )
     for group, containers in (
         ("initContainers", spec.init_containers),
         ("containers", spec.containers),

@@ -48,6 +48,7 @@ budgets' status, storage). The steps live beside it:
 - workload_controllers: the pods the workload controllers create;
 - admission: Priority admission, built-in PriorityClasses, implicit namespaces;
 - volume_manifests: the storage objects and what their controllers do;
+- dra_manifests: the DRA objects, and the claims made from the pods' templates;
 - generated_names: uids and names from generateName.
 """
 
@@ -69,11 +70,13 @@ from kubesched.cluster.admission import (
     _implicit_namespace,
     builtin_priority_classes,
 )
+from kubesched.cluster.dra_manifests import build_dra
 from kubesched.cluster.generated_names import _uid
 from kubesched.cluster.manifest_loader import LoadProblem, _Loader, _Origin, _PodItem
 from kubesched.cluster.manifest_reader import _read_path
 from kubesched.cluster.volume_manifests import build_storage
 from kubesched.cluster.workload_controllers import _Expander, _is_live
+from kubesched.framework.dra import DraState
 from kubesched.framework.storage import StorageState
 
 __all__ = [
@@ -104,6 +107,9 @@ class ClusterState:
     pdbs: list[PodDisruptionBudget] = field(default_factory=list)
     # PVs, PVCs (with those controllers create), StorageClasses, CSI objects.
     storage: StorageState = field(default_factory=StorageState)
+    # DeviceClasses, ResourceSlices, ResourceClaimTemplates and ResourceClaims (with
+    # those the resourceclaim controller creates for the pods' templates).
+    dra: DraState = field(default_factory=DraState)
     problems: list[LoadProblem] = field(default_factory=list)  # errors: objects skipped
     notes: list[str] = field(default_factory=list)  # informational
 
@@ -217,8 +223,10 @@ def _finish(loader: _Loader) -> ClusterState:
     storage = build_storage(
         loader.storage_objects, pods, loader.stateful_set_claims, loader.notes.append
     )
+    dra = build_dra(loader.dra_objects, pods, loader.generate_name, loader.notes.append)
     return ClusterState(
         storage=storage,
+        dra=dra,
         nodes=loader.nodes,
         pods=pods,
         priority_classes=classes,

@@ -25,6 +25,7 @@ from kubesched.framework.handle import Listers
 from kubesched.framework.profile import ProfileConfig
 from kubesched.framework.status import Status
 from kubesched.framework.waiting import WaitingPods
+from kubesched.kube.claims import KubeClaimWriter, dra_informers
 from kubesched.kube.client import KubeClient
 from kubesched.kube.cluster import KubeCluster
 from kubesched.kube.config import load_connection
@@ -98,6 +99,7 @@ class Runner:
         workload_selectors: WorkloadSelectors = {}
         listers = Listers(workload_selectors=workload_selectors)
         listers.storage.writer = KubeVolumeWriter(client)
+        listers.dra.writer = KubeClaimWriter(client)
         self.scheduler = sched = self.new_scheduler(cluster, clock, listers)
         nodes: Informer[Node] = Informer(
             client,
@@ -159,6 +161,17 @@ class Runner:
             listers.storage.subscribe(sched.queue.on_event)
             volumes = storage_informers(client, listers.storage)
             self.informers.extend(volumes)
+        # ResourceClaims, ResourceSlices and DeviceClasses, if a profile runs
+        # DynamicResources (or another plugin declaring uses_dra).
+        claims: list[Informer[Any]] = []
+        if any(
+            name == "DynamicResources" or getattr(plugin, "uses_dra", False)
+            for fw in sched.frameworks.values()
+            for name, plugin in fw.instances.items()
+        ):
+            listers.dra.subscribe(sched.queue.on_event)
+            claims = dra_informers(client, listers.dra)
+            self.informers.extend(claims)
 
         self.server = HealthServer(self.metrics, self.options.health_host, self.options.health_port)
         self.server.add_ready_check(
@@ -173,12 +186,12 @@ class Runner:
         self._spawn(nodes.run(), "informer-nodes")
         self._spawn(pdbs.run(), "informer-pdbs")
         self._spawn(namespaces.run(), "informer-namespaces")
-        for informer in [*selectors, *volumes]:
+        for informer in [*selectors, *volumes, *claims]:
             self._spawn(informer.run(), f"informer-{informer.name}")
         await self._until(nodes.synced.wait())
         await self._until(pdbs.synced.wait())
         await self._until(namespaces.synced.wait())
-        for informer in [*selectors, *volumes]:
+        for informer in [*selectors, *volumes, *claims]:
             await self._until(informer.synced.wait())
         self._spawn(pods.run(), "informer-pods")
         await self._until(pods.synced.wait())

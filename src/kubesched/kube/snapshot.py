@@ -27,6 +27,17 @@ _SOURCES: tuple[tuple[str, str, str, dict[str, str]], ...] = (
         {},
     ),
     ("/apis/storage.k8s.io/v1/volumeattachments", "VolumeAttachment", "storage.k8s.io/v1", {}),
+    # The DynamicResources plugin's objects; the templates too, from which the
+    # simulation makes the claims of pods the resourceclaim controller has not served.
+    ("/apis/resource.k8s.io/v1/deviceclasses", "DeviceClass", "resource.k8s.io/v1", {}),
+    ("/apis/resource.k8s.io/v1/resourceslices", "ResourceSlice", "resource.k8s.io/v1", {}),
+    (
+        "/apis/resource.k8s.io/v1/resourceclaimtemplates",
+        "ResourceClaimTemplate",
+        "resource.k8s.io/v1",
+        {},
+    ),
+    ("/apis/resource.k8s.io/v1/resourceclaims", "ResourceClaim", "resource.k8s.io/v1", {}),
     (
         "/api/v1/pods",
         "Pod",
