@@ -39,9 +39,7 @@ def _claim(namespace: str, name: str, device_class: str) -> dict[str, Any]:
         "kind": "ResourceClaim",
         "metadata": {"name": name, "namespace": namespace},
         "spec": {
-            "devices": {
-                "requests": [{"name": "gpu", "exactly": {"deviceClassName": device_class}}]
-            }
+            "devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": device_class}}]}
         },
     }
 

@@ -210,7 +210,7 @@ def test_example_cluster_through_the_installed_command() -> None:
     )
     assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout)
-    assert len(out["nodes"]) == 51
+    assert len(out["nodes"]) == 54
     assert len(out["placements"]) >= 450
     assert out["summary"]["scheduled"] >= 400
     # every unscheduled pod has a reason, and only those
