@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import contextlib
 import copy
-import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -152,16 +151,6 @@ def play_claim_controller(api: AdminApi, ns: str, pod: Mapping[str, Any]) -> Non
         {"status": {"resourceClaimStatuses": statuses}},
         "merge-patch",
     )
-
-
-def wait_for_claim_statuses(api: AdminApi, ns: str, pod: str, deadline: float) -> None:
-    """With a real controller: wait (until DEADLINE) until it filled in the pod's
-    status.resourceClaimStatuses, which the step's outcome waits on anyway."""
-    while time.monotonic() < deadline:
-        with contextlib.suppress(ApiError, httpx.HTTPError):
-            if api.get_pod(ns, pod)["status"].get("resourceClaimStatuses"):
-                return
-        time.sleep(0.05)
 
 
 # --------------------------------------------------------------------- records
