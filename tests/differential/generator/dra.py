@@ -235,6 +235,17 @@ def dra_objects(
             templates.append({"name": name, "spec": nic})
             entries.append({"name": "nic", "resourceClaimTemplateName": name})
         pod["spec"]["resourceClaims"] = entries
+        if rng.random() < 0.6:
+            # Most pods with claims go where their devices are, not where a selector
+            # sends them: otherwise node filters decide before DynamicResources does.
+            pod["spec"].pop("nodeSelector", None)
+            affinity = pod["spec"].get("affinity", {})
+            node_affinity = affinity.get("nodeAffinity", {})
+            node_affinity.pop("requiredDuringSchedulingIgnoredDuringExecution", None)
+            if not node_affinity:
+                affinity.pop("nodeAffinity", None)
+            if "affinity" in pod["spec"] and not affinity:
+                del pod["spec"]["affinity"]
         resources = pod["spec"]["containers"][0].setdefault("resources", {})
         resources["claims"] = [{"name": e["name"]} for e in entries]
     for claim in claims:

@@ -179,7 +179,11 @@ def _dra_objects(
 
 
 def _claims_problem(
-    scenario: Mapping[str, Any], a: Step, b: Step, perm: Mapping[str, str]
+    scenario: Mapping[str, Any],
+    a: Step,
+    b: Step,
+    perm: Mapping[str, str],
+    names: Mapping[str, str],
 ) -> tuple[str, Any, Any] | None:
     """For a pod bound in both runs: the first of its claims not allocated alike, as
     (claim, kube-scheduler's, kubesched's); None if all are. Each claim must be
@@ -187,9 +191,9 @@ def _claims_problem(
     many devices per request; which devices may differ (ties)."""
     pod = next(p for p in scenario["pods"] if p["name"] == a.pod)
     manifest = {"spec": pod["spec"]}
-    identity = {n["name"]: n["name"] for n in scenario["nodes"]}
-    alloc_a = allocations(manifest, a.claims, a.claim_statuses.get(a.pod, []), identity)
-    alloc_b = allocations(manifest, b.claims, b.claim_statuses.get(b.pod, []), identity)
+    logical = {v: k for k, v in names.items()}
+    alloc_a = allocations(manifest, a.claims, a.claim_statuses.get(a.pod, []), logical)
+    alloc_b = allocations(manifest, b.claims, b.claim_statuses.get(b.pod, []), logical)
     for claim, got in alloc_a.items():
         if isinstance(got, dict):
             got = {**got, "nodes": sorted(perm.get(n, n) for n in got["nodes"])}
@@ -370,7 +374,7 @@ def compare(
             )
         ):
             result.claims += 1
-            problem = _claims_problem(scenario, a, b, perm)
+            problem = _claims_problem(scenario, a, b, perm, names)
             if problem is not None:
                 claim, got_a, got_b = problem
                 disagree("claims", i, a.pod, got_a, got_b, f"claim {claim}'s allocation")
