@@ -164,7 +164,7 @@ def _dra_objects(
     if not dra:
         return []
     prefix = run.namespace.rsplit("-", 1)[0]  # <prefix>-kube or <prefix>-ks
-    i = run.steps.index(step)
+    i = next(n for n, s in enumerate(run.steps) if s is step)  # not ==: deep comparisons
     previous = run.steps[i - 1].claims if i > 0 else {}
     templates = [
         m
