@@ -203,7 +203,8 @@ def dra_objects(
         slices.append(_network_slice(rng))
     claims: list[dict[str, Any]] = []
     templates: list[dict[str, Any]] = []
-    users = [p for p in pods if rng.random() < 0.5]
+    # Some pods with claims (at least one) and, mostly, some without in the same scenario.
+    users = [p for p in pods if rng.random() < 0.5] or [rng.choice(pods)]
     shared: dict[str, Any] | None = None
     if len(users) >= 2 and rng.random() < 0.6:
         # One claim, two pods: they must land where its devices are.
