@@ -65,8 +65,9 @@ bench: $(STAMP)
 
 # Differential run against the real kube-scheduler (docs/differential.md): N generated
 # scenarios of series SEED on a control plane of its own; agreement rates, and each
-# disagreement written to tests/differential/regressions/. Optional: FEATURES=spread,affinity,
-# preemption,volumes  DIFF_SIZE=small|normal|large  SHRINK=1 (minimise disagreements)
+# disagreement written to tests/differential/regressions/. Every generator feature is on
+# (nothing disabled) unless FEATURES=spread,affinity,preemption,volumes,dra picks some
+# (FEATURES=none: none).  DIFF_SIZE=small|normal|large  SHRINK=1 (minimise disagreements)
 # KUBESCHED_SRC=<dir holding a kubesched/ package> to test that source instead of src/.
 # JOBS=K runs K control planes side by side (scenarios shared out, one report).
 N ?= 50

@@ -1,6 +1,6 @@
 """`make diff`: N generated scenarios through kube-scheduler and kubesched; agreement rates.
 
-    python -m tests.differential.run -n 50 --seed 1 [--features spread,affinity]
+    python -m tests.differential.run -n 50 --seed 1 [--features spread,affinity|none]
         [--size small|normal|large] [--profile NAME] [--shrink] [--jobs K]
         [--cluster-env DIR/env ...]
 
@@ -177,7 +177,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("-n", type=int, default=50, help="number of scenarios")
     parser.add_argument("--seed", type=int, default=1, help="scenario series")
     parser.add_argument("--start", type=int, default=0, help="first scenario index")
-    parser.add_argument("--features", default="", help=f"comma list of {','.join(gen.FEATURES)}")
+    parser.add_argument(
+        "--features",
+        default="",
+        help=f"comma list of {','.join(gen.FEATURES)} (default: all of them; "
+        f"'{gen.NO_FEATURES}': none, their plugins disabled)",
+    )
+    parser.add_argument(
+        "--force",
+        action="store_true",
+        help="run features whose plugins kubesched's default profile lacks (to see what "
+        "kube-scheduler does; kubesched's runs will disagree)",
+    )
     parser.add_argument("--size", default="normal", choices=sorted(gen.SIZES))
     parser.add_argument("--profile", default=None, choices=sorted(gen.PROFILES))
     parser.add_argument("--shrink", action="store_true", help="minimise each disagreement")
@@ -212,7 +223,7 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as exc:
         parser.error(str(exc))
     missing = gen.unsupported_features(features)
-    if missing:
+    if missing and not args.force:
         parser.error(
             "kubesched's default profile lacks the plugins of feature(s) "
             + "; ".join(f"{f}: {', '.join(p)}" for f, p in missing.items())

@@ -21,6 +21,9 @@ from tests.differential.harness import (
     simulate,
     start_times,
 )
+from tests.differential.harness.dra import allocations, claims_before
+from tests.differential.harness.inprocess import dra_state
+from tests.differential.harness.records import normalise_claim_names
 
 
 def test_generate_is_a_pure_function_of_its_arguments() -> None:
@@ -38,21 +41,30 @@ def test_profiles_take_turns_and_each_config_is_accepted_by_kubesched() -> None:
         assert [p.scheduler_name for p in config.profiles] == ["differential"]
 
 
-def test_plugins_kubesched_lacks_are_disabled_unless_their_feature_is_on() -> None:
+def test_plugins_are_disabled_only_when_their_feature_is_off() -> None:
     off = gen.disabled_plugins([])
     assert {"PodTopologySpread", "InterPodAffinity", "DefaultPreemption"} <= set(off)
     assert {"VolumeBinding", "DynamicResources"} <= set(off)
-    assert not set(off) & {
-        "NodeResourcesFit",
-        "TaintToleration",
-        "ImageLocality",
-        "NodeDeclaredFeatures",
-    }
+    # No feature covers it: the generator makes nothing it acts on, so it always runs.
+    assert "NodeDeclaredFeatures" not in off
+    assert not set(off) & {"NodeResourcesFit", "TaintToleration", "ImageLocality"}
     assert "PodTopologySpread" not in gen.disabled_plugins(["spread"])
-    assert "DynamicResources" in gen.disabled_plugins(list(gen.FEATURES))
+    assert gen.disabled_plugins(list(gen.FEATURES)) == []
     with pytest.raises(ValueError, match="unknown feature"):
         gen.parse_features("spread,teleport")
     assert gen.parse_features("volumes, spread") == ["spread", "volumes"]
+
+
+def test_no_features_given_means_all_and_none_means_none() -> None:
+    assert gen.parse_features("") == list(gen.FEATURES)
+    assert gen.parse_features(None) == list(gen.FEATURES)
+    assert "dra" in gen.FEATURES
+    assert gen.parse_features(gen.NO_FEATURES) == []
+    assert gen.parse_features("dra") == ["dra"]
+    # generate's own default stays no feature (old series and regression files).
+    assert "dra" not in gen.generate(1, 0) and gen.generate(1, 0)["features"] == []
+    full = gen.generate(1, 0, features=gen.parse_features(""))
+    assert "disabled" not in full["config"]["plugins"]["multiPoint"]
 
 
 def test_features_add_their_objects() -> None:
@@ -426,3 +438,236 @@ def test_event_notes_may_fold_into_a_series_but_not_differ() -> None:
     assert not events_agree([m1, m2, m3], [m1, m2], m3, m2)  # never saw m3
     assert not events_agree([m2], [m1], m2, m1)  # the pod's own attempt differs
     assert not events_agree([m1, "other"], [m1, m2], "other", m2)
+
+
+# --------------------------------------------------------------------- dra
+def _dra_series(n: int = 60) -> list[dict[str, Any]]:
+    return [gen.generate(11, i, features=["dra"]) for i in range(n)]
+
+
+def test_dra_scenarios_are_deterministic_and_keep_the_other_features_apart() -> None:
+    assert gen.generate(11, 4, features=["dra"]) == gen.generate(11, 4, features=["dra"])
+    scenario = gen.generate(11, 4, features=["dra"])
+    assert "dra" in scenario and "DynamicResources" not in str(scenario["config"])
+    assert "dra" not in gen.generate(11, 4, features=["spread"])
+
+
+def _requests(spec: dict[str, Any]) -> list[dict[str, Any]]:
+    return list(spec["devices"]["requests"])
+
+
+def test_dra_objects_have_valid_shapes() -> None:
+    for scenario in _dra_series():
+        dra = scenario["dra"]
+        classes = {c["name"] for c in dra["classes"]}
+        assert "gpu" in classes
+        for c in dra["classes"]:
+            assert c["selectors"] and all("device." in e for e in c["selectors"])
+        specs = [c["spec"] for c in dra["claims"]] + [t["spec"] for t in dra["templates"]]
+        for spec in specs:
+            names = [r["name"] for r in _requests(spec)]
+            assert len(names) == len(set(names))
+            for request in _requests(spec):
+                # Exactly one of exactly and firstAvailable.
+                assert ("exactly" in request) != ("firstAvailable" in request)
+                parts = [request["exactly"]] if "exactly" in request else request["firstAvailable"]
+                if "firstAvailable" in request:
+                    assert len(parts) == 2
+                for part in parts:
+                    assert part["deviceClassName"] in classes | {"missing-class"}
+                    if part.get("allocationMode") == "ExactCount":
+                        assert part["count"] in (1, 2)
+                    if part.get("allocationMode") == "All":
+                        assert "count" not in part
+            for constraint in spec["devices"].get("constraints", []):
+                assert set(constraint["requests"]) <= set(names)
+        pools: dict[tuple[str, str], list[dict[str, Any]]] = {}
+        for s in dra["slices"]:
+            # A v1.36.3 apiserver refuses a slice with both.
+            assert ("devices" in s) != ("sharedCounters" in s)
+            assert sum(k in s for k in ("node", "allNodes", "nodeSelector")) == 1
+            pools.setdefault((s["driver"], s.get("pool") or s["node"]), []).append(s)
+        for members in pools.values():
+            counter_sets = {c["name"] for s in members for c in s.get("sharedCounters", [])}
+            for s in members:
+                for device in s.get("devices", []):
+                    for use in device.get("consumesCounters", []):
+                        assert use["counterSet"] in counter_sets
+        available = {c["name"] for c in dra["claims"]}
+        templates = {t["name"] for t in dra["templates"]}
+        for pod in scenario["pods"]:
+            entries = pod["spec"].get("resourceClaims", [])
+            for e in entries:
+                assert e.get("resourceClaimName") in available or (
+                    e.get("resourceClaimTemplateName") in templates
+                )
+            used = [
+                c["name"]
+                for c in pod["spec"]["containers"][0].get("resources", {}).get("claims", [])
+            ]
+            assert used == [e["name"] for e in entries]
+
+
+def test_dra_series_covers_what_the_issue_asks_for() -> None:
+    series = _dra_series()
+    text = repr(series)
+    for needle in (
+        "'allocationMode': 'All'",
+        "'count': 2",
+        "'firstAvailable'",
+        "'matchAttribute'",
+        "'sharedCounters'",
+        "'consumesCounters'",
+        "'allNodes': True",
+        "'missing-class'",
+        "1000Gi",
+        'compareTo(quantity("40Gi"))',
+        "'version'",
+        "'resourceClaimTemplateName'",
+    ):
+        assert needle in text, needle
+    shared = 0
+    mixed = 0
+    for scenario in series:
+        users: dict[str, int] = {}
+        for pod in scenario["pods"]:
+            for e in pod["spec"].get("resourceClaims", []):
+                if "resourceClaimName" in e:
+                    users[e["resourceClaimName"]] = users.get(e["resourceClaimName"], 0) + 1
+        shared += users.get("shared-0") == 2
+        with_claims = [bool(p["spec"].get("resourceClaims")) for p in scenario["pods"]]
+        mixed += any(with_claims) and not all(with_claims)
+        assert any(with_claims)
+    assert shared >= 10 and mixed >= 30
+    assert any("nodeSelector" in s for sc in series for s in sc["dra"]["slices"])
+
+
+def test_dra_manifests_name_pools_after_nodes_and_count_their_slices() -> None:
+    scenario = next(
+        s for s in _dra_series() if any("sharedCounters" in x for x in s["dra"]["slices"])
+    )
+    names = {n["name"]: f"d1-{n['name']}" for n in scenario["nodes"]}
+    manifests = gen.dra_cluster_manifests(scenario["dra"], "d1", names)
+    classes = [m for m in manifests if m["kind"] == "DeviceClass"]
+    slices = [m for m in manifests if m["kind"] == "ResourceSlice"]
+    assert all(c["metadata"]["name"].startswith("d1-") for c in classes)
+    assert len({m["metadata"]["name"] for m in slices}) == len(slices)
+    for m in slices:
+        spec = m["spec"]
+        members = [x for x in slices if x["spec"]["pool"]["name"] == spec["pool"]["name"]]
+        assert spec["pool"]["resourceSliceCount"] == len(members)
+        assert spec["pool"]["generation"] == 1
+        if "nodeName" in spec:
+            assert spec["pool"]["name"] == spec["nodeName"]
+    partitioned = [m for m in slices if "sharedCounters" in m["spec"]]
+    assert partitioned and partitioned[0]["spec"]["pool"]["resourceSliceCount"] == 2
+    # Shrinking drops nodes: their slices go with them.
+    fewer = {k: v for k, v in names.items() if k != partitioned[0]["spec"]["nodeName"][3:]}
+    assert not any(
+        "sharedCounters" in m["spec"]
+        for m in gen.dra_cluster_manifests(scenario["dra"], "d1", fewer)
+        if m["kind"] == "ResourceSlice"
+    )
+    ns_objects = gen.dra_namespace_manifests(scenario["dra"], "d1-kube", "d1")
+    class_refs = {
+        part["deviceClassName"]
+        for m in ns_objects
+        for r in (m["spec"].get("spec") or m["spec"])["devices"]["requests"]
+        for part in [r.get("exactly") or {}, *r.get("firstAvailable", [])]
+        if part
+    }
+    assert class_refs <= {c["metadata"]["name"] for c in classes} | {"missing-class"}
+    # kubesched's structs read them all (what score_step feeds into Listers.dra).
+    state = dra_state([*manifests, *ns_objects])
+    assert len(state.slices) == len(slices) and len(state.classes) == len(classes)
+
+
+def _claim(name: str, node: str | None, requests: list[str]) -> dict[str, Any]:
+    claim: dict[str, Any] = {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceClaim",
+        "metadata": {"name": name, "namespace": "ns", "finalizers": ["f"]},
+        "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "c"}}]}},
+    }
+    if node is not None:
+        term = {"matchFields": [{"key": "metadata.name", "operator": "In", "values": [node]}]}
+        claim["status"] = {
+            "allocation": {
+                "devices": {
+                    "results": [
+                        {"request": r, "driver": "d", "pool": node, "device": f"g{i}"}
+                        for i, r in enumerate(requests)
+                    ]
+                },
+                "nodeSelector": {"nodeSelectorTerms": [term]},
+            }
+        }
+    return claim
+
+
+def test_allocations_and_claims_before_a_step() -> None:
+    pod = {
+        "spec": {
+            "resourceClaims": [
+                {"name": "gpu", "resourceClaimName": "shared-0"},
+                {"name": "nic", "resourceClaimTemplateName": "tpl-0"},
+                {"name": "dev", "resourceClaimName": "nowhere"},
+            ]
+        }
+    }
+    claims = {
+        "shared-0": _claim("shared-0", "x-n1", ["gpu", "gpu"]),
+        "p00-nic-abcde": _claim("p00-nic-abcde", None, []),
+    }
+    statuses = [{"name": "nic", "resourceClaimName": "p00-nic-abcde"}]
+    assert allocations(pod, claims, statuses, {"x-n1": "n1"}) == {
+        "gpu": {"nodes": ["n1"], "requests": {"gpu": 2}},
+        "nic": "unallocated",
+        "dev": "missing",
+    }
+    before = claims_before(
+        {"shared-0": claims["shared-0"]}, {**claims, "new": _claim("new", "n0", ["gpu"])}
+    )
+    by_name = {c["metadata"]["name"]: c for c in before}
+    assert "allocation" in by_name["shared-0"]["status"]
+    assert "status" not in by_name["new"] and "finalizers" not in by_name["new"]["metadata"]
+    # Made during the step (for the step's pod), so as they were before it allocated them.
+    assert set(by_name) == {"shared-0", "new", "p00-nic-abcde"}
+    assert normalise_claim_names("claim p03-gpu-x7f2k and p12-nic-ab3de") == (
+        "claim p03-gpu-<generated> and p12-nic-<generated>"
+    )
+
+
+def test_claims_allocated_differently_are_a_disagreement() -> None:
+    pod = _pod("p0", resourceClaims=[{"name": "gpu", "resourceClaimName": "c0"}])
+    scenario = _scenario([_node("n0"), _node("n1", cpu="8")], [pod])
+    scenario["dra"] = {"classes": [], "slices": [], "claims": [], "templates": []}
+    kube = _run(KUBE, scenario, [("bound", "n1", "")])
+    ks = _run(KUBESCHED, scenario, [("bound", "n1", "")])
+    kube.steps[0].claims = {"c0": _claim("c0", "n1", ["gpu"])}
+    ks.steps[0].claims = {"c0": _claim("c0", "n1", ["gpu"])}
+    result = _compare(scenario, kube, ks)
+    assert (result.claims, result.claims_agree) == (1, 1), result.summary()
+    assert "claims 1/1" in result.summary()
+    ks.steps[0].claims = {"c0": _claim("c0", "n1", ["gpu", "gpu"])}
+    result = _compare(scenario, kube, ks)
+    assert [(d.kind, d.pod) for d in result.disagreements] == [("claims", "p0")]
+    assert result.disagreements[0].kubesched == {"nodes": ["n1"], "requests": {"gpu": 2}}
+    ks.steps[0].claims = {"c0": _claim("c0", None, [])}
+    result = _compare(scenario, kube, ks)
+    assert result.disagreements[0].kubesched == "unallocated"
+
+
+def test_score_step_takes_a_dra_scenarios_pods_and_objects() -> None:
+    scenario = next(s for s in _dra_series() if s["dra"]["claims"])
+    names = {n["name"]: n["name"] for n in scenario["nodes"]}
+    nodes = [gen.node_manifest(n, n["name"]) for n in scenario["nodes"]]
+    pod = next(p for p in scenario["pods"] if p["spec"].get("resourceClaims"))
+    created = gen.pod_manifest(pod, "d1-kube", "differential", names)
+    created["metadata"]["uid"] = "u1"
+    objects = [
+        *gen.dra_cluster_manifests(scenario["dra"], "d1", names),
+        *gen.dra_namespace_manifests(scenario["dra"], "d1-kube", "d1"),
+    ]
+    prediction = score_step(scenario, nodes, [], created, names, "d1-kube", dra_objects=objects)
+    assert prediction.feasible or prediction.message

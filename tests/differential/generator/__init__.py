@@ -14,7 +14,8 @@ run needs, in creation order:
 * ``pods``: name, labels and a full pod ``spec`` without ``schedulerName``;
   created one at a time in list order. Node names in node affinity
   (``matchFields`` on ``metadata.name``, ``kubernetes.io/hostname``) are logical.
-* with features: ``pdbs`` (preemption), ``volumes`` (PersistentVolumes and claims).
+* with features: ``pdbs`` (preemption), ``volumes`` (PersistentVolumes and claims),
+  ``dra`` (DeviceClasses, ResourceSlices, ResourceClaims and templates; see dra.py).
 
 ``generate(seed, index)`` is a pure function of its arguments: the same seed and
 index give the same scenario on every machine.
@@ -31,8 +32,12 @@ import random
 from collections.abc import Sequence
 from typing import Any
 
+from tests.differential.generator.dra import dra_objects, slices_of
 from tests.differential.generator.features import _pdbs, _volumes
 from tests.differential.generator.manifests import (
+    dra_class_names,
+    dra_cluster_manifests,
+    dra_namespace_manifests,
     node_manifest,
     pdb_manifest,
     pod_manifest,
@@ -45,11 +50,11 @@ from tests.differential.generator.manifests import (
 )
 from tests.differential.generator.nodes_and_pods import _node, _pod
 from tests.differential.generator.profiles import (
-    ALWAYS_DISABLED,
     CONFIG_API_VERSION,
     FEATURE_PLUGINS,
     FEATURES,
     KUBE_DEFAULT_PLUGINS,
+    NO_FEATURES,
     PROFILES,
     disabled_plugins,
     kubesched_plugins,
@@ -91,7 +96,8 @@ def generate(
     profile: str | None = None,
 ) -> Scenario:
     """Scenario INDEX of the series SEED. PROFILE defaults to the profiles in turn."""
-    features = parse_features(list(features))
+    # An empty list is no feature here (parse_features reads no text as all of them).
+    features = parse_features(list(features)) if features else []
     rng = random.Random(f"kubesched-differential/{seed}/{index}/{size}/{','.join(features)}")
     (node_min, node_max), (pod_min, pod_max) = SIZES[size]
     names = list(PROFILES)
@@ -114,11 +120,12 @@ def generate(
         scenario["pdbs"] = _pdbs(rng)
     if "volumes" in features:
         scenario["volumes"] = _volumes(rng, nodes, pods)
+    if "dra" in features:
+        scenario["dra"] = dra_objects(rng, nodes, pods)
     return scenario
 
 
 __all__ = [
-    "ALWAYS_DISABLED",
     "APPS",
     "CONFIG_API_VERSION",
     "DEFAULT_IMAGE",
@@ -128,6 +135,7 @@ __all__ = [
     "HOSTNAME_LABEL",
     "IMAGES",
     "KUBE_DEFAULT_PLUGINS",
+    "NO_FEATURES",
     "PRIORITY_CLASSES",
     "PROFILES",
     "REGION_LABEL",
@@ -137,6 +145,10 @@ __all__ = [
     "ZONE_LABEL",
     "Scenario",
     "disabled_plugins",
+    "dra_class_names",
+    "dra_cluster_manifests",
+    "dra_namespace_manifests",
+    "dra_objects",
     "generate",
     "kubesched_plugins",
     "node_manifest",
@@ -150,6 +162,7 @@ __all__ = [
     "referenced_nodes",
     "rename_nodes",
     "scheduler_config",
+    "slices_of",
     "unsupported_features",
     "volume_manifests",
 ]

@@ -103,6 +103,8 @@ def referenced_label_keys(scenario: Mapping[str, Any]) -> set[str]:
         walk(pod["spec"].get("topologySpreadConstraints"))
     for pv in (scenario.get("volumes") or {}).get("persistentVolumes", []):
         walk(pv.get("nodeAffinity"))
+    for resource_slice in (scenario.get("dra") or {}).get("slices", []):
+        walk(resource_slice.get("nodeSelector"))
     return keys
 
 
@@ -196,3 +198,101 @@ def volume_manifests(
             }
         )
     return pvs, pvcs
+
+
+def dra_class_names(dra: Mapping[str, Any], prefix: str) -> dict[str, str]:
+    """Logical -> real DeviceClass names: cluster-scoped, so per scenario (PREFIX);
+    a class the scenario does not define (a missing class) keeps its name."""
+    return {c["name"]: f"{prefix}-{c['name']}" for c in dra.get("classes", [])}
+
+
+def _rename_classes(spec: Any, classes: Mapping[str, str]) -> Any:
+    spec = copy.deepcopy(spec)
+    for request in spec.get("devices", {}).get("requests", []):
+        for part in [request.get("exactly") or {}, *request.get("firstAvailable", [])]:
+            if "deviceClassName" in part:
+                part["deviceClassName"] = classes.get(
+                    part["deviceClassName"], part["deviceClassName"]
+                )
+    return spec
+
+
+def dra_cluster_manifests(
+    dra: Mapping[str, Any], prefix: str, node_names: Mapping[str, str]
+) -> list[dict[str, Any]]:
+    """DeviceClasses and ResourceSlices of a scenario, in creation order. Slices of a
+    node are in the pool named after the (real) node; slices of nodes the scenario no
+    longer has (shrinking drops nodes) are left out. Both runs share them: allocated
+    devices are recorded only in claims, which are per run."""
+    api = "resource.k8s.io/v1"
+    classes = dra_class_names(dra, prefix)
+    out: list[dict[str, Any]] = [
+        {
+            "apiVersion": api,
+            "kind": "DeviceClass",
+            "metadata": {"name": classes[c["name"]]},
+            "spec": {"selectors": [{"cel": {"expression": e}} for e in c["selectors"]]},
+        }
+        for c in dra.get("classes", [])
+    ]
+    slices = [s for s in dra.get("slices", []) if "node" not in s or s["node"] in node_names]
+    pools: dict[tuple[str, str], int] = {}
+    for s in slices:
+        key = (s["driver"], s.get("pool") or s["node"])
+        pools[key] = pools.get(key, 0) + 1
+    for s in slices:
+        pool = s.get("pool") or s["node"]
+        spec: dict[str, Any] = {
+            "driver": s["driver"],
+            "pool": {
+                "name": node_names[s["node"]] if "node" in s else f"{prefix}-{pool}",
+                "generation": 1,
+                "resourceSliceCount": pools[(s["driver"], pool)],
+            },
+        }
+        if "node" in s:
+            spec["nodeName"] = node_names[s["node"]]
+        elif s.get("allNodes"):
+            spec["allNodes"] = True
+        else:
+            spec["nodeSelector"] = copy.deepcopy(s["nodeSelector"])
+        for key in ("devices", "sharedCounters"):
+            if key in s:
+                spec[key] = copy.deepcopy(s[key])
+        name = (
+            f"{node_names[s['node']]}-{s['name'].split('-', 1)[1]}"
+            if "node" in s
+            else f"{prefix}-{s['name']}"
+        )
+        out.append(
+            {"apiVersion": api, "kind": "ResourceSlice", "metadata": {"name": name}, "spec": spec}
+        )
+    return out
+
+
+def dra_namespace_manifests(
+    dra: Mapping[str, Any], namespace: str, prefix: str
+) -> list[dict[str, Any]]:
+    """The ResourceClaims and ResourceClaimTemplates of one run (in NAMESPACE)."""
+    api = "resource.k8s.io/v1"
+    classes = dra_class_names(dra, prefix)
+    out: list[dict[str, Any]] = []
+    for claim in dra.get("claims", []):
+        out.append(
+            {
+                "apiVersion": api,
+                "kind": "ResourceClaim",
+                "metadata": {"name": claim["name"], "namespace": namespace},
+                "spec": _rename_classes(claim["spec"], classes),
+            }
+        )
+    for template in dra.get("templates", []):
+        out.append(
+            {
+                "apiVersion": api,
+                "kind": "ResourceClaimTemplate",
+                "metadata": {"name": template["name"], "namespace": namespace},
+                "spec": {"spec": _rename_classes(template["spec"], classes)},
+            }
+        )
+    return out

@@ -43,11 +43,11 @@ FEATURE_PLUGINS: dict[str, tuple[str, ...]] = {
     "affinity": ("InterPodAffinity",),
     "preemption": ("DefaultPreemption",),
     "volumes": ("VolumeRestrictions", "NodeVolumeLimits", "VolumeBinding", "VolumeZone"),
+    "dra": ("DynamicResources",),
 }
 FEATURES = tuple(FEATURE_PLUGINS)
-
-# Plugins of the default profile that no feature covers (yet): always disabled.
-ALWAYS_DISABLED = ("DynamicResources",)
+# `--features none` (make diff FEATURES=none): only the plugins no feature covers.
+NO_FEATURES = "none"
 
 
 # --------------------------------------------------------------------- profiles
@@ -174,11 +174,13 @@ def unsupported_features(features: Iterable[str]) -> dict[str, list[str]]:
 
 
 def parse_features(text: str | Sequence[str] | None) -> list[str]:
-    """ "spread,affinity" (or a list) -> checked, de-duplicated, in FEATURES order."""
+    """ "spread,affinity" (or a list) -> checked, de-duplicated, in FEATURES order.
+    Nothing (make diff without FEATURES) is every feature, so that the whole default
+    profile runs with nothing disabled; "none" is no feature."""
     if not text:
-        return []
+        return list(FEATURES)
     items = text.split(",") if isinstance(text, str) else list(text)
-    wanted = {i.strip() for i in items if i.strip()}
+    wanted = {i.strip() for i in items if i.strip()} - {NO_FEATURES}
     unknown = sorted(wanted - set(FEATURES))
     if unknown:
         raise ValueError(f"unknown feature(s) {', '.join(unknown)} (known: {', '.join(FEATURES)})")
@@ -187,11 +189,12 @@ def parse_features(text: str | Sequence[str] | None) -> list[str]:
 
 def disabled_plugins(features: Iterable[str]) -> list[str]:
     """The default-profile plugins to disable in both schedulers: those of the
-    features not selected, and those no feature covers yet."""
+    features not selected. The plugins no feature covers always run: the generator
+    makes nothing they act on (NodeDeclaredFeatures: no node declares features and no
+    pod needs one, so it is a Skip) or they need nothing special."""
     on = {p for f in features for p in FEATURE_PLUGINS[f]}
-    off = [name for name, _ in KUBE_DEFAULT_PLUGINS if name not in on]
     covered = {p for plugins in FEATURE_PLUGINS.values() for p in plugins}
-    return [n for n in off if n in covered or n in ALWAYS_DISABLED]
+    return [name for name, _ in KUBE_DEFAULT_PLUGINS if name in covered and name not in on]
 
 
 def profile_config(profile: str, features: Iterable[str]) -> dict[str, Any]:
@@ -199,9 +202,11 @@ def profile_config(profile: str, features: Iterable[str]) -> dict[str, Any]:
     body = copy.deepcopy(PROFILES[profile]())
     plugins = body.setdefault("plugins", {})
     multi = plugins.setdefault("multiPoint", {})
-    disabled = multi.setdefault("disabled", [])
+    disabled = multi.get("disabled", [])
     names = {d["name"] for d in disabled}
     disabled.extend({"name": n} for n in disabled_plugins(features) if n not in names)
+    if disabled:  # with every feature on, the default profile has nothing disabled
+        multi["disabled"] = disabled
     return body
 
 

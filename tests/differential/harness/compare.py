@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from tests.differential import generator as gen
+from tests.differential.harness.dra import allocations, claims_before
 from tests.differential.harness.inprocess import score_step
 from tests.differential.harness.records import (
     KUBE,
@@ -82,6 +83,9 @@ def _node_signatures(
         body["images"] = [i for i in node.get("images", []) if any(n in images for n in i["names"])]
         if node["name"] in referenced:
             body["name"] = node["name"]
+        if scenario.get("dra"):
+            # Nodes with other devices are not interchangeable.
+            body["slices"] = gen.slices_of(scenario["dra"], node["name"])
         body["pods"] = sorted(on.get(node["name"], []))
         out[node["name"]] = json.dumps(body, sort_keys=True)
     return out
@@ -127,9 +131,75 @@ def _predict(
             obj = copy.deepcopy(created[pod])
             obj["spec"]["nodeName"] = names.get(node, node)
             obj.setdefault("status", {})["startTime"] = started[pod]
+            _with_claim_statuses(obj, step)
             bound.append(obj)
     logical = {v: k for k, v in names.items()}
-    return score_step(scenario, run.nodes, bound, step.created, logical, run.namespace)
+    pod = _with_claim_statuses(copy.deepcopy(step.created), step)
+    return score_step(
+        scenario,
+        run.nodes,
+        bound,
+        pod,
+        logical,
+        run.namespace,
+        dra_objects=_dra_objects(scenario, run, step, names),
+    )
+
+
+def _with_claim_statuses(pod: dict[str, Any], step: Step) -> dict[str, Any]:
+    """POD with the status.resourceClaimStatuses it had when STEP ended (the claims
+    made from its templates, which the step's scheduling waited for)."""
+    statuses = step.claim_statuses.get(pod["metadata"]["name"])
+    if statuses:
+        pod.setdefault("status", {})["resourceClaimStatuses"] = copy.deepcopy(statuses)
+    return pod
+
+
+def _dra_objects(
+    scenario: Mapping[str, Any], run: Run, step: Step, names: Mapping[str, str]
+) -> list[dict[str, Any]]:
+    """The DRA objects of RUN before STEP: classes and slices (shared by both runs),
+    the run's templates, and its claims as they were then (claims_before)."""
+    dra = scenario.get("dra")
+    if not dra:
+        return []
+    prefix = run.namespace.rsplit("-", 1)[0]  # <prefix>-kube or <prefix>-ks
+    i = next(n for n, s in enumerate(run.steps) if s is step)  # not ==: deep comparisons
+    previous = run.steps[i - 1].claims if i > 0 else {}
+    templates = [
+        m
+        for m in gen.dra_namespace_manifests(dra, run.namespace, prefix)
+        if m["kind"] == "ResourceClaimTemplate"
+    ]
+    return [
+        *gen.dra_cluster_manifests(dra, prefix, names),
+        *templates,
+        *claims_before(previous, step.claims),
+    ]
+
+
+def _claims_problem(
+    scenario: Mapping[str, Any],
+    a: Step,
+    b: Step,
+    perm: Mapping[str, str],
+    names: Mapping[str, str],
+) -> tuple[str, Any, Any] | None:
+    """For a pod bound in both runs: the first of its claims not allocated alike, as
+    (claim, kube-scheduler's, kubesched's); None if all are. Each claim must be
+    allocated in both, on the nodes where the pod is (A's read through PERM), with as
+    many devices per request; which devices may differ (ties)."""
+    pod = next(p for p in scenario["pods"] if p["name"] == a.pod)
+    manifest = {"spec": pod["spec"]}
+    logical = {v: k for k, v in names.items()}
+    alloc_a = allocations(manifest, a.claims, a.claim_statuses.get(a.pod, []), logical)
+    alloc_b = allocations(manifest, b.claims, b.claim_statuses.get(b.pod, []), logical)
+    for claim, got in alloc_a.items():
+        if isinstance(got, dict):
+            got = {**got, "nodes": sorted(perm.get(n, n) for n in got["nodes"])}
+        if not isinstance(got, dict) or got != alloc_b.get(claim):
+            return claim, alloc_a[claim], alloc_b.get(claim)
+    return None
 
 
 def _against(
@@ -296,6 +366,20 @@ def compare(
                     + _prediction_text(pred_b),
                 )
                 diverges = True
+        if (
+            bound_a
+            and bound_b
+            and any(
+                p["name"] == a.pod and p["spec"].get("resourceClaims") for p in scenario["pods"]
+            )
+        ):
+            result.claims += 1
+            problem = _claims_problem(scenario, a, b, perm, names)
+            if problem is not None:
+                claim, got_a, got_b = problem
+                disagree("claims", i, a.pod, got_a, got_b, f"claim {claim}'s allocation")
+            else:
+                result.claims_agree += 1
         after_a, after_b = a.placements, b.placements
         if not diverges and not isomorphic(scenario, after_a, after_b, perm):
             swapped = None

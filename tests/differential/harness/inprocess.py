@@ -16,10 +16,12 @@ import msgspec
 # Which kubesched these are is settled before the interpreter starts (make diff's
 # KUBESCHED_SRC goes into PYTHONPATH), so they need not wait until first use.
 from kubesched.api.objects import PersistentVolume, PersistentVolumeClaim
+from kubesched.api.resource import DeviceClass, ResourceClaim, ResourceClaimTemplate, ResourceSlice
 from kubesched.cluster.manifests import load_documents
 from kubesched.cluster.memory import InMemoryCluster
 from kubesched.config.file import parse_config
 from kubesched.framework.cycle_state import CycleState
+from kubesched.framework.dra import DraState
 from kubesched.framework.handle import Listers
 from kubesched.framework.status import Code
 from kubesched.framework.storage import StorageState
@@ -30,7 +32,12 @@ from kubesched.scheduler import Scheduler
 from kubesched.scheduler.schedule_one import FitError
 from kubesched.simulator import simulate as run_simulation
 from tests.differential import generator as gen
-from tests.differential.harness.records import SCHEDULER_NAME, HarnessError, Prediction
+from tests.differential.harness.records import (
+    SCHEDULER_NAME,
+    HarnessError,
+    Prediction,
+    normalise_claim_names,
+)
 
 
 # --------------------------------------------------------------------- in-process scores
@@ -41,12 +48,15 @@ def score_step(
     pod: Mapping[str, Any],
     logical: Mapping[str, str],
     namespace: str | None = None,
+    dra_objects: Sequence[Mapping[str, Any]] = (),
 ) -> Prediction:
     """Run kubesched's framework for POD on NODES with the BOUND pods (API objects)
     exactly as Scheduler.schedule_pod does, and return the score totals; when no
     node fits, the FailedScheduling message with PostFilter's (preemption's) part,
     as Scheduler.schedule_one writes it (nothing is evicted). With NAMESPACE (the
-    run's), the scenario's Namespace, PDBs and volumes are there as the run made them."""
+    run's), the scenario's Namespace, PDBs and volumes are there as the run made them.
+    DRA_OBJECTS: the DeviceClasses, ResourceSlices, templates and claims (as they
+    were before the step) the DynamicResources plugin reads through Listers.dra."""
     docs: list[tuple[str, int, object]] = []
     objects: list[Mapping[str, Any]] = [
         *gen.priority_class_manifests(),
@@ -79,6 +89,7 @@ def score_step(
         storage=_storage(scenario, namespace),
         pdbs=list(state.pdbs),
         namespaces=dict(state.namespaces),
+        dra=dra_state(dra_objects),
     )
     sched = Scheduler(config.profiles, cluster, seed=0, listers=listers)
     fw = sched.frameworks[SCHEDULER_NAME]
@@ -94,7 +105,9 @@ def score_step(
         # What Scheduler.schedule_one does with the FitError: PostFilter, then the message.
         fit = FitError(info, len(table), diagnosis)
         nominated = sched._post_filter(fw, cycle, QueuedPodInfo(info, timestamp=0.0), fit)
-        prediction = Prediction([], {}, [], str(fit))
+        # The run's messages name the claims made from templates without their random
+        # suffix (runner._normalise); so must the prediction.
+        prediction = Prediction([], {}, [], normalise_claim_names(str(fit)))
         if nominated:
             prediction.preemption, prediction.victims = _preemption_choices(
                 fw, cycle, info, diagnosis, logical
@@ -175,6 +188,34 @@ def _storage(scenario: Mapping[str, Any], namespace: str | None) -> Any:
         elif obj["kind"] == "PersistentVolumeClaim":
             storage.upsert_pvc(msgspec.json.decode(raw, type=PersistentVolumeClaim))
     return storage
+
+
+_DRA_TYPES: dict[str, type] = {
+    "DeviceClass": DeviceClass,
+    "ResourceSlice": ResourceSlice,
+    "ResourceClaimTemplate": ResourceClaimTemplate,
+    "ResourceClaim": ResourceClaim,
+}
+
+
+def dra_state(objects: Sequence[Mapping[str, Any]]) -> DraState:
+    """A DraState holding OBJECTS (API objects of the four DRA kinds), as kubesched's
+    informers would fill it."""
+    state = DraState()
+    for obj in objects:
+        kind = obj.get("kind", "")
+        if kind not in _DRA_TYPES:
+            raise HarnessError(f"in-process state: not a DRA object: {kind!r}")
+        decoded = msgspec.json.decode(json.dumps(_plain(obj)).encode(), type=_DRA_TYPES[kind])
+        if isinstance(decoded, DeviceClass):
+            state.upsert_class(decoded)
+        elif isinstance(decoded, ResourceSlice):
+            state.upsert_slice(decoded)
+        elif isinstance(decoded, ResourceClaimTemplate):
+            state.upsert_template(decoded)
+        else:
+            state.upsert_claim(decoded)
+    return state
 
 
 def _plain(obj: Mapping[str, Any]) -> dict[str, Any]:

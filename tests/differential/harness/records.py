@@ -5,10 +5,13 @@ harness gives each bound pod (START_TIME_BASE, start_times)."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
+
+from tests.differential.generator.dra import POD_CLAIM_NAMES
 
 SCHEDULER_NAME = "differential"
 KUBE = "kube-scheduler"
@@ -18,8 +21,9 @@ SIDES = (KUBE, KUBESCHED)
 # Disagreement kinds. "bound", "message", "event" and "state" are what the CI
 # test asserts on; "node" where the best score is unique; "predict" when the
 # kubesched process chose a node its own framework does not rank best.
-KINDS = ("bound", "message", "event", "node", "state", "predict", "error")
-STRICT_KINDS = ("bound", "message", "event", "state", "error")
+# "claims": a pod bound in both runs whose claims are not allocated alike (dra).
+KINDS = ("bound", "message", "event", "node", "state", "claims", "predict", "error")
+STRICT_KINDS = ("bound", "message", "event", "state", "claims", "error")
 
 # How a disagreement was seen: the two runs in the same state; kube-scheduler's
 # run against kubesched's framework in-process on kube-scheduler's state (after
@@ -57,6 +61,10 @@ class Step:
     # Wall-clock time (time.time()) just before the pod was created: events the
     # schedulers recorded (eventTime) before it come from the steps before.
     began: float | None = None
+    # dra: the run's ResourceClaims after the step (by name, as the API had them), and
+    # per pod its status.resourceClaimStatuses (the claims made from its templates).
+    claims: dict[str, dict[str, Any]] = field(default_factory=dict, repr=False)
+    claim_statuses: dict[str, list[dict[str, Any]]] = field(default_factory=dict, repr=False)
 
 
 @dataclass
@@ -132,6 +140,10 @@ class Comparison:
     ties: int = 0
     swaps: int = 0
     indirect: int = 0  # steps compared through in-process predictions
+    # dra: pods bound in both runs (directly compared) that have claims; of them, those
+    # whose claims are allocated alike (see harness.dra.allocations).
+    claims: int = 0
+    claims_agree: int = 0
     diverged_at: int | None = None
     disagreements: list[Disagreement] = field(default_factory=list)
     runs: dict[str, Run] = field(default_factory=dict, repr=False)
@@ -153,6 +165,8 @@ class Comparison:
             f"unique nodes {self.unique_agree}/{self.unique} ({self.ties} ties, "
             f"{self.swaps} swaps)"
         )
+        if self.claims:
+            text += f", claims {self.claims_agree}/{self.claims}"
         if self.diverged_at is not None:
             text += f", states diverged after a tie at step {self.diverged_at}"
         for d in self.disagreements:
@@ -191,3 +205,14 @@ def start_times(scenario: Mapping[str, Any]) -> dict[str, str]:
         pod["name"]: (START_TIME_BASE + timedelta(seconds=i)).strftime("%Y-%m-%dT%H:%M:%SZ")
         for i, pod in enumerate(scenario["pods"])
     }
+
+
+# A claim the resourceclaim controller generated: "<pod>-<pod claim>-" and 5 random characters.
+_GENERATED_CLAIM = re.compile(
+    rf"\b(p\d\d+-(?:{'|'.join(map(re.escape, POD_CLAIM_NAMES))})-)[a-z0-9]{{5}}\b"
+)
+
+
+def normalise_claim_names(message: str) -> str:
+    """Generated claim names differ between runs: their random suffix -> <generated>."""
+    return _GENERATED_CLAIM.sub(r"\1<generated>", message)

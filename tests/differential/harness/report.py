@@ -27,6 +27,8 @@ class Totals:
     swaps: int = 0
     indirect: int = 0
     diverged: int = 0
+    claims: int = 0
+    claims_agree: int = 0
     kinds: Counter[str] = field(default_factory=Counter)
 
     def add(self, c: Comparison) -> None:
@@ -43,6 +45,8 @@ class Totals:
             "ties",
             "swaps",
             "indirect",
+            "claims",
+            "claims_agree",
         ):
             setattr(self, name, getattr(self, name) + getattr(c, name))
         self.diverged += c.diverged_at is not None
@@ -62,6 +66,7 @@ class Totals:
             f"bound set agreement:            {rate(self.bound_agree, self.compared)}",
             f"message agreement:              {rate(self.message_agree, self.unbound_both)}",
             f"node agreement (unique best):   {rate(self.unique_agree, self.unique)}",
+            f"claims allocated alike (dra):   {rate(self.claims_agree, self.claims)}",
             "disagreements by kind:          "
             + (", ".join(f"{k}={v}" for k, v in sorted(self.kinds.items())) or "none"),
         ]

@@ -22,6 +22,7 @@ import httpx
 import yaml
 
 from tests.differential import generator as gen
+from tests.differential.harness import dra
 from tests.differential.harness.compare import compare
 from tests.differential.harness.records import (
     KUBE,
@@ -32,6 +33,7 @@ from tests.differential.harness.records import (
     HarnessError,
     Run,
     Step,
+    normalise_claim_names,
     start_times,
 )
 from tests.integration.conftest import (
@@ -74,9 +76,12 @@ class Harness:
         sabotage: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
         kube_verbosity: int = 2,
         kubesched_verbosity: int | None = None,
+        claim_controller: bool | None = None,
     ) -> None:
         """SABOTAGE (for testing the harness only) changes the configuration file of
-        the kubesched run, so that the two schedulers really disagree."""
+        the kubesched run, so that the two schedulers really disagree.
+        CLAIM_CONTROLLER: whether a resourceclaim controller makes the claims of pods'
+        templates; None: find out (dra.controller_runs); if not, the harness does."""
         self.cp = cp
         self.api = AdminApi(cp)
         # For watches (a stream each; the API client's connection stays free).
@@ -92,6 +97,7 @@ class Harness:
         self.sabotage = sabotage
         self.kube_verbosity = kube_verbosity  # 10 logs every plugin's score per node
         self.kubesched_verbosity = kubesched_verbosity  # kubesched run -v
+        self._claim_controller = claim_controller
 
     def close(self) -> None:
         self.api.close()
@@ -113,14 +119,17 @@ class Harness:
             sabotaged = self.sabotage(copy.deepcopy(config))
             paths[KUBESCHED].write_text(yaml.safe_dump(sabotaged, sort_keys=False))
         runs: dict[str, Run] = {}
+        shared: list[tuple[str, str]] = []
         try:
             self._ensure_priority_classes()
             nodes = self._create_nodes(scenario, names)
+            shared = dra.create_cluster_objects(self.api, scenario, prefix, names)
             for side in SIDES:
                 ns = f"{prefix}-{'kube' if side == KUBE else 'ks'}"
                 runs[side] = self._run_side(side, scenario, ns, prefix, names, paths[side], work)
                 runs[side].nodes = nodes
         finally:
+            dra.delete_cluster_objects(self.api, shared)
             self._delete_nodes(names.values())
         comparison = compare(scenario, runs[KUBE], runs[KUBESCHED], names)
         (work / "comparison.txt").write_text(comparison.summary() + "\n")
@@ -157,8 +166,9 @@ class Harness:
     def _create_namespace_objects(
         self, scenario: Mapping[str, Any], ns: str, prefix: str
     ) -> list[str]:
-        """Namespace, PDBs and volumes of one run; the PV names to delete afterwards."""
+        """Namespace, PDBs, volumes and claims of one run; the PV names to delete afterwards."""
         self.api.create_namespace(ns, labels={"kubesched.test/differential": prefix})
+        dra.create_namespace_objects(self.api, scenario, ns, prefix)
         for pdb in scenario.get("pdbs", []):
             self.api.post(
                 f"/apis/policy/v1/namespaces/{ns}/poddisruptionbudgets",
@@ -245,6 +255,8 @@ class Harness:
             for pod in scenario["pods"]:
                 before = run.steps[-1].placements if run.steps else {}
                 run.steps.append(self._step(pod, ns, names, logical, before, unstarted))
+                if "dra" in scenario:
+                    self._record_claims(ns, run.steps[-1])
             lap("steps")
             run.events, run.event_times, run.final = self._settle(ns, run, logical)
             lap("settle")
@@ -252,6 +264,9 @@ class Harness:
             run.log = str(proc.log_path)
             proc.stop()
             self._delete_pods(ns)
+            if "dra" in scenario:
+                # The next run must find every device free (see harness/dra.py).
+                dra.delete_claims(self.api, ns)
             for pv in pvs:
                 with contextlib.suppress(ApiError, httpx.HTTPError):
                     self.api.request("DELETE", f"/api/v1/persistentvolumes/{pv}", ok=(404,))
@@ -286,6 +301,10 @@ class Harness:
             )
         step = Step(pod["name"], "timeout", created=created, began=began)
         deadline = started + self.step_timeout
+        # A real resourceclaim controller makes the claims of the pod's templates on its
+        # own (the pod's outcome waits for them); else the harness does it.
+        if not self.claim_controller:
+            dra.play_claim_controller(self.api, ns, created)
         for current in self._watch_pod(ns, pod["name"], created, deadline):
             node = current["spec"].get("nodeName")
             if node:
@@ -328,6 +347,18 @@ class Harness:
         step.seconds = round(time.monotonic() - started, 3)
         step.placements = placements
         return step
+
+    @property
+    def claim_controller(self) -> bool:
+        if self._claim_controller is None:
+            self._claim_controller = dra.controller_runs(self.api, self.cp.env)
+        return self._claim_controller
+
+    def _record_claims(self, ns: str, step: Step) -> None:
+        """The claims after STEP, and the pods' claim statuses (for the in-process
+        re-run and the comparison of allocations)."""
+        step.claims = dra.list_claims(self.api, ns)
+        step.claim_statuses = dra.claim_statuses(self.api.list_pods(ns))
 
     def _start_bound(
         self, ns: str, placements: Mapping[str, str | None], unstarted: dict[str, str]
@@ -505,6 +536,7 @@ def _normalise(message: str, ns: str, logical: Mapping[str, str]) -> str:
         return message
     for real, name in sorted(logical.items(), key=lambda kv: -len(kv[0])):
         message = message.replace(real, name)
+    message = normalise_claim_names(message)
     return re.sub(rf"\b{re.escape(ns)}\b", "<namespace>", message)
 
 
