@@ -235,6 +235,11 @@ _KNOWN_FUNCTIONS = frozenset(FUNCTIONS) | {
     "round", "trunc", "abs", "isInf", "isNaN", "isFinite", "equivalent", "intersects",
 }  # fmt: skip
 
+# Variables bound by the comprehension macros (one or two of them) and cel.bind.
+_BOUND_VARIABLE = re.compile(
+    r"(?:\.(?:all|exists|exists_one|existsOne|map|filter|transformList|transformMap"
+    r"|transformMapEntry)|\bcel\.bind)\s*\(\s*([A-Za-z_]\w*)\s*(?:,\s*([A-Za-z_]\w*)\s*)?,"
+)
 _DOMAIN_INDEX = re.compile(r"""\b(attributes|capacity)\s*\[\s*(?:"([^"\\]*)"|'([^'\\]*)')\s*\]""")
 
 
@@ -262,6 +267,17 @@ def compile_selector(expression: str) -> CompiledSelector:
         return CompiledSelector(expression, error=f"compilation failed: {detail}")
     for name in program.functions():
         if name[0] in "_@!-" or name in _KNOWN_FUNCTIONS:
+            continue
+        return CompiledSelector(
+            expression,
+            error=f"compilation failed: ERROR: <input>: undeclared reference to {name!r} "
+            "(in container '')",
+        )
+    # The library has no declarations: a variable other than `device` (or one a
+    # macro or cel.bind binds) is upstream's checker error "undeclared reference".
+    bound = {name for m in _BOUND_VARIABLE.finditer(expression) for name in m.groups() if name}
+    for name in program.variables():
+        if name == "device" or name in bound or (name == "cel" and "cel.bind" in expression):
             continue
         return CompiledSelector(
             expression,

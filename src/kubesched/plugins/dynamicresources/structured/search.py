@@ -511,6 +511,9 @@ class Search:
     def _allocate_device(
         self, ci: int, ri: int, si: int, candidate: Candidate, must: bool
     ) -> tuple[bool, Callable[[], None]]:
+        """allocateDevice. Every mutation is recorded and undone in reverse order by
+        rollbackDevice, both when a later check refuses the device (taint,
+        constraint, capacity) and when the search backtracks past it."""
         data = self.request_data[(ci, ri, si)]
         request = data.request
         device, device_id = candidate.device, candidate.device_id
@@ -521,69 +524,88 @@ class Search:
             return False, _noop
         if not self.features.partitionable_devices and device.consumes_counters:
             return False, _noop
+        # deviceCapacityInUse: a shared device whose counters an earlier share took.
         skip_counters = multi and (
             device_id in self.a.consumed_capacity or device_id in self.allocating_capacity
         )
-        if not skip_counters and device.consumes_counters and not self._check_counters(candidate):
-            return False, _noop
-        # Note: as upstream, counters taken above are not given back when a taint or
-        # a constraint refuses the device below.
+        counters_reserved = False
+        if not skip_counters and device.consumes_counters:
+            if not self._check_counters(candidate):
+                return False, _noop
+            counters_reserved = True
         if data.parent is None:
             base, sub = request.name, ""
         else:
             base, sub = data.parent.name, request.name
-        if self.features.device_taints and _taint_prevents(device, request):
-            return False, _noop
         constraints = self.constraints[ci]
-        for i, constraint in enumerate(constraints):
+        # deviceRollbackState.
+        constraints_added = 0
+        device_marked = False
+        capacity_inserted = False
+        capacity_entry_existed = False
+        result_added = False
+        previous = len(self.result[ci])
+        consumed: Consumed = {}
+
+        def rollback() -> None:
+            """rollbackDevice."""
+            if result_added:
+                del self.result[ci][previous:]
+            if capacity_inserted:
+                target = self.allocating_capacity.get(device_id)
+                if target is not None:
+                    # ConsumedCapacityCollection.Remove: the entry goes once empty...
+                    for name, amount in consumed.items():
+                        if name in target:
+                            target[name] -= amount
+                    if all(v == 0 for v in target.values()):
+                        del self.allocating_capacity[device_id]
+                if capacity_entry_existed:
+                    # ...but an earlier share still marks the device as shared.
+                    self.allocating_capacity.setdefault(device_id, {})
+            if device_marked:
+                self.allocating_devices[device_id].discard(ci)
+            for i in range(constraints_added - 1, -1, -1):
+                constraints[i].remove(base, sub, device, device_id)
+            if counters_reserved:
+                self._release_counters(candidate)
+
+        if self.features.device_taints and _taint_prevents(device, request):
+            rollback()
+            return False, _noop
+        for constraint in constraints:
             if not constraint.add(base, sub, device, device_id):
+                rollback()
                 if must:
                     raise AllocationError(
                         f"claim {claim_ref(self.claims[ci])}, request {request.name}: cannot "
                         f"add device {'/'.join(device_id)} because a claim constraint would "
                         "not be satisfied"
                     )
-                for e in range(i):
-                    constraints[e].remove(base, sub, device, device_id)
                 return False, _noop
-        holders = self.allocating_devices.setdefault(device_id, set())
+            constraints_added += 1
         if not multi:
-            holders.add(ci)
-        consumed: Consumed = {}
+            self.allocating_devices.setdefault(device_id, set()).add(ci)
+            device_marked = True
         share_id: str | None = None
         if self.features.consumable_capacity:
             if not self._capacity_ok(request, candidate.slice, device):
+                rollback()
                 return False, _noop
             if multi:
                 consumed = consumed_from_request(request.capacity, device.capacity)
                 share_id = self.a.share_ids()
+                capacity_entry_existed = device_id in self.allocating_capacity
                 target = self.allocating_capacity.setdefault(device_id, {})
                 for name, amount in consumed.items():
                     target[name] = target.get(name, Fraction(0)) + amount
+                capacity_inserted = True
         chosen = ChosenDevice(
             request, data.name, device_id, device, candidate.slice, share_id, consumed
         )
-        previous = len(self.result[ci])
         self.result[ci].append(chosen)
-
-        def undo() -> None:
-            for constraint in constraints:
-                constraint.remove(base, sub, device, device_id)
-            holders.discard(ci)
-            if multi:
-                if consumed:
-                    target = self.allocating_capacity.get(device_id)
-                    if target is not None:
-                        for name, amount in consumed.items():
-                            if name in target:
-                                target[name] -= amount
-                        if all(v == 0 for v in target.values()):
-                            del self.allocating_capacity[device_id]
-            elif self.features.partitionable_devices and device.consumes_counters:
-                self._release_counters(candidate)
-            del self.result[ci][previous:]
-
-        return True, undo
+        result_added = True
+        return True, rollback
 
 
 def _noop() -> None:
