@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from kubesched.api.objects import Namespace, Node, Pod, PodDisruptionBudget
+from kubesched.api.resource import ResourceClaim
 from kubesched.cluster.claim_controller import ResourceClaimController
 from kubesched.cluster.claim_writer import InMemoryClaimWriter
 from kubesched.cluster.memory import InMemoryCluster, RecordedEvent
@@ -106,6 +107,9 @@ class SimulationResult:
     unhandled: dict[str, str] = field(default_factory=dict)  # pods of other schedulers
     evicted: list[str] = field(default_factory=list)  # preemption victims, deleted
     events: list[RecordedEvent] = field(default_factory=list)  # Scheduled, Preempted, ...
+    # The pods as they end (status writes included) and the ResourceClaims, by key.
+    pods: dict[str, Pod] = field(default_factory=dict)
+    claims: dict[str, ResourceClaim] = field(default_factory=dict)
 
     @property
     def scheduled(self) -> int:
@@ -178,7 +182,7 @@ async def _simulate(
         dra=DraState() if dra is None else dra.copy(),
     )
     listers.storage.writer = InMemoryVolumeWriter(listers.storage, cluster.nodes)
-    claim_writer = InMemoryClaimWriter(listers.dra)
+    claim_writer = InMemoryClaimWriter(listers.dra, now=lambda: _timestamp(clock))
     listers.dra.writer = claim_writer
     recorder = OutcomeRecorder()
     scheduler = Scheduler(
@@ -251,6 +255,8 @@ async def _simulate(
         unhandled,
         list(cluster.evicted),
         list(cluster.events),
+        dict(cluster.pods),
+        dict(listers.dra.claims),
     )
 
 

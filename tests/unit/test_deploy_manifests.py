@@ -45,7 +45,7 @@ ALLOWED_CLUSTER_VERBS: dict[tuple[str, str], set[str]] = {
         ("storage.k8s.io", r): READ
         for r in ("storageclasses", "csinodes", "csidrivers", "csistoragecapacities")
     },
-    ("resource.k8s.io", "resourceclaims"): READ | {"get", "patch"},
+    ("resource.k8s.io", "resourceclaims"): READ | {"get", "patch", "create", "delete"},
     ("resource.k8s.io", "resourceclaims/status"): {"patch"},
     ("resource.k8s.io", "resourceclaims/binding"): {"patch"},
     ("resource.k8s.io", "resourceslices"): READ,

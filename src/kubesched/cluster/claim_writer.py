@@ -16,6 +16,10 @@ server would, with the rules of its REST storage for resourceclaims
   an allocation, nor add consumers once deletion started
   (validateResourceClaimStatusUpdate); device statuses go with the allocation.
 
+- a create (DynamicResources' claim for DRA-backed extended resources) names
+  the claim from metadata.generateName and drops the status; a delete of a
+  claim with finalizers only marks it (deletionTimestamp).
+
 Every accepted write gets a new resourceVersion and reaches the DraState's
 subscribers (the scheduling queue) as an informer event would.
 """
@@ -23,10 +27,12 @@ subscribers (the scheduling queue) as an informer event would.
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Callable
 
 import msgspec
 
-from kubesched.api.resource import ResourceClaim
+from kubesched.api.resource import ResourceClaim, ResourceClaimStatus
+from kubesched.cluster.generated_names import _MAX_GENERATE_NAME_BASE, _random_chars, _uid
 from kubesched.framework.dra import ClaimConflict, DraState
 
 
@@ -49,9 +55,13 @@ def _conflict(claim: ResourceClaim) -> ClaimConflict:
 class InMemoryClaimWriter:
     """A ClaimWriter on `dra`, and the writes the in-memory controllers make."""
 
-    def __init__(self, dra: DraState) -> None:
+    def __init__(self, dra: DraState, now: Callable[[], str] | None = None) -> None:
         self.dra = dra
         self._version = 0
+        # creationTimestamp of created claims (RFC 3339), the simulated clock's time.
+        self.now = now
+        # generateName -> how many names it gave, for deterministic suffixes.
+        self._generated: dict[str, int] = {}
         for claim in dra.claims.values():
             self._seen(claim.metadata.resource_version)
 
@@ -121,6 +131,34 @@ class InMemoryClaimWriter:
             status = msgspec.structs.replace(status, devices=[])
         return self._store(msgspec.structs.replace(stored, status=status))
 
+    def create(self, claim: ResourceClaim) -> ResourceClaim:
+        """POST: a name from generateName (base cut to 58 characters, then 5 made-up
+        ones, deterministic here), a uid, no status (a subresource), a version."""
+        meta = claim.metadata
+        name = meta.name
+        while not name:
+            base = meta.generate_name[:_MAX_GENERATE_NAME_BASE]
+            counter = f"ResourceClaim/{meta.namespace}/{base}"
+            self._generated[counter] = self._generated.get(counter, 0) + 1
+            name = base + _random_chars(f"{counter}#{self._generated[counter]}")
+            if f"{meta.namespace}/{name}" in self.dra.claims:
+                name = ""
+        if f"{meta.namespace}/{name}" in self.dra.claims:
+            raise ClaimConflict(f'resourceclaims.resource.k8s.io "{name}" already exists')
+        created = msgspec.structs.replace(
+            claim,
+            metadata=msgspec.structs.replace(
+                meta,
+                name=name,
+                uid=_uid("ResourceClaim", meta.namespace, name),
+                resource_version="",
+                creation_timestamp=self.now() if self.now is not None else None,
+                deletion_timestamp=None,
+            ),
+            status=ResourceClaimStatus(),
+        )
+        return self._store(created)
+
     def delete(self, key: str, now: str) -> None:
         """DELETE: gone at once without finalizers, else marked (deletionTimestamp)."""
         stored = self.dra.claims.get(key)
@@ -142,3 +180,12 @@ class InMemoryClaimWriter:
 
     async def update_claim_status(self, claim: ResourceClaim) -> ResourceClaim:
         return self.put_status(claim)
+
+    async def create_claim(self, claim: ResourceClaim) -> ResourceClaim:
+        return self.create(claim)
+
+    async def delete_claim(self, namespace: str, name: str) -> None:
+        key = f"{namespace}/{name}"
+        if key not in self.dra.claims:
+            raise ClaimNotFound(f'resourceclaims.resource.k8s.io "{name}" not found')
+        self.delete(key, self.now() if self.now is not None else "")

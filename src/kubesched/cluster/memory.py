@@ -12,7 +12,13 @@ from typing import Protocol
 
 import msgspec
 
-from kubesched.api.objects import Node, Pod, PodCondition, PriorityClass
+from kubesched.api.objects import (
+    Node,
+    Pod,
+    PodCondition,
+    PodExtendedResourceClaimStatus,
+    PriorityClass,
+)
 from kubesched.framework.client import BindConflict
 
 
@@ -128,6 +134,19 @@ class InMemoryCluster:
             current, status=msgspec.structs.replace(current.status, conditions=conditions)
         )
         return True
+
+    async def set_extended_resource_claim_status(
+        self, pod: Pod, status: PodExtendedResourceClaimStatus
+    ) -> None:
+        key = pod.key
+        current = self.pods.get(key)
+        if current is None or current.metadata.uid != pod.metadata.uid:
+            raise RuntimeError(f'pods "{pod.metadata.name}" not found')
+        # A status write, not delivered to watchers (as set_disruption_target).
+        self.pods[key] = msgspec.structs.replace(
+            current,
+            status=msgspec.structs.replace(current.status, extended_resource_claim_status=status),
+        )
 
     async def delete_pod(self, pod: Pod, reason: str) -> None:
         key = pod.key

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from kubesched.api.objects import Pod
+from kubesched.api.objects import Pod, PodExtendedResourceClaimStatus
 
 
 class BindConflict(Exception):
@@ -21,6 +21,14 @@ class ClusterClient(Protocol):
     async def set_disruption_target(self, pod: Pod, reason: str, message: str) -> bool:
         """The DisruptionTarget=True condition, written on a victim before preemption
         deletes it (a status patch). False if the pod is gone already."""
+        ...
+
+    async def set_extended_resource_claim_status(
+        self, pod: Pod, status: PodExtendedResourceClaimStatus
+    ) -> None:
+        """status.extendedResourceClaimStatus, written by DynamicResources' PreBind once
+        it created the claim for the pod's DRA-backed extended resources (a status
+        patch, patchPodExtendedResourceClaimStatus); raises on failure."""
         ...
 
     def record_event(self, pod: Pod, event_type: str, reason: str, message: str) -> None:

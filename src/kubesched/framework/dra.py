@@ -20,7 +20,7 @@ The DynamicResources plugin's PreBind writes through `writer` (the API server in
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -58,6 +58,16 @@ class ClaimWriter(Protocol):
 
     async def update_claim_status(self, claim: ResourceClaim) -> ResourceClaim:
         """Update the status subresource (allocation, reservedFor)."""
+        ...
+
+    async def create_claim(self, claim: ResourceClaim) -> ResourceClaim:
+        """Create the claim (metadata.generateName gives it its name): the special claim
+        for a pod's DRA-backed extended resources (createExtendedResourceClaimInAPI)."""
+        ...
+
+    async def delete_claim(self, namespace: str, name: str) -> None:
+        """Delete the claim; a claim that is gone already is not an error (deleteClaim's
+        caller removes the finalizer first with update_claim)."""
         ...
 
 
@@ -103,6 +113,9 @@ class DraState:
         self.slices_version = 0
         self.allocations_version = 0
         self._allocated: tuple[int, AllocatedState] | None = None
+        # The DeviceClassResolver, rebuilt when a class changes (classes_version).
+        self.classes_version = 0
+        self._resolver: tuple[int, dict[str, str]] | None = None
 
     def subscribe(self, listener: Listener) -> None:
         self.listeners.append(listener)
@@ -218,6 +231,7 @@ class DraState:
         name = device_class.metadata.name
         old = self.classes.get(name)
         self.classes[name] = device_class
+        self.classes_version += 1
         self._emit(
             Resource.DEVICE_CLASS,
             ActionType.ADD if old is None else ActionType.UPDATE,
@@ -228,7 +242,19 @@ class DraState:
     def delete_class(self, name: str) -> None:
         old = self.classes.pop(name, None)
         if old is not None:
+            self.classes_version += 1
             self._emit(Resource.DEVICE_CLASS, ActionType.DELETE, old, None)
+
+    def device_class_for(self, resource_name: str) -> str | None:
+        """DeviceClassResolver.GetDeviceClass: the class that backs an extended
+        resource (explicitly through spec.extendedResourceName, or implicitly as
+        deviceclass.resource.kubernetes.io/<class>), None when no class does."""
+        if self._resolver is None or self._resolver[0] != self.classes_version:
+            self._resolver = (
+                self.classes_version,
+                extended_resource_classes(self.classes.values()),
+            )
+        return self._resolver[1].get(resource_name)
 
     def upsert_slice(self, resource_slice: ResourceSlice) -> None:
         name = resource_slice.metadata.name
@@ -247,6 +273,34 @@ class DraState:
         if old is not None:
             self.slices_version += 1
             self._emit(Resource.RESOURCE_SLICE, ActionType.DELETE, old, None)
+
+
+# resourceapi.ResourceDeviceClassPrefix: every class backs this implicit resource name.
+DEVICE_CLASS_PREFIX = "deviceclass.resource.kubernetes.io/"
+
+
+def extended_resource_classes(classes: Iterable[DeviceClass]) -> dict[str, str]:
+    """extendedresourcecache.ExtendedResourceCache's resourceName2class: extended
+    resource name -> device class name, built as its OnAdd builds it, with the
+    classes added in name order (the order an informer's initial list has them).
+    updateResourceName2class skips a class whose extendedResourceName another class
+    already holds, unless it is newer (or as new with a smaller name); a skipped
+    class does not get its implicit name either."""
+    mapping: dict[str, DeviceClass] = {}
+    for device_class in sorted(classes, key=lambda c: c.metadata.name):
+        explicit = device_class.spec.extended_resource_name
+        holder = mapping.get(explicit) if explicit else None
+        if holder is not None:
+            new_ts = device_class.metadata.creation_timestamp or ""
+            old_ts = holder.metadata.creation_timestamp or ""
+            if new_ts < old_ts or (
+                new_ts == old_ts and device_class.metadata.name >= holder.metadata.name
+            ):
+                continue
+        if explicit:
+            mapping[explicit] = device_class
+        mapping[DEVICE_CLASS_PREFIX + device_class.metadata.name] = device_class
+    return {name: c.metadata.name for name, c in mapping.items()}
 
 
 def _add_allocation(state: AllocatedState, claim: ResourceClaim) -> None:

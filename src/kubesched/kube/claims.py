@@ -15,6 +15,11 @@ fields the scheduler owns are sent: kubesched decodes claims into lean structs,
 and a whole-object PUT would drop what they leave out (a driver's
 status.devices[].data, fields of newer API versions), as kube/storage.py does
 for volumes. The role needs `patch` where upstream's uses `update`.
+
+The claim for a pod's DRA-backed extended resources is created (POST, the name
+from generateName) and, when stale, deleted (DELETE) as upstream's
+createExtendedResourceClaimInAPI and deleteClaim do: `create` and `delete`, as in
+upstream's role with DRAExtendedResource on.
 """
 
 from __future__ import annotations
@@ -24,7 +29,7 @@ from typing import Any
 
 import msgspec
 
-from kubesched.api.resource import DeviceClass, ResourceClaim, ResourceSlice
+from kubesched.api.resource import DeviceClass, ResourceClaim, ResourceClaimStatus, ResourceSlice
 from kubesched.framework.dra import ClaimConflict, DraState
 from kubesched.kube.client import ApiError, KubeClient
 from kubesched.kube.informer import Handlers, Informer
@@ -125,3 +130,24 @@ class KubeClaimWriter:
             },
         }
         return await self._patch(f"{_claim_path(meta.namespace, meta.name)}/status", body)
+
+    async def create_claim(self, claim: ResourceClaim) -> ResourceClaim:
+        """POST of the whole claim (metadata, spec): status is a subresource, and the
+        scheduler makes the claim, so the lean struct drops nothing of anyone's."""
+        meta = claim.metadata
+        body = msgspec.to_builtins(msgspec.structs.replace(claim, status=ResourceClaimStatus()))
+        body["apiVersion"] = "resource.k8s.io/v1"
+        body["kind"] = "ResourceClaim"
+        body.pop("status", None)
+        try:
+            raw = await self.client.post(
+                f"{RESOURCE_API}/namespaces/{meta.namespace}/resourceclaims", body
+            )
+        except ApiError as exc:
+            if exc.status == 409:
+                raise ClaimConflict(exc.message) from exc
+            raise
+        return msgspec.json.decode(raw, type=ResourceClaim)
+
+    async def delete_claim(self, namespace: str, name: str) -> None:
+        await self.client.delete(_claim_path(namespace, name))

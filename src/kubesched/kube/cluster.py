@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import asyncio
 
-from kubesched.api.objects import Pod
+import msgspec
+
+from kubesched.api.objects import Pod, PodExtendedResourceClaimStatus
 from kubesched.framework.client import BindConflict
 from kubesched.kube.client import ApiError, KubeClient
 from kubesched.kube.writer import EventWriter, StatusWriter, rfc3339
@@ -54,6 +56,18 @@ class KubeCluster:
         except ApiError as exc:
             if exc.status != 404:
                 raise
+
+    async def set_extended_resource_claim_status(
+        self, pod: Pod, status: PodExtendedResourceClaimStatus
+    ) -> None:
+        """The strategic-merge patch schedutil.PatchPodStatus makes from the old and
+        the new status: only the new field. Straight to the API (not through the
+        StatusWriter's queue): PreBind waits for the result."""
+        meta = pod.metadata
+        await self.client.patch(
+            f"/api/v1/namespaces/{meta.namespace}/pods/{meta.name}/status",
+            {"status": {"extendedResourceClaimStatus": msgspec.to_builtins(status)}},
+        )
 
     async def set_disruption_target(self, pod: Pod, reason: str, message: str) -> bool:
         for condition in pod.status.conditions:

@@ -6,26 +6,34 @@ names in spec.extendedResourceName, or the class's implicit name
 the resource in its allocatable (no device plugin), DynamicResources allocates
 devices for it through a claim of its own, which exists only in memory until
 PreBind creates it (preFilterExtendedResources, filterExtendedResources and
-createDeviceRequests upstream).
+createRequestsAndMappings upstream, in extendeddynamicresources.go). The writes of
+PreBind, Unreserve and PostFilter for that claim are in extended_writes.
 """
 
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 import msgspec
 
-from kubesched.api.objects import Node, ObjectMeta, OwnerReference, Pod
+from kubesched.api.objects import (
+    Container,
+    ContainerExtendedResourceRequest,
+    Node,
+    ObjectMeta,
+    OwnerReference,
+    Pod,
+)
 from kubesched.api.quantity import value as quantity_value
 from kubesched.api.resource import (
     DeviceClaim,
-    DeviceClass,
     DeviceRequest,
     ExactDeviceRequest,
     ResourceClaim,
     ResourceClaimSpec,
 )
+from kubesched.framework.dra import DEVICE_CLASS_PREFIX
 from kubesched.framework.status import Status
 from kubesched.plugins.dynamicresources.state import (
     EXTENDED_RESOURCE_CLAIM_ANNOTATION,
@@ -34,13 +42,10 @@ from kubesched.plugins.dynamicresources.state import (
     unresolvable,
 )
 
-# resourceapi.ResourceDeviceClassPrefix: every class backs this implicit name.
-DEVICE_CLASS_PREFIX = "deviceclass.resource.kubernetes.io/"
-
 
 def is_extended_resource_name(name: str) -> bool:
-    """v1helper.IsExtendedResourceName, with the device classes' implicit names,
-    which sit in the kubernetes.io namespace but are extended resources."""
+    """schedutil.IsDRAExtendedResourceName: v1helper.IsExtendedResourceName, or a
+    device class's implicit name (in the kubernetes.io namespace, yet backed by DRA)."""
     if name.startswith(DEVICE_CLASS_PREFIX):
         return True
     if "/" not in name or "kubernetes.io/" in name:
@@ -48,23 +53,9 @@ def is_extended_resource_name(name: str) -> bool:
     return not name.startswith("requests.")
 
 
-def device_class_mapping(classes: Iterable[DeviceClass]) -> dict[str, str]:
-    """extended.DeviceClassMapping: extended resource name -> device class. When two
-    classes name the same resource, the newer one wins (then the greater name), so
-    the answer does not depend on the order the classes are listed in."""
-    ordered = sorted(classes, key=lambda c: (c.metadata.creation_timestamp or "", c.metadata.name))
-    mapping: dict[str, str] = {}
-    for device_class in ordered:
-        name = device_class.metadata.name
-        mapping[DEVICE_CLASS_PREFIX + name] = name
-    for device_class in ordered:
-        explicit = device_class.spec.extended_resource_name
-        if explicit:
-            mapping[explicit] = device_class.metadata.name
-    return mapping
-
-
-def backed_requests(requests: Mapping[str, int], mapping: Mapping[str, str]) -> dict[str, int]:
+def backed_requests(
+    requests: Mapping[str, int], resolve: Callable[[str], str | None]
+) -> dict[str, int]:
     """hasDeviceClassMappedExtendedResource's view: the pod's non-zero extended
     requests, when at least one of them has a class behind it; else nothing."""
     extended = {
@@ -72,7 +63,7 @@ def backed_requests(requests: Mapping[str, int], mapping: Mapping[str, str]) -> 
         for name, amount in requests.items()
         if amount and is_extended_resource_name(name)
     }
-    if not any(name in mapping for name in extended):
+    if not any(resolve(name) is not None for name in extended):
         return {}
     return extended
 
@@ -111,60 +102,151 @@ def in_memory_claim(pod: Pod) -> ResourceClaim:
     )
 
 
+def _node_scalar(node: Node, name: str) -> int | None:
+    """The node's allocatable amount of a scalar resource; None when it has no entry
+    (GetScalarResources()[rName] with its ok)."""
+    allocatable = node.status.allocatable or node.status.capacity
+    if name not in allocatable:
+        return None
+    return quantity_value(allocatable[name])
+
+
 def filter_extended(
     state: DraCycleState, pod: Pod, node: Node
-) -> tuple[ResourceClaim | None, Status | None]:
-    """filterExtendedResources: the node's variant of the special claim (None when the
-    node's device plugins cover everything), or a rejection."""
+) -> tuple[ResourceClaim | None, list[ContainerExtendedResourceRequest], Status | None]:
+    """filterExtendedResources: the node's variant of the special claim and the
+    pod's container -> request mappings (None and [] when the node's device plugins
+    cover everything), or a rejection."""
     special = state.claims.extended_claim()
     if special is None:
-        return None, None
+        return None, [], None
     if special.spec.devices.requests:
         # Left over from an earlier cycle: PostFilter deletes it and the pod retries.
-        return None, unresolvable("cannot schedule extended resource claim")
+        return None, [], unresolvable("cannot schedule extended resource claim")
     needed: dict[str, int] = {}
     for name, amount in state.extended_requests.items():
-        on_node = name in node.status.allocatable
+        allocatable = _node_scalar(node, name)
         backed = name in state.resource_to_class
-        if backed and not on_node:
+        if backed and not allocatable:
+            # No device plugin on this node serves it (or it has none left to
+            # advertise): DRA has to.
             needed[name] = amount
-        elif not backed and not on_node:
-            return None, unresolvable("cannot fit resource")
-    if not needed:
-        return None, None
+        elif allocatable is None:
+            # Neither a device plugin nor a device class: the pod cannot fit.
+            return None, [], unresolvable("cannot fit resource")
+    if state.claims.no_user_claim() and not needed:
+        return None, [], None
+    if special.status.allocation is not None:
+        return None, [], None
+    requests, mappings = requests_and_mappings(pod, needed, state.resource_to_class)
     variant = msgspec.structs.replace(
-        special,
-        spec=ResourceClaimSpec(
-            devices=DeviceClaim(requests=device_requests(pod, needed, state.resource_to_class))
-        ),
+        special, spec=ResourceClaimSpec(devices=DeviceClaim(requests=requests))
     )
-    return variant, None
+    return variant, mappings, None
 
 
-def device_requests(
+def _container_request(
+    index: int,
+    container: Container,
+    resource: str,
+    class_name: str,
+    reusable: Sequence[DeviceRequest | None],
+) -> tuple[DeviceRequest | None, list[ContainerExtendedResourceRequest]]:
+    """createResourceRequestAndMappings: the device request one container needs for
+    one resource, after it borrows the requests of `reusable` (the long-lived
+    containers after a plain init container: it runs before they start)."""
+    requests = container.resources.requests
+    if resource not in requests:
+        return None, []
+    wanted = quantity_value(requests[resource])
+    if wanted == 0:
+        return None, []
+    mappings: list[ContainerExtendedResourceRequest] = []
+    total = 0
+    for other in reusable:
+        if other is None or other.exactly is None:
+            continue
+        total += other.exactly.count
+        mappings.append(
+            ContainerExtendedResourceRequest(
+                container_name=container.name, resource_name=resource, request_name=other.name
+            )
+        )
+        if total >= wanted:
+            return None, mappings
+    # The resource's index among the container's request names, sorted (a Go map
+    # has no order of its own).
+    name = f"container-{index}-request-{sorted(requests).index(resource)}"
+    mappings.append(
+        ContainerExtendedResourceRequest(
+            container_name=container.name, resource_name=resource, request_name=name
+        )
+    )
+    request = DeviceRequest(
+        name=name,
+        exactly=ExactDeviceRequest(device_class_name=class_name, count=wanted - total),
+    )
+    return request, mappings
+
+
+def requests_and_mappings(
     pod: Pod, needed: Mapping[str, int], mapping: Mapping[str, str]
-) -> list[DeviceRequest]:
-    """createDeviceRequests: one ExactCount request per (container, resource), named
-    container-<i>-request-<j>: i the container's index in initContainers then
-    containers, j the resource's index in the container's sorted request names."""
-    containers = [*pod.spec.init_containers, *pod.spec.containers]
+) -> tuple[list[DeviceRequest], list[ContainerExtendedResourceRequest]]:
+    """createRequestsAndMappings: ExactCount device requests named
+    container-<i>-request-<j> (i: the container's index in initContainers then
+    containers; j: the resource's index in its sorted request names), sorted by name,
+    and which request serves each container's resource. Plain init containers run
+    one at a time before the others: they reuse the requests of the long-lived
+    containers (sidecars and regular ones) after them, and share the largest of
+    their own requests."""
+    init = pod.spec.init_containers
+    containers = [*init, *pod.spec.containers]
+    long_lived = [
+        i for i, c in enumerate(containers) if i >= len(init) or c.restart_policy == "Always"
+    ]
+    short_lived = [
+        i for i, c in enumerate(containers) if i < len(init) and c.restart_policy != "Always"
+    ]
     out: list[DeviceRequest] = []
+    out_mappings: list[ContainerExtendedResourceRequest] = []
     for resource in sorted(needed):
         class_name = mapping.get(resource)
         if not class_name:
             continue
-        for i, container in enumerate(containers):
-            requests = container.resources.requests
-            if resource not in requests:
-                continue
-            count = quantity_value(requests[resource])
-            if count == 0:
-                continue
-            j = sorted(requests).index(resource)
-            out.append(
-                DeviceRequest(
-                    name=f"container-{i}-request-{j}",
-                    exactly=ExactDeviceRequest(device_class_name=class_name, count=count),
-                )
+        long_requests: list[DeviceRequest | None] = [None] * len(containers)
+        long_mappings: list[ContainerExtendedResourceRequest] = []
+        for i in long_lived:
+            request, found = _container_request(i, containers[i], resource, class_name, [])
+            long_requests[i] = request
+            long_mappings.extend(found)
+        biggest: DeviceRequest | None = None
+        short_names: set[str] = set()
+        short_mappings: list[ContainerExtendedResourceRequest] = []
+        for i in short_lived:
+            request, found = _container_request(
+                i, containers[i], resource, class_name, long_requests[i:]
             )
-    return out
+            if request is not None and request.exactly is not None:
+                short_names.add(request.name)
+                if (
+                    biggest is None
+                    or biggest.exactly is None
+                    or biggest.exactly.count < request.exactly.count
+                ):
+                    biggest = request
+            short_mappings.extend(found)
+        if biggest is not None and len(short_names) > 1:
+            short_names.discard(biggest.name)
+            short_mappings = [
+                msgspec.structs.replace(m, request_name=biggest.name)
+                if m.request_name in short_names
+                else m
+                for m in short_mappings
+            ]
+        if biggest is not None:
+            out.append(biggest)
+        out.extend(r for r in long_requests if r is not None)
+        out_mappings.extend(long_mappings)
+        out_mappings.extend(short_mappings)
+    out.sort(key=lambda r: r.name)
+    return out, out_mappings

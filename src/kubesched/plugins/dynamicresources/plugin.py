@@ -218,14 +218,18 @@ class DynamicResources(
     def _pre_filter_extended(self, pod: PodInfo, data: DraCycleState) -> ResourceClaim | None:
         """preFilterExtendedResources: the special claim when the pod asks for an
         extended resource some device class backs."""
-        mapping = extended.device_class_mapping(self.dra.classes.values())
-        requests = extended.backed_requests(pod.requests, mapping)
+        requests = extended.backed_requests(pod.requests, self.dra.device_class_for)
         if not requests:
             return None
         data.extended_requests = requests
-        data.resource_to_class = mapping
-        found = extended.find_extended_claim(pod.pod, self.dra.list_claims())
-        return found if found is not None else extended.in_memory_claim(pod.pod)
+        data.resource_to_class = {
+            name: found for name in requests if (found := self.dra.device_class_for(name))
+        }
+        claim = extended.find_extended_claim(pod.pod, self.dra.list_claims())
+        if claim is None:
+            claim = extended.in_memory_claim(pod.pod)
+        data.initial_extended_key = claim_key(claim)
+        return claim
 
     def _check_requests(self, claim: ResourceClaim) -> Status | None:
         for request in claim.spec.devices.requests:
@@ -268,7 +272,7 @@ class DynamicResources(
         if data.claims.empty():
             return Status()
         node = node_info.node
-        node_claim, status = extended.filter_extended(data, pod.pod, node)
+        node_claim, mappings, status = extended.filter_extended(data, pod.pod, node)
         if status is not None:
             return status
         if node_claim is None and data.claims.no_user_claim():
@@ -314,7 +318,9 @@ class DynamicResources(
             data.unavailable.update(unavailable)
             return unresolvable("resourceclaim not available on the node")
         if data.allocator is not None and results is not None:
-            data.node_allocations[node.metadata.name] = NodeAllocation(results, node_claim)
+            data.node_allocations[node.metadata.name] = NodeAllocation(
+                results, node_claim, mappings
+            )
         return Status()
 
     # --- PostFilter ------------------------------------------------------------------

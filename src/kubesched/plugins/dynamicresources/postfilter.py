@@ -26,6 +26,7 @@ from kubesched.framework.dra import ClaimWriter
 from kubesched.framework.interfaces import PostFilterResult
 from kubesched.framework.status import Status
 from kubesched.framework.types import PodInfo
+from kubesched.plugins.dynamicresources import extended_writes
 from kubesched.plugins.dynamicresources.state import (
     NAME,
     SPECIAL_CLAIM_NAME,
@@ -74,10 +75,12 @@ def post_filter(
             handle.spawn(_deallocate(writer, claim))
             return None, _unschedulable(DEALLOCATED)
     if special_exists:
-        # Deleting the claim left by an earlier cycle needs a delete the ClaimWriter
-        # does not offer yet.
+        # The claim for extended resources an earlier cycle created (and perhaps
+        # allocated) is deleted: the next attempt starts anew (deleteClaim).
         assert special is not None
-        return None, error(f"delete claim {special.key}: not supported by kubesched's ClaimWriter")
+        if not extended_writes.spawn_delete(handle, special):
+            return None, error(f"no ClaimWriter to delete ResourceClaim {special.key}")
+        return None, _unschedulable(DELETED)
     return None, _unschedulable(STILL_NOT_SCHEDULABLE)
 
 

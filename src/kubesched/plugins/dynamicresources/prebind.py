@@ -31,6 +31,7 @@ from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.dra import ClaimConflict, ClaimWriter
 from kubesched.framework.status import Status
 from kubesched.framework.types import PodInfo
+from kubesched.plugins.dynamicresources import extended_writes
 from kubesched.plugins.dynamicresources.args import DynamicResourcesArgs
 from kubesched.plugins.dynamicresources.state import (
     SPECIAL_CLAIM_NAME,
@@ -140,7 +141,7 @@ async def pre_bind(
         if is_reserved_for_pod(pod.pod, claim):
             continue
         try:
-            written = await _bind_claim(handle, writer, data, index, pod)
+            written = await _bind_claim(handle, writer, data, index, pod, node_name)
         except ClaimWriteError as exc:
             return error(exc)
         data.claims.claims[index] = written
@@ -208,24 +209,32 @@ def _with_finalizer(claim: ResourceClaim) -> ResourceClaim:
 
 
 async def _bind_claim(
-    handle: Handle, writer: ClaimWriter, data: DraCycleState, index: int, pod: PodInfo
+    handle: Handle,
+    writer: ClaimWriter,
+    data: DraCycleState,
+    index: int,
+    pod: PodInfo,
+    node_name: str,
 ) -> ResourceClaim:
     """bindClaim: allocation (if Reserve made one) and reservation of one claim."""
     claim = data.claims.claims[index]
     allocation = data.infos[index].allocation
-    if data.claims.is_extended(index):
-        if allocation is None and not claim.spec.devices.requests:
-            return claim  # the node's device plugin serves the extended resources
-        if claim.metadata.name == SPECIAL_CLAIM_NAME:
-            # createExtendedResourceClaimInAPI: the ClaimWriter has no create yet.
-            handle.dra.remove_claim_pending_allocation(claim_key(claim))
-            raise ClaimWriteError(
-                "create claim for extended resources: not supported by kubesched's ClaimWriter yet"
-            )
+    is_extended = data.claims.is_extended(index)
+    if is_extended and allocation is None and not claim.spec.devices.requests:
+        return claim  # the node's device plugin serves the extended resources
     dra = handle.dra
+    # The in-flight allocation's key before the special claim gets its real name.
+    pending_key = claim_key(claim)
     written: ResourceClaim | None = None
-    name = f"{claim.metadata.namespace}/{claim.metadata.name}"
     try:
+        if is_extended and claim.metadata.name == SPECIAL_CLAIM_NAME:
+            try:
+                claim = await extended_writes.create_claim(writer, data, node_name)
+            except extended_writes.ExtendedClaimError as exc:
+                raise ClaimWriteError(str(exc)) from exc
+            # Unreserve deletes it from now on (updateExtendedResourceClaim).
+            data.claims.claims[index] = written = claim
+        name = f"{claim.metadata.namespace}/{claim.metadata.name}"
         refresh = False
         for attempt in range(RETRY_STEPS):
             if refresh:
@@ -239,19 +248,33 @@ async def _bind_claim(
             refresh = True
             try:
                 written = await _write_once(writer, claim, allocation, pod, name)
-                return written
             except ClaimConflict:
                 if attempt == RETRY_STEPS - 1:
                     raise ClaimWriteError(
                         f"add reservation to claim {name}: the object has been modified; "
                         "please apply your changes to the latest version and try again"
                     ) from None
-        raise AssertionError("unreachable")
+            else:
+                break
+        assert written is not None  # the loop ends in a write or raises
+        if is_extended:
+            found = data.node_allocations.get(node_name)
+            mappings = found.request_mappings if found is not None else []
+            try:
+                await extended_writes.write_pod_status(handle, pod.pod, written, mappings)
+            except extended_writes.ExtendedClaimError as exc:
+                raise ClaimWriteError(str(exc)) from exc
+        return written
     finally:
         if written is not None:
-            dra.assume_claim_after_api_call(written)
+            if is_extended:
+                await extended_writes.wait_in_assume_cache(
+                    dra, handle.clock, written, getattr(writer, "settles_on_write", False)
+                )
+            else:
+                dra.assume_claim_after_api_call(written)
         if allocation is not None:
-            dra.remove_claim_pending_allocation(claim_key(data.claims.claims[index]))
+            dra.remove_claim_pending_allocation(pending_key)
 
 
 async def _write_once(
@@ -303,16 +326,17 @@ def unreserve(handle: Handle, state: CycleState, pod: PodInfo) -> None:
         return
     dra = handle.dra
     for index, claim in data.claims.all():
+        if data.claims.is_extended(index):
+            continue  # extended_writes.unreserve, below
         if dra.remove_claim_pending_allocation(claim_key(claim)):
             dra.assumed_claim_restore(claim.key)
-        if data.claims.is_extended(index):
-            continue
         if claim.status.allocation is not None and is_reserved_for_pod(pod.pod, claim):
             writer = dra.writer
             if writer is None:
                 log.error("unreserve %s: no ClaimWriter", claim.key)
                 continue
             handle.spawn(_remove_reservation(writer, claim, pod))
+    extended_writes.unreserve(handle, data)
 
 
 async def _remove_reservation(writer: ClaimWriter, claim: ResourceClaim, pod: PodInfo) -> None:

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 import msgspec
 
 from kubesched.api.node_affinity import ParsedTerm
+from kubesched.api.objects import ContainerExtendedResourceRequest
 from kubesched.api.resource import AllocationResult, ResourceClaim
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.status import Status
@@ -68,6 +69,9 @@ class NodeAllocation:
     results: list[AllocationResult]
     # The node's variant of the claim for extended resources, if it needs devices.
     extended_claim: ResourceClaim | None = None
+    # Which of its requests serves each container's extended resource
+    # (containerResourceRequestMappings): the pod's extendedResourceClaimStatus.
+    request_mappings: list[ContainerExtendedResourceRequest] = field(default_factory=list)
 
 
 @dataclass(slots=True)
@@ -118,6 +122,9 @@ class DraCycleState:
     # Extended resources the pod requests (name -> amount) and the class behind each.
     extended_requests: dict[str, int] = field(default_factory=dict)
     resource_to_class: dict[str, str] = field(default_factory=dict)
+    # claim_key of the special claim as PreFilter made it: the in-flight allocation
+    # stays under it after PreBind created the claim (getInitialExtendedResourceClaimUID).
+    initial_extended_key: str = ""
 
 
 def read_state(state: CycleState) -> DraCycleState:

@@ -177,6 +177,13 @@ class Writer:
         self.calls.append("status")
         return claim
 
+    async def create_claim(self, claim: ResourceClaim) -> ResourceClaim:
+        self.calls.append("create")
+        return claim
+
+    async def delete_claim(self, namespace: str, name: str) -> None:
+        self.calls.append("delete")
+
 
 def test_reserve_and_pre_bind_write_allocation() -> None:
     plugin, table = setup(claim("c"))

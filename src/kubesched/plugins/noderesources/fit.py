@@ -19,7 +19,7 @@ RequestedToCapacityRatio) over the configured resources.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -27,7 +27,9 @@ import numpy as np
 
 from kubesched.api.objects import Node, Pod
 from kubesched.api.requests import Amounts, amounts, pod_requests
+from kubesched.api.resource import DeviceClass
 from kubesched.framework.cycle_state import CycleState
+from kubesched.framework.dra import DEVICE_CLASS_PREFIX
 from kubesched.framework.interfaces import (
     MAX_NODE_SCORE,
     ClusterEventWithHint,
@@ -111,6 +113,9 @@ class _PreFilterState:
     # the requests Filter checks, and the int64 minimum elsewhere); None when some
     # requested resource has no column yet.
     need: IntArray | None = None
+    # Requested resources a DeviceClass backs (DRAExtendedResource): a node without
+    # any of them allocatable leaves them to DynamicResources.
+    dra_backed: frozenset[str] = frozenset()
 
 
 _NO_NEED = np.iinfo(np.int64).min
@@ -175,8 +180,20 @@ class NodeResourcesFit(
             self.ignored_resources,
             self.ignored_resource_groups,
         )
-        state.write(PRE_FILTER_STATE_KEY, _PreFilterState(request, _need(nodes, request)))
+        backed = self._dra_backed(request)
+        state.write(
+            PRE_FILTER_STATE_KEY, _PreFilterState(request, _need(nodes, request), dra_backed=backed)
+        )
         return None, Status.success()
+
+    def _dra_backed(self, request: Iterable[tuple[str, int]]) -> frozenset[str]:
+        """The resources shouldDelegateResourceToDRA may hand over: those with a
+        device class behind them (DeviceClassResolver.GetDeviceClass)."""
+        handle = self._handle
+        if handle is None or not handle.dra.classes:
+            return frozenset()
+        dra = handle.dra
+        return frozenset(name for name, _ in request if dra.device_class_for(name) is not None)
 
     def filter_scope(self, pod: PodInfo) -> FilterScope:
         # The verdict reads the node's allocatable and the amounts its pods request.
@@ -210,6 +227,13 @@ class NodeResourcesFit(
                 allocatable = nodes.allocatable[rows, col]
                 short = amount > allocatable - nodes.requested[rows, col]
                 over_total = short & (amount > allocatable)
+            if name in pre.dra_backed:
+                # shouldDelegateResourceToDRA: where no device plugin advertises the
+                # resource, DynamicResources allocates devices for it instead.
+                if col is None:
+                    continue
+                short = short & (allocatable > 0)
+                over_total = over_total & short
             verdicts.add(f"Insufficient {name}", short)
             unresolvable |= over_total
         if unresolvable.any():
@@ -259,7 +283,32 @@ class NodeResourcesFit(
                 ClusterEvent(Resource.NODE, ActionType.ADD | ActionType.UPDATE_NODE_ALLOCATABLE),
                 self.is_schedulable_after_node_change,
             ),
+            # DRAExtendedResource: a class that now backs a requested resource.
+            ClusterEventWithHint(
+                ClusterEvent(Resource.DEVICE_CLASS, ActionType.ADD | ActionType.UPDATE),
+                self.is_schedulable_after_device_class_event,
+            ),
         ]
+
+    def _resolver(self) -> Callable[[str], str | None] | None:
+        handle = self._handle
+        return None if handle is None else handle.dra.device_class_for
+
+    def is_schedulable_after_device_class_event(
+        self, pod: PodInfo, old: object, new: object
+    ) -> bool:
+        """isSchedulableAfterDeviceClassEvent: the class's extendedResourceName
+        changed (or it was added) to one the pod requests, or an added class's
+        implicit name is requested."""
+        if not isinstance(new, DeviceClass):
+            return True
+        explicit = new.spec.extended_resource_name
+        if isinstance(old, DeviceClass):
+            if (old.spec.extended_resource_name or "") == (explicit or ""):
+                return False
+        elif DEVICE_CLASS_PREFIX + new.metadata.name in pod.requests:
+            return True
+        return bool(explicit) and explicit in pod.requests
 
     def is_schedulable_after_pod_event(self, pod: PodInfo, old: object, new: object) -> bool:
         original, modified = as_pod(old), as_pod(new)
@@ -274,11 +323,12 @@ class NodeResourcesFit(
 
     def is_schedulable_after_node_change(self, pod: PodInfo, old: object, new: object) -> bool:
         original, modified = as_node(old), as_node(new)
-        if modified is None or not fits_empty_node(pod, modified):
+        resolve = self._resolver()
+        if modified is None or not fits_empty_node(pod, modified, resolve):
             return False
         if original is None:
             return True
-        return requested_resources_increased(pod, original, modified)
+        return requested_resources_increased(pod, original, modified, resolve)
 
 
 def _scaled_down_for(target: PodInfo, original: Pod, modified: Pod) -> bool:
@@ -303,18 +353,39 @@ def _node_allocatable(node: Node) -> Amounts:
     return amounts(node.status.allocatable or node.status.capacity)
 
 
-def fits_empty_node(pod: PodInfo, node: Node) -> bool:
+def _delegated(
+    name: str, allocatable: Amounts, resolve: Callable[[str], str | None] | None
+) -> bool:
+    """shouldDelegateResourceToDRA: the node has none allocatable, a class backs it."""
+    return resolve is not None and allocatable.get(name, 0) <= 0 and resolve(name) is not None
+
+
+def fits_empty_node(
+    pod: PodInfo, node: Node, resolve: Callable[[str], str | None] | None = None
+) -> bool:
     """isFit upstream: would the pod fit on this node with nothing on it? No
-    resources are ignored here."""
+    resources are ignored here, but those DRA would serve on it are skipped."""
     allocatable = _node_allocatable(node)
     if allocatable.get("pods", 0) < 1:
         return False
-    return all(amount <= allocatable.get(name, 0) for name, amount in fit_request(pod.requests))
+    return all(
+        amount <= allocatable.get(name, 0) or _delegated(name, allocatable, resolve)
+        for name, amount in fit_request(pod.requests)
+    )
 
 
-def requested_resources_increased(pod: PodInfo, original: Node, modified: Node) -> bool:
-    """The node now allows more pods, or more of a resource the pod requests."""
+def requested_resources_increased(
+    pod: PodInfo,
+    original: Node,
+    modified: Node,
+    resolve: Callable[[str], str | None] | None = None,
+) -> bool:
+    """The node now allows more pods, or more of a resource the pod requests, or DRA
+    would serve a requested resource on it (haveAnyRequestedResourcesIncreased)."""
     before, after = _node_allocatable(original), _node_allocatable(modified)
     if after.get("pods", 0) > before.get("pods", 0):
         return True
-    return any(after.get(name, 0) > before.get(name, 0) for name, _ in fit_request(pod.requests))
+    return any(
+        after.get(name, 0) > before.get(name, 0) or _delegated(name, after, resolve)
+        for name, _ in fit_request(pod.requests)
+    )
