@@ -129,7 +129,7 @@ def _predict(
             obj.setdefault("status", {})["startTime"] = started[pod]
             bound.append(obj)
     logical = {v: k for k, v in names.items()}
-    return score_step(scenario, run.nodes, bound, step.created, logical, run.namespace)
+    return score_step(scenario, run.nodes, bound, step.created, logical, run.objects)
 
 
 def _against(
