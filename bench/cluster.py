@@ -33,10 +33,6 @@ from bench.control_plane import ControlPlane as ControlPlane
 from bench.workloads import Manifest, PodState
 
 RETRY_STATUSES = {429, 500, 502, 503, 504}
-# No kube-controller-manager for the benchmarks: no workload here needs its
-# controllers (no PDBs, volumes or resource claims), and their pod watches would
-# take CPU from the schedulers measured on 2 cores.
-CONTROLLERS = "none"
 
 
 class BenchError(RuntimeError):
@@ -45,17 +41,21 @@ class BenchError(RuntimeError):
 
 def run_hack(script: str, *args: str, timeout: float = 3600) -> str:
     """hack/SCRIPT ARGS; the last line of its stdout. Raises BenchError with the
-    tail of its stderr on failure."""
+    tail of its stderr on failure.
+
+    The cluster runs kube-controller-manager's controllers as the tests' does
+    (workloads with ResourceClaimTemplates need the resourceclaim controller); its
+    CPU counts as the control plane's (ControlPlane.pids). KUBESCHED_CONTROLLERS=none
+    in the environment turns it off."""
     try:
-        return control_plane.run_hack(
-            script, *args, timeout=timeout, env={"KUBESCHED_CONTROLLERS": CONTROLLERS}
-        )
+        return control_plane.run_hack(script, *args, timeout=timeout)
     except control_plane.HackScriptError as exc:
         raise BenchError(str(exc)) from exc
 
 
 def cluster_up(directory: Path) -> ControlPlane:
-    """Build (cached: well under a second) and start etcd + kube-apiserver in DIRECTORY."""
+    """Build (cached: well under a second) and start etcd, kube-apiserver and
+    kube-controller-manager in DIRECTORY."""
     run_hack("build-k8s.sh")
     run_hack("build-etcd.sh")
     return ControlPlane.from_env_file(Path(run_hack("cluster-up.sh", str(directory), timeout=300)))
