@@ -1,6 +1,7 @@
 """Harness: one scenario on a real control plane, through kube-scheduler and then
 kubesched. It creates the PriorityClasses, nodes, namespace objects and pods
-through the API, starts and stops each scheduler, waits for each pod's outcome
+through the API, waits for kube-controller-manager to act on the namespace
+objects (PV binding, PDB status), starts and stops each scheduler, waits for each pod's outcome
 (a watch, then a quiet period for retries the step woke), settles the
 FailedScheduling events, cleans up, and hands both runs to compare."""
 
