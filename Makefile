@@ -38,7 +38,8 @@ test: $(STAMP) lint typecheck
 
 CLUSTER_DIR ?= .cluster
 
-# A local control plane (etcd + kube-apiserver on loopback); DIR/kubeconfig is the admin's.
+# A local control plane (etcd, kube-apiserver and kube-controller-manager on loopback,
+# see hack/README.md); DIR/kubeconfig is the admin's.
 cluster-up:
 	hack/build-k8s.sh >/dev/null && hack/build-etcd.sh >/dev/null
 	hack/cluster-up.sh $(CLUSTER_DIR)

@@ -1,4 +1,5 @@
-"""The control plane of hack/cluster-up.sh and a fast async admin client for it.
+"""The control plane of hack/cluster-up.sh (bench/control_plane.py) and a fast
+async admin client for it.
 
 Creating thousands of pods must not be what limits a run on 2 cores, where the
 client shares the CPUs with etcd, kube-apiserver and the scheduler: writes go
@@ -13,8 +14,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import math
-import ssl
-import subprocess
 import threading
 import time
 from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
@@ -26,10 +25,13 @@ import aiohttp
 import httpx
 import msgspec
 
+from bench import control_plane
+
+# Re-exported: bench.run and bench.e2e import them from here.
+from bench.control_plane import REPO_ROOT as REPO_ROOT
+from bench.control_plane import ControlPlane as ControlPlane
 from bench.workloads import Manifest, PodState
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
-HACK_DIR = REPO_ROOT / "hack"
 RETRY_STATUSES = {429, 500, 502, 503, 504}
 
 
@@ -37,76 +39,23 @@ class BenchError(RuntimeError):
     pass
 
 
-@dataclass(frozen=True)
-class ControlPlane:
-    """A cluster started by hack/cluster-up.sh (fields from DIR/env)."""
-
-    dir: Path
-    kubeconfig: Path
-    scheduler_kubeconfig: Path
-    url: str
-    ca_cert: Path
-    admin_cert: Path
-    admin_key: Path
-    bin_dir: Path
-
-    @classmethod
-    def from_env_file(cls, env_file: Path) -> ControlPlane:
-        env: dict[str, str] = {}
-        for line in env_file.read_text().splitlines():
-            name, sep, value = line.partition("=")
-            if sep:
-                env[name.strip()] = value.strip()
-        return cls(
-            dir=env_file.resolve().parent,
-            kubeconfig=Path(env["KUBECONFIG"]),
-            scheduler_kubeconfig=Path(env["SCHEDULER_KUBECONFIG"]),
-            url=env["APISERVER_URL"],
-            ca_cert=Path(env["CA_CERT"]),
-            admin_cert=Path(env["ADMIN_CERT"]),
-            admin_key=Path(env["ADMIN_KEY"]),
-            bin_dir=Path(env["K8S_BIN_DIR"]),
-        )
-
-    def pids(self) -> list[int]:
-        """kube-apiserver's and etcd's process ids (from DIR/*.pid)."""
-        out = []
-        for name in ("kube-apiserver", "etcd"):
-            with contextlib.suppress(OSError, ValueError):
-                out.append(int((self.dir / f"{name}.pid").read_text().strip()))
-        return out
-
-    def ssl_context(self) -> ssl.SSLContext:
-        ctx = ssl.create_default_context(cafile=str(self.ca_cert))
-        ctx.load_cert_chain(str(self.admin_cert), str(self.admin_key))
-        return ctx
-
-
 def run_hack(script: str, *args: str, timeout: float = 3600) -> str:
     """hack/SCRIPT ARGS; the last line of its stdout. Raises BenchError with the
-    tail of its stderr on failure."""
-    cmd = [str(HACK_DIR / script), *args]
+    tail of its stderr on failure.
+
+    The cluster runs kube-controller-manager's controllers as the tests' does
+    (workloads with ResourceClaimTemplates need the resourceclaim controller); its
+    CPU counts as the control plane's (ControlPlane.pids). KUBESCHED_CONTROLLERS=none
+    in the environment turns it off."""
     try:
-        proc = subprocess.run(
-            cmd,
-            cwd=REPO_ROOT,
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-            check=False,
-        )
-    except subprocess.TimeoutExpired as exc:
-        raise BenchError(f"{' '.join(cmd)} timed out after {timeout:.0f}s") from exc
-    if proc.returncode != 0:
-        tail = "\n".join(proc.stderr.splitlines()[-30:])
-        raise BenchError(f"{' '.join(cmd)} exited {proc.returncode}:\n{tail}")
-    lines = proc.stdout.strip().splitlines()
-    return lines[-1] if lines else ""
+        return control_plane.run_hack(script, *args, timeout=timeout)
+    except control_plane.HackScriptError as exc:
+        raise BenchError(str(exc)) from exc
 
 
 def cluster_up(directory: Path) -> ControlPlane:
-    """Build (cached: well under a second) and start etcd + kube-apiserver in DIRECTORY."""
+    """Build (cached: well under a second) and start etcd, kube-apiserver and
+    kube-controller-manager in DIRECTORY."""
     run_hack("build-k8s.sh")
     run_hack("build-etcd.sh")
     return ControlPlane.from_env_file(Path(run_hack("cluster-up.sh", str(directory), timeout=300)))

@@ -1,28 +1,32 @@
 #!/usr/bin/env bash
-# Build kube-apiserver and kube-scheduler for the pinned Kubernetes version
-# (hack/k8s-version) from the k8s.io/kubernetes Go module.
+# Build kube-apiserver, kube-scheduler and kube-controller-manager for the pinned
+# Kubernetes version (hack/k8s-version) from the k8s.io/kubernetes Go module.
 #
 # k8s.io/kubernetes cannot be `go install`ed directly: its go.mod requires the
 # staging modules (k8s.io/api, k8s.io/client-go, ...) at v0.0.0 and replaces
 # them with ./staging/src/... directories, which are not part of the module.
 # So we create a throwaway wrapper module that requires k8s.io/kubernetes and
 # replaces every staging module by its published release (v1.X.Y -> v0.X.Y),
-# then `go build` the two commands from there.
+# then `go build` the commands from there.
 #
 # Output: ${KUBESCHED_CACHE:-~/.cache/kubesched}/k8s/<version>/bin/
-#   {kube-apiserver,kube-scheduler}. If both already exist, nothing is built.
+#   {kube-apiserver,kube-scheduler,kube-controller-manager}. Only the missing
+#   ones are built (a cache from before kube-controller-manager was added gets
+#   just that one); if all exist, nothing is built.
 # The binary dir is printed on the last line of stdout; everything else goes
 # to stderr. The first build takes 10-25 minutes on 2 cores.
 set -euo pipefail
 # shellcheck source=hack/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-BINARIES=(kube-apiserver kube-scheduler)
+BINARIES=(kube-apiserver kube-scheduler kube-controller-manager)
 
-have_all() {
+# missing: the BINARIES not (yet) in the bin dir, one a line.
+missing() {
   local b
-  for b in "${BINARIES[@]}"; do [[ -x "${K8S_BIN_DIR}/${b}" ]] || return 1; done
+  for b in "${BINARIES[@]}"; do [[ -x "${K8S_BIN_DIR}/${b}" ]] || echo "${b}"; done
 }
+have_all() { [[ -z "$(missing)" ]]; }
 
 if have_all; then
   echo "${K8S_BIN_DIR}"
@@ -104,18 +108,19 @@ for pkg in k8s.io/client-go/pkg/version k8s.io/component-base/version; do
   LDFLAGS+=" -X ${pkg}.buildDate=${BUILD_DATE}"
 done
 
-log "building ${BINARIES[*]} ${K8S_VERSION} (slow the first time: 10-25 min on 2 cores)"
+mapfile -t BUILD < <(missing)
+log "building ${BUILD[*]} ${K8S_VERSION} (slow the first time: 10-25 min on 2 cores)"
 start=${SECONDS}
 mkdir -p "${WORK}/out"
 (
   cd "${WORK}"
   # -mod=mod lets go resolve the full module graph and fill go.sum itself.
   go build -mod=mod -trimpath -ldflags "${LDFLAGS}" -o "${WORK}/out/" \
-    k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-scheduler
+    "${BUILD[@]/#/k8s.io/kubernetes/cmd/}"
 )
-for b in "${BINARIES[@]}"; do
+for b in "${BUILD[@]}"; do
   [[ -x "${WORK}/out/${b}" ]] || die "build did not produce ${b}"
   mv -f "${WORK}/out/${b}" "${K8S_BIN_DIR}/${b}"
 done
-log "built in $((SECONDS - start))s: $("${K8S_BIN_DIR}/kube-apiserver" --version)"
+log "built ${BUILD[*]} in $((SECONDS - start))s: $("${K8S_BIN_DIR}/${BUILD[0]}" --version)"
 echo "${K8S_BIN_DIR}"

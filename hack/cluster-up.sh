@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Start a throwaway Kubernetes control plane (etcd + kube-apiserver) on
-# 127.0.0.1 for integration tests. No controller-manager, no kubelet, no
-# scheduler: tests create Nodes/Pods directly and run a scheduler themselves.
+# Start a throwaway Kubernetes control plane (etcd, kube-apiserver and a
+# kube-controller-manager running only the controllers scheduling relies on) on
+# 127.0.0.1 for integration tests. No kubelet, no scheduler: tests create
+# Nodes/Pods directly and run a scheduler themselves.
 #
 # Usage: hack/cluster-up.sh [DIR]        (DIR defaults to <repo>/.cluster)
 #
@@ -13,6 +14,8 @@
 #                         line; hack/restart-apiserver.sh reuses it
 #   kubeconfig            admin kubeconfig (CN=admin, O=system:masters)
 #   scheduler-kubeconfig  kubeconfig for a kube-scheduler (same admin cert)
+#   controller-manager-kubeconfig  kube-controller-manager's (same admin cert)
+#   kcm-certs/      kube-controller-manager's self-signed serving cert
 #   env             shell lines: KUBECONFIG, APISERVER_URL, ETCD_URL, K8S_BIN_DIR, ...
 #
 # Idempotent: if the cluster in DIR is already up, it only reports it.
@@ -20,7 +23,7 @@
 #
 # Choices (see hack/README.md):
 #   --disable-admission-plugins=ServiceAccount,TaintNodesByCondition
-#     * ServiceAccount: without kube-controller-manager nobody creates the
+#     * ServiceAccount: no serviceaccount-controller runs, so nobody creates the
 #       'default' ServiceAccount in new namespaces, and the plugin would then
 #       reject every Pod. Pods simply get no service account / token.
 #     * TaintNodesByCondition: it adds node.kubernetes.io/not-ready:NoSchedule
@@ -29,6 +32,12 @@
 #   --endpoint-reconciler-type=none: the 'kubernetes' Service endpoints may
 #     not point at a loopback address, so the reconciler would only log errors.
 #   --authorization-mode=Node,RBAC, --enable-priority-and-fairness=false
+#
+# kube-controller-manager runs the controllers in KUBESCHED_CONTROLLERS (a
+# --controllers list; default: DEFAULT_CONTROLLERS below; "none" or empty: no
+# kube-controller-manager at all), with the admin identity
+# (--use-service-account-credentials=false: no token controller needed) and
+# --leader-elect=false.
 set -euo pipefail
 # shellcheck source=hack/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -38,6 +47,13 @@ mkdir -p "${DIR}"
 DIR="$(cd "${DIR}" && pwd)"
 CERTS="${DIR}/certs"
 READY_TIMEOUT="${KUBESCHED_READY_TIMEOUT:-60}"
+# What scheduling relies on and no kubelet provides: generated ResourceClaims
+# (a pod's resourceClaimTemplate), PV/PVC binding (and the bind-completed
+# annotation VolumeBinding checks), PDB status (preemption reads
+# disruptionsAllowed). The names are kube-controller-manager's (v1.36).
+DEFAULT_CONTROLLERS=resourceclaim-controller,persistentvolume-binder-controller,disruption-controller
+CONTROLLERS="${KUBESCHED_CONTROLLERS-${DEFAULT_CONTROLLERS}}"
+[[ "${CONTROLLERS}" == none ]] && CONTROLLERS=""
 
 ensure_cmd openssl
 ensure_cmd curl
@@ -56,8 +72,15 @@ apiserver_ready() {
   [[ -n "${url}" ]] && [[ "$(api_curl "${url}/readyz" 2>/dev/null)" == "ok" ]]
 }
 
+# The controller-manager is part of a running cluster iff its env says so.
+kcm_ok() {
+  [[ -z "$(sed -n 's/^KUBE_CONTROLLERS=//p' "${DIR}/env")" ]] \
+    || pid_alive "${DIR}/kube-controller-manager.pid"
+}
+
 # Already running?
-if pid_alive "${DIR}/etcd.pid" && pid_alive "${DIR}/kube-apiserver.pid" && apiserver_ready; then
+if pid_alive "${DIR}/etcd.pid" && pid_alive "${DIR}/kube-apiserver.pid" && apiserver_ready \
+    && kcm_ok; then
   log "cluster already running in ${DIR}"
   sed 's/^/    /' "${DIR}/env" >&2
   echo "${DIR}/env"
@@ -65,7 +88,7 @@ if pid_alive "${DIR}/etcd.pid" && pid_alive "${DIR}/kube-apiserver.pid" && apise
 fi
 
 # Stale or half-started cluster: stop what is left and start from scratch.
-for name in kube-apiserver etcd; do
+for name in kube-controller-manager kube-apiserver etcd; do
   if pid_alive "${DIR}/${name}.pid"; then
     log "stopping stale ${name} (pid $(cat "${DIR}/${name}.pid"))"
     kill "$(tr -cd 0-9 < "${DIR}/${name}.pid")" 2>/dev/null || true
@@ -76,12 +99,16 @@ for name in kube-apiserver etcd; do
   fi
 done
 rm -rf "${CERTS}" "${DIR}/etcd-data" "${DIR}"/*.pid "${DIR}"/*.log "${DIR}"/*.args \
-  "${DIR}/kubeconfig" "${DIR}/scheduler-kubeconfig" "${DIR}/env"
+  "${DIR}/kubeconfig" "${DIR}/scheduler-kubeconfig" "${DIR}/controller-manager-kubeconfig" \
+  "${DIR}/kcm-certs" "${DIR}/env"
 
 # ---------------------------------------------------------------- binaries
 K8S_BIN_DIR="$("${HACK_DIR}/build-k8s.sh" | tail -n1)"
 ETCD_BIN_DIR="$("${HACK_DIR}/build-etcd.sh" | tail -n1)"
 [[ -x "${K8S_BIN_DIR}/kube-apiserver" ]] || die "kube-apiserver not found in ${K8S_BIN_DIR}"
+if [[ -n "${CONTROLLERS}" && ! -x "${K8S_BIN_DIR}/kube-controller-manager" ]]; then
+  die "kube-controller-manager not found in ${K8S_BIN_DIR}"
+fi
 [[ -x "${ETCD_BIN_DIR}/etcd" ]] || die "etcd not found in ${ETCD_BIN_DIR}"
 
 # ---------------------------------------------------------------- certificates
@@ -137,7 +164,7 @@ STARTED_OK=0
 stop_on_failure() {
   [[ ${STARTED_OK} -eq 1 ]] && return
   local name
-  for name in kube-apiserver etcd; do
+  for name in kube-controller-manager kube-apiserver etcd; do
     if pid_alive "${DIR}/${name}.pid"; then
       kill -9 "$(tr -cd 0-9 < "${DIR}/${name}.pid")" 2>/dev/null || true
     fi
@@ -253,6 +280,43 @@ write_kubeconfig "${DIR}/kubeconfig" admin
 # The real kube-scheduler can use the same admin (system:masters) identity.
 write_kubeconfig "${DIR}/scheduler-kubeconfig" admin
 
+# ---------------------------------------------------------------- kube-controller-manager
+KCM_URL=""
+if [[ -n "${CONTROLLERS}" ]]; then
+  # Same admin identity; a file of its own so that its command line names DIR
+  # (pid_alive) and a test may replace the scheduler's without touching it.
+  write_kubeconfig "${DIR}/controller-manager-kubeconfig" admin
+  KCM_PORT="$(free_port)"
+  KCM_URL="https://127.0.0.1:${KCM_PORT}"
+  # Authentication: client certificates of our CA (the admin one, e.g. for
+  # /metrics) and tokens through the apiserver. --authentication-skip-lookup: the
+  # apiserver has no --requestheader-client-ca-file, so the lookup of
+  # kube-system/extension-apiserver-authentication would log an error every few
+  # seconds. /healthz needs none of it (always allowed).
+  # --cert-dir: its self-signed serving cert goes there, not in the cwd.
+  log "starting kube-controller-manager on ${KCM_URL} (${CONTROLLERS})"
+  nohup "${K8S_BIN_DIR}/kube-controller-manager" \
+    --kubeconfig="${DIR}/controller-manager-kubeconfig" \
+    --authentication-kubeconfig="${DIR}/controller-manager-kubeconfig" \
+    --authorization-kubeconfig="${DIR}/controller-manager-kubeconfig" \
+    --authentication-skip-lookup=true \
+    --client-ca-file="${CERTS}/ca.crt" \
+    --bind-address=127.0.0.1 \
+    --secure-port="${KCM_PORT}" \
+    --cert-dir="${DIR}/kcm-certs" \
+    --controllers="${CONTROLLERS}" \
+    --use-service-account-credentials=false \
+    --leader-elect=false \
+    --profiling=false \
+    --v=2 \
+    </dev/null >"${DIR}/kube-controller-manager.log" 2>&1 &
+  echo $! > "${DIR}/kube-controller-manager.pid"
+  # Its own self-signed cert: -k is fine on loopback. /healthz turns ok once the
+  # controllers have started (each has a check there).
+  kcm_healthy() { [[ "$(curl -sk --max-time 2 "${KCM_URL}/healthz")" == ok ]]; }
+  wait_for kube-controller-manager "${READY_TIMEOUT}" kcm_healthy
+fi
+
 cat > "${DIR}/env" <<EOF
 KUBECONFIG=${DIR}/kubeconfig
 SCHEDULER_KUBECONFIG=${DIR}/scheduler-kubeconfig
@@ -260,12 +324,14 @@ APISERVER_URL=${APISERVER_URL}
 ETCD_URL=${ETCD_URL}
 K8S_BIN_DIR=${K8S_BIN_DIR}
 ETCD_BIN_DIR=${ETCD_BIN_DIR}
+KUBE_CONTROLLERS=${CONTROLLERS}
+CONTROLLER_MANAGER_URL=${KCM_URL}
 CA_CERT=${CERTS}/ca.crt
 ADMIN_CERT=${CERTS}/admin.crt
 ADMIN_KEY=${CERTS}/admin.key
 EOF
 
 STARTED_OK=1
-log "cluster up in ${DIR} (etcd pid $(cat "${DIR}/etcd.pid"), kube-apiserver pid $(cat "${DIR}/kube-apiserver.pid"))"
+log "cluster up in ${DIR} (etcd pid $(cat "${DIR}/etcd.pid"), kube-apiserver pid $(cat "${DIR}/kube-apiserver.pid")${CONTROLLERS:+, kube-controller-manager pid $(cat "${DIR}/kube-controller-manager.pid")})"
 sed 's/^/    /' "${DIR}/env" >&2
 echo "${DIR}/env"

@@ -669,5 +669,5 @@ def test_score_step_takes_a_dra_scenarios_pods_and_objects() -> None:
         *gen.dra_cluster_manifests(scenario["dra"], "d1", names),
         *gen.dra_namespace_manifests(scenario["dra"], "d1-kube", "d1"),
     ]
-    prediction = score_step(scenario, nodes, [], created, names, "d1-kube", dra_objects=objects)
+    prediction = score_step(scenario, nodes, [], created, names, dra_objects=objects)
     assert prediction.feasible or prediction.message

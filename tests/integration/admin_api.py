@@ -20,7 +20,7 @@ import httpx
 import yaml
 
 if TYPE_CHECKING:
-    from tests.integration.control_plane import ControlPlane
+    from bench.control_plane import ControlPlane
 
 PAUSE_IMAGE = "registry.k8s.io/pause:3.10"
 

@@ -1,4 +1,5 @@
-"""A real control plane (etcd + kube-apiserver from hack/) for integration tests.
+"""A real control plane (etcd, kube-apiserver and kube-controller-manager from hack/)
+for integration tests.
 
 Fixtures:
 
@@ -88,11 +89,12 @@ __all__ = [
 
 
 def _binaries_cached() -> bool:
-    """Whether the default bin dir (as hack/lib.sh computes it) has all three binaries."""
+    """Whether the default bin dir (as hack/lib.sh computes it) has all the binaries."""
     version = os.environ.get("K8S_VERSION") or (HACK_DIR / "k8s-version").read_text().strip()
     cache = Path(os.environ.get("KUBESCHED_CACHE") or Path.home() / ".cache" / "kubesched")
     bin_dir = cache / "k8s" / version / "bin"
-    return all((bin_dir / b).exists() for b in ("kube-apiserver", "kube-scheduler", "etcd"))
+    binaries = ("kube-apiserver", "kube-scheduler", "kube-controller-manager", "etcd")
+    return all((bin_dir / b).exists() for b in binaries)
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
@@ -107,7 +109,8 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     reporter = session.config.pluginmanager.get_plugin("terminalreporter")
     if reporter is not None and not _binaries_cached():
         reporter.write_line(
-            "building kube-apiserver, kube-scheduler and etcd with hack/build-*.sh "
+            "building kube-apiserver, kube-scheduler, kube-controller-manager and etcd "
+            "with hack/build-*.sh "
             "(a cold build takes ~12 min)..."
         )
     with contextlib.suppress(HackScriptError):

@@ -74,8 +74,10 @@ def _pdbs(rng: random.Random) -> list[dict[str, Any]]:
 def _volumes(
     rng: random.Random, nodes: Sequence[Mapping[str, Any]], pods: list[dict[str, Any]]
 ) -> dict[str, Any]:
-    """Pre-bound claims (no PV controller runs here): each claim names its volume
-    and is Bound; volumes carry zone labels and node affinity."""
+    """Pre-bound claims: each claim names its volume and the volume its claim (the
+    PV binder of the test cluster's kube-controller-manager completes the binding;
+    there is no provisioner for dynamic ones); volumes carry zone labels and node
+    affinity."""
     pvs: list[dict[str, Any]] = []
     pvcs: list[dict[str, Any]] = []
     for pod in pods:

@@ -7,7 +7,9 @@ For a scenario (see the generator package) the harness
    the cluster (a foreign node would change every "0/N nodes" count);
 2. writes ONE KubeSchedulerConfiguration file (profile ``schedulerName:
    differential``) and runs, one after the other, the real kube-scheduler and
-   ``kubesched run`` with it, each in a fresh namespace: the scheduler is
+   ``kubesched run`` with it, each in a fresh namespace with the scenario's PDBs,
+   PersistentVolumes and claims: once the cluster's kube-controller-manager has
+   bound the claims and written the PDBs' status, the scheduler is
    started, then the pods are created one at a time, each one only after the
    previous one was bound or got its Unschedulable condition, so both schedulers
    see the same sequence of states. After each pod the namespace's placements are

@@ -141,7 +141,7 @@ def _predict(
         bound,
         pod,
         logical,
-        run.namespace,
+        run.objects,
         dra_objects=_dra_objects(scenario, run, step, names),
     )
 

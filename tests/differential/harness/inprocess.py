@@ -47,20 +47,20 @@ def score_step(
     bound: Sequence[Mapping[str, Any]],
     pod: Mapping[str, Any],
     logical: Mapping[str, str],
-    namespace: str | None = None,
+    namespace_state: Sequence[Mapping[str, Any]] = (),
     dra_objects: Sequence[Mapping[str, Any]] = (),
 ) -> Prediction:
     """Run kubesched's framework for POD on NODES with the BOUND pods (API objects)
     exactly as Scheduler.schedule_pod does, and return the score totals; when no
     node fits, the FailedScheduling message with PostFilter's (preemption's) part,
-    as Scheduler.schedule_one writes it (nothing is evicted). With NAMESPACE (the
-    run's), the scenario's Namespace, PDBs and volumes are there as the run made them.
+    as Scheduler.schedule_one writes it (nothing is evicted). NAMESPACE_STATE: the
+    run's Namespace, PDBs, PVs and PVCs as the API server had them (Run.objects).
     DRA_OBJECTS: the DeviceClasses, ResourceSlices, templates and claims (as they
     were before the step) the DynamicResources plugin reads through Listers.dra."""
     docs: list[tuple[str, int, object]] = []
     objects: list[Mapping[str, Any]] = [
         *gen.priority_class_manifests(),
-        *(namespace_objects(scenario, namespace) if namespace else []),
+        *namespace_state,
         *({"apiVersion": "v1", "kind": "Node", **n} for n in nodes),
         *({"apiVersion": "v1", "kind": "Pod", **p} for p in bound),
         {"apiVersion": "v1", "kind": "Pod", **pod},
@@ -84,9 +84,9 @@ def score_step(
     if pending is None:
         raise HarnessError(f"in-process state: pod {name} not loaded")
     # As the simulator builds it. Not state.storage: the manifest loader plays the PV
-    # controller (and completes the bindings), which the harness's API server does not run.
+    # controller (and completes the bindings) itself; these are the real binder's.
     listers = Listers(
-        storage=_storage(scenario, namespace),
+        storage=_storage(namespace_state),
         pdbs=list(state.pdbs),
         namespaces=dict(state.namespaces),
         dra=dra_state(dra_objects),
@@ -152,37 +152,22 @@ def _preemption_choices(
 
 
 def namespace_objects(scenario: Mapping[str, Any], ns: str) -> list[dict[str, Any]]:
-    """The Namespace, PDBs, PVs and PVCs Harness._create_namespace_objects makes for
-    a run in NS, with the statuses it patches in."""
-    # The run's namespace is <prefix>-kube or <prefix>-ks; the API server adds the name label.
-    labels = {
-        "kubesched.test/differential": ns.rsplit("-", 1)[0],
-        "kubernetes.io/metadata.name": ns,
-    }
-    out: list[dict[str, Any]] = [
-        {
-            "apiVersion": "v1",
-            "kind": "Namespace",
-            "metadata": {"name": ns, "labels": labels},
-        },
-        *(gen.pdb_manifest(pdb, ns) for pdb in scenario.get("pdbs", [])),
-    ]
+    """The PDBs, PVs and PVCs Harness._create_namespace_objects creates for a run in
+    NS, as it posts them: their statuses (and the PV/PVC binding) are left to
+    kube-controller-manager's disruption controller and PV binder."""
+    out: list[dict[str, Any]] = [gen.pdb_manifest(pdb, ns) for pdb in scenario.get("pdbs", [])]
     volumes = scenario.get("volumes")
     if volumes:
         pvs, pvcs = gen.volume_manifests(volumes, ns, ns)
-        for pv in pvs:
-            out.append({**pv, "status": {"phase": "Bound"}})
-        for pvc in pvcs:
-            status = {"phase": "Bound", "accessModes": pvc["spec"]["accessModes"]}
-            out.append({**pvc, "status": status})
+        out += [*pvs, *pvcs]
     return out
 
 
-def _storage(scenario: Mapping[str, Any], namespace: str | None) -> Any:
+def _storage(objects: Sequence[Mapping[str, Any]]) -> Any:
     """A StorageState with the run's PVs and PVCs exactly as the API server has them."""
     storage = StorageState()
-    for obj in namespace_objects(scenario, namespace) if namespace else []:
-        raw = json.dumps(obj).encode()
+    for obj in objects:
+        raw = json.dumps(_plain(obj)).encode()
         if obj["kind"] == "PersistentVolume":
             storage.upsert_pv(msgspec.json.decode(raw, type=PersistentVolume))
         elif obj["kind"] == "PersistentVolumeClaim":

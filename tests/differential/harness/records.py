@@ -81,6 +81,9 @@ class Run:
     conditions: dict[str, str] = field(default_factory=dict)
     log: str = ""
     nodes: list[dict[str, Any]] = field(default_factory=list, repr=False)
+    # The run's Namespace, PDBs, PVs and PVCs as the API server had them when the
+    # scheduler started (after kube-controller-manager acted on them).
+    objects: list[dict[str, Any]] = field(default_factory=list, repr=False)
     # Seconds spent per phase: start (scheduler up), steps, settle, cleanup.
     timings: dict[str, float] = field(default_factory=dict)
 

@@ -1,6 +1,7 @@
 """Harness: one scenario on a real control plane, through kube-scheduler and then
 kubesched. It creates the PriorityClasses, nodes, namespace objects and pods
-through the API, starts and stops each scheduler, waits for each pod's outcome
+through the API, waits for kube-controller-manager to act on the namespace
+objects (PV binding, PDB status), starts and stops each scheduler, waits for each pod's outcome
 (a watch, then a quiet period for retries the step woke), settles the
 FailedScheduling events, cleans up, and hands both runs to compare."""
 
@@ -24,6 +25,7 @@ import yaml
 from tests.differential import generator as gen
 from tests.differential.harness import dra
 from tests.differential.harness.compare import compare
+from tests.differential.harness.inprocess import namespace_objects
 from tests.differential.harness.records import (
     KUBE,
     KUBESCHED,
@@ -40,6 +42,7 @@ from tests.integration.conftest import (
     AdminApi,
     ApiError,
     ControlPlane,
+    WaitTimeout,
     event_fields,
     start_kube_scheduler,
 )
@@ -50,6 +53,11 @@ POLL = 0.05
 # After a step that bound or evicted pods while earlier pods are pending: how long no
 # pod may change before the next pod is created (retries woken by the step land first).
 QUIET = 0.3
+# kube-controller-manager's controllers the volumes and pdbs features rely on, and
+# how long they may take to act on a new object (well under a second here).
+NEEDED_CONTROLLERS = ("persistentvolume-binder-controller", "disruption-controller")
+CONTROLLER_TIMEOUT = 30.0
+ANN_BIND_COMPLETED = "pv.kubernetes.io/bind-completed"
 
 
 # --------------------------------------------------------------------- the harness
@@ -165,34 +173,57 @@ class Harness:
 
     def _create_namespace_objects(
         self, scenario: Mapping[str, Any], ns: str, prefix: str
-    ) -> list[str]:
-        """Namespace, PDBs, volumes and claims of one run; the PV names to delete afterwards."""
+    ) -> tuple[list[str], list[dict[str, Any]]]:
+        """Namespace, PDBs, volumes and DRA claims and templates of one run, once
+        kube-controller-manager has acted on the PDBs and volumes: the PV names to delete
+        afterwards, and those objects as the API server then has them (what the
+        in-process side loads; the DRA objects reach it through the step records)."""
+        missing = [c for c in NEEDED_CONTROLLERS if c not in self.cp.controllers]
+        if missing and (scenario.get("pdbs") or scenario.get("volumes")):
+            raise HarnessError(
+                f"this scenario needs kube-controller-manager's {', '.join(missing)}; the "
+                f"cluster of {self.cp.dir} runs {self.cp.controllers or 'none'} "
+                "(start it with hack/cluster-up.sh's default KUBESCHED_CONTROLLERS)"
+            )
         self.api.create_namespace(ns, labels={"kubesched.test/differential": prefix})
         dra.create_namespace_objects(self.api, scenario, ns, prefix)
-        for pdb in scenario.get("pdbs", []):
-            self.api.post(
-                f"/apis/policy/v1/namespaces/{ns}/poddisruptionbudgets",
-                gen.pdb_manifest(pdb, ns),
-            )
-        volumes = scenario.get("volumes")
-        if not volumes:
-            return []
-        pvs, pvcs = gen.volume_manifests(volumes, ns, ns)
-        for pv in pvs:
-            self.api.post("/api/v1/persistentvolumes", pv)
-            self.api.patch(
-                f"/api/v1/persistentvolumes/{pv['metadata']['name']}/status",
-                {"status": {"phase": "Bound"}},
-                "merge-patch",
-            )
-        for pvc in pvcs:
-            self.api.post(f"/api/v1/namespaces/{ns}/persistentvolumeclaims", pvc)
-            self.api.patch(
-                f"/api/v1/namespaces/{ns}/persistentvolumeclaims/{pvc['metadata']['name']}/status",
-                {"status": {"phase": "Bound", "accessModes": pvc["spec"]["accessModes"]}},
-                "merge-patch",
-            )
-        return [pv["metadata"]["name"] for pv in pvs]
+        objects = namespace_objects(scenario, ns)
+        for obj in objects:
+            self.api.post(self.api.resource_path(obj), obj)
+        # Only a scheduler started after the controllers acted sees one and the same
+        # state in both runs (and the state the in-process side loads).
+        settled = [self.api.get(f"/api/v1/namespaces/{ns}")]
+        settled += [self._settled(obj) for obj in objects]
+        pvs = [o["metadata"]["name"] for o in objects if o["kind"] == "PersistentVolume"]
+        return pvs, settled
+
+    def _settled(self, obj: Mapping[str, Any]) -> dict[str, Any]:
+        """OBJ as the API server has it once its controller acted on it: a PDB with
+        the disruption controller's status for its generation; a PV and a PVC both
+        Bound by the PV binder (which sets the claim's bind-completed annotation:
+        without it, VolumeBinding takes the claim for an unbound immediate one)."""
+        path = f"{self.api.resource_path(obj)}/{obj['metadata']['name']}"
+
+        def done() -> dict[str, Any] | None:
+            current = self.api.get(path)
+            status = current.get("status", {})
+            if obj["kind"] == "PodDisruptionBudget":
+                generation = current["metadata"].get("generation", 1)
+                ok = status.get("observedGeneration", 0) >= generation
+            elif obj["kind"] == "PersistentVolumeClaim":
+                notes = current["metadata"].get("annotations", {})
+                ok = status.get("phase") == "Bound" and ANN_BIND_COMPLETED in notes
+            else:
+                ok = status.get("phase") == "Bound"
+            return current if ok else None
+
+        try:
+            return self.api.wait_for(done, timeout=CONTROLLER_TIMEOUT, interval=POLL)
+        except WaitTimeout as exc:
+            raise HarnessError(
+                f"kube-controller-manager did not act on {obj['kind']} {path}: {exc} "
+                f"(see kube-controller-manager.log in {self.cp.dir})"
+            ) from exc
 
     # ----------------------------------------------------------------- one run
     def _start(self, side: str, config_path: Path, work: Path) -> Any:
@@ -246,7 +277,7 @@ class Harness:
             run.timings[phase] = round(run.timings.get(phase, 0.0) + now - clock, 3)
             clock = now
 
-        pvs = self._create_namespace_objects(scenario, ns, prefix)
+        pvs, run.objects = self._create_namespace_objects(scenario, ns, prefix)
         proc = self._start(side, config_path, work)
         lap("start")
         # Pods still to get their status.startTime once bound.
