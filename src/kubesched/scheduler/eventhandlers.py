@@ -134,12 +134,17 @@ class EventHandlers(SchedulerBase):
 
 
 def _scheduling_relevant_change(old: Pod, new: Pod) -> bool:
-    """isPodUpdated upstream: anything but status and bookkeeping metadata."""
+    """isPodUpdated upstream: anything but bookkeeping metadata and the status, except
+    the status' claim names (the resourceclaim controller's write that lets a pod with
+    a claim template past DynamicResources' PreEnqueue)."""
     return (
         old.spec != new.spec
         or old.metadata.labels != new.metadata.labels
         or old.metadata.annotations != new.metadata.annotations
+        or old.metadata.owner_references != new.metadata.owner_references
         or old.metadata.deletion_timestamp != new.metadata.deletion_timestamp
+        or old.status.resource_claim_statuses != new.status.resource_claim_statuses
+        or old.status.extended_resource_claim_status != new.status.extended_resource_claim_status
     )
 
 
