@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from kubesched.api.objects import Namespace, Node, Pod, PodDisruptionBudget
+from kubesched.api.resource import ResourceClaim
 from kubesched.cluster.claim_controller import ResourceClaimController
 from kubesched.cluster.claim_writer import InMemoryClaimWriter
 from kubesched.cluster.memory import InMemoryCluster, RecordedEvent
@@ -106,6 +107,9 @@ class SimulationResult:
     unhandled: dict[str, str] = field(default_factory=dict)  # pods of other schedulers
     evicted: list[str] = field(default_factory=list)  # preemption victims, deleted
     events: list[RecordedEvent] = field(default_factory=list)  # Scheduled, Preempted, ...
+    # The ResourceClaims as the simulation left them (allocated, reserved, released),
+    # by namespace/name; empty without DRA objects.
+    claims: dict[str, ResourceClaim] = field(default_factory=dict)
 
     @property
     def scheduled(self) -> int:
@@ -251,6 +255,7 @@ async def _simulate(
         unhandled,
         list(cluster.evicted),
         list(cluster.events),
+        {claim.key: claim for claim in listers.dra.list_claims()} if dra is not None else {},
     )
 
 
