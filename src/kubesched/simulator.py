@@ -107,8 +107,10 @@ class SimulationResult:
     unhandled: dict[str, str] = field(default_factory=dict)  # pods of other schedulers
     evicted: list[str] = field(default_factory=list)  # preemption victims, deleted
     events: list[RecordedEvent] = field(default_factory=list)  # Scheduled, Preempted, ...
-    # The pods as they end (status writes included) and the ResourceClaims, by key.
+    # The pods as they end (status writes included), by key.
     pods: dict[str, Pod] = field(default_factory=dict)
+    # The ResourceClaims as the simulation left them (allocated, reserved, released),
+    # by namespace/name; empty without DRA objects.
     claims: dict[str, ResourceClaim] = field(default_factory=dict)
 
     @property
@@ -256,7 +258,7 @@ async def _simulate(
         list(cluster.evicted),
         list(cluster.events),
         dict(cluster.pods),
-        dict(listers.dra.claims),
+        {claim.key: claim for claim in listers.dra.list_claims()},
     )
 
 

@@ -350,13 +350,14 @@ def claim_name(pod: Pod, pod_claim: PodResourceClaim) -> tuple[str | None, bool]
 
 
 def is_for_pod(pod: Pod, claim: ResourceClaim) -> str | None:
-    """None when the claim is controlled by the pod (resourceclaim.IsForPod), else why not."""
-    for ref in claim.metadata.owner_references:
-        if ref.controller and ref.uid == pod.metadata.uid and ref.kind == "Pod":
-            return None
+    """None when the claim is controlled by the pod (resourceclaim.IsForPod), else why not.
+    metav1.IsControlledBy: the first controller reference decides, by UID alone."""
+    controller = next((ref for ref in claim.metadata.owner_references if ref.controller), None)
+    if controller is not None and controller.uid == pod.metadata.uid:
+        return None
     return (
         f"ResourceClaim {claim.metadata.namespace}/{claim.metadata.name} was not created "
-        f"for pod {pod.metadata.namespace}/{pod.metadata.name} (pod is not owner)"
+        f"for Pod {pod.metadata.namespace}/{pod.metadata.name} (Pod is not owner)"
     )
 
 

@@ -18,6 +18,28 @@ def evictions(result: SimulationResult) -> dict[str, str]:
     return {key: why.get(key, "") for key in result.evicted}
 
 
+def allocated_devices(result: SimulationResult) -> dict[str, list[dict[str, str]]]:
+    """Each bound pod's devices: those of the allocated claims reserved for it."""
+    found: dict[str, list[dict[str, str]]] = {}
+    for claim in result.claims.values():
+        allocation = claim.status.allocation
+        if allocation is None:
+            continue
+        for ref in claim.status.reserved_for:
+            key = f"{claim.metadata.namespace}/{ref.name}"
+            if ref.resource != "pods" or result.placements.get(key) is None:
+                continue
+            found.setdefault(key, []).extend(
+                {
+                    "claim": claim.metadata.name,
+                    "request": r.request,
+                    "device": f"{r.driver}/{r.pool}/{r.device}",
+                }
+                for r in allocation.devices.results
+            )
+    return dict(sorted(found.items()))
+
+
 def as_document(result: SimulationResult, problems: list[str], notes: list[str]) -> dict[str, Any]:
     """The machine-readable result: `placements` and `reasons` first, then details."""
     return {
@@ -25,6 +47,8 @@ def as_document(result: SimulationResult, problems: list[str], notes: list[str])
         "reasons": result.reasons,
         # Victims of preemption are gone from the cluster, so not in `placements`.
         "evicted": evictions(result),
+        # DRA devices of the bound pods, by pod (only with ResourceClaims).
+        **({"devices": allocated_devices(result)} if result.claims else {}),
         "summary": {
             "pods": len(result.placements),
             "scheduled": result.scheduled,

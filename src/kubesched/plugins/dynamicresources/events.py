@@ -44,13 +44,17 @@ def events_to_register(dra: DraState) -> list[ClusterEventWithHint]:
 
 
 def schedulable_after_claim_change(dra: DraState, pod: Pod, old: object, new: object) -> bool:
-    if not isinstance(new, ResourceClaim):
-        return QueueingHint.QUEUE  # not a claim: err on the side of a retry
-    original = old if isinstance(old, ResourceClaim) else None
+    # schedutil.As: an object of another type is an error, which means a retry; a
+    # missing old object is an add.
+    if not isinstance(new, ResourceClaim | None) or not isinstance(old, ResourceClaim | None):
+        return QueueingHint.QUEUE
+    original = old
     try:
         claims = pod_claims(dra, pod)
     except ClaimProblem:
         return QueueingHint.SKIP
+    if new is None:
+        return QueueingHint.QUEUE  # deletes are not registered; err on the side of a retry
     uses_claim = any(
         claim.metadata.uid == new.metadata.uid and claim.key == new.key for _, claim in claims
     )

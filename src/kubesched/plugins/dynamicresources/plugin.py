@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import msgspec
 import numpy as np
@@ -134,6 +134,9 @@ class DynamicResources(
     `bindingTimeout` (default 600s)."""
 
     name = NAME
+    # The runner feeds DraState (claims, slices, classes) to profiles with this plugin,
+    # as it does StorageState for uses_storage.
+    uses_dra: ClassVar[bool] = True
 
     def __init__(
         self,
@@ -394,11 +397,29 @@ class DynamicResources(
 
 
 def prioritized_list_score(data: DraCycleState, found: NodeAllocation) -> int:
+    """Score: computeScore over all of the pod's claims."""
+    return compute_score([claim for _, claim in data.claims.all()], found.results)
+
+
+def compute_score(claims: Sequence[ResourceClaim], results: Sequence[AllocationResult]) -> int:
     """computeScore: for each prioritized list, the earlier the alternative that got
-    devices, the more points (FirstAvailableDeviceRequestMaxSize - its index)."""
+    devices, the more points (FirstAvailableDeviceRequestMaxSize - its index).
+
+    As upstream, every claim counts: an allocated claim through its
+    status.allocation, a claim to allocate through the next of Filter's results
+    (which come in the order of the claims to allocate). So a claim allocated in an
+    earlier cycle adds its points to every node that has results."""
     score = 0
-    pending = [claim for _, claim in data.claims.to_allocate()]
-    for claim, allocation in zip(pending, found.results, strict=False):
+    pending = iter(results)
+    for claim in claims:
+        allocation = claim.status.allocation
+        if allocation is None:
+            allocation = next(pending, None)
+            if allocation is None:
+                raise ValueError(
+                    f"number of allocations {len(results)} is smaller than number of "
+                    "claims needing allocation"
+                )
         chosen = {r.request for r in allocation.devices.results if "/" in r.request}
         for request in claim.spec.devices.requests:
             if request.exactly is not None:

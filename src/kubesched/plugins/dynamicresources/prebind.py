@@ -52,6 +52,8 @@ log = logging.getLogger(__name__)
 RETRY_STEPS = 5
 # wait.PollUntilContextTimeout's interval in PreBind.
 BINDING_POLL_SECONDS = 5.0
+# PreBind wraps the poll's context.DeadlineExceeded in ErrDeviceBindingTimeout.
+POLL_TIMEOUT = "device binding timeout: context deadline exceeded"
 
 
 class BindingFailed(Exception):
@@ -60,6 +62,11 @@ class BindingFailed(Exception):
 
 class ClaimWriteError(Exception):
     pass
+
+
+class _Conflict(ClaimWriteError):
+    """A write refused with 409, with bindClaim's text around it: RetryOnConflict
+    tries again, and after the last attempt that text is the error."""
 
 
 def claim_ready_for_binding(claim: ResourceClaim) -> bool:
@@ -84,9 +91,10 @@ def claim_ready_for_binding(claim: ResourceClaim) -> bool:
         for wanted in result.binding_failure_conditions:
             failed = conditions.get(wanted)
             if failed is not None and failed.status == "True":
+                # ErrDeviceBindingFailed wrapped as isClaimReadyForBinding does.
                 raise BindingFailed(
-                    f"claim {claim.metadata.name} binding failed: reason={failed.reason}, "
-                    f"message={go_quote(failed.message)}"
+                    f"device binding failed: claim={claim.metadata.name}, "
+                    f"reason={failed.reason}, message={go_quote(failed.message)}"
                 )
         for wanted in result.binding_conditions:
             found = conditions.get(wanted)
@@ -178,7 +186,8 @@ def _pod_ready_for_binding(handle: Handle, data: DraCycleState, timeout: float) 
         data.claims.claims[index] = current
         if not claim_ready_for_binding(current):
             if claim_timed_out(current, timeout):
-                raise ClaimWriteError(f"claim {current.metadata.name} binding timeout")
+                # isPodReadyForBinding: ErrDeviceBindingTimeout with the claim's name.
+                raise ClaimWriteError(f"device binding timeout: claim={current.metadata.name}")
             return False
     return True
 
@@ -191,13 +200,13 @@ async def _wait_for_binding(
     while the binding cycle runs, so one check decides, as VolumeBinding does."""
     if getattr(writer, "settles_on_write", False):
         if not _pod_ready_for_binding(handle, data, args.binding_timeout):
-            raise ClaimWriteError("device binding timeout")
+            raise ClaimWriteError(POLL_TIMEOUT)
         return
     clock = handle.clock
     deadline = clock.now() + args.binding_timeout
     while not _pod_ready_for_binding(handle, data, args.binding_timeout):
         if clock.now() >= deadline:
-            raise ClaimWriteError("device binding timeout")
+            raise ClaimWriteError(POLL_TIMEOUT)
         await asyncio.sleep(BINDING_POLL_SECONDS)
 
 
@@ -248,12 +257,9 @@ async def _bind_claim(
             refresh = True
             try:
                 written = await _write_once(writer, claim, allocation, pod, name)
-            except ClaimConflict:
+            except _Conflict as exc:
                 if attempt == RETRY_STEPS - 1:
-                    raise ClaimWriteError(
-                        f"add reservation to claim {name}: the object has been modified; "
-                        "please apply your changes to the latest version and try again"
-                    ) from None
+                    raise ClaimWriteError(str(exc)) from None
             else:
                 break
         assert written is not None  # the loop ends in a write or raises
@@ -293,14 +299,18 @@ async def _write_once(
         if DELETE_PROTECTION_FINALIZER not in claim.metadata.finalizers:
             try:
                 claim = await writer.update_claim(_with_finalizer(claim))
-            except ClaimConflict:
-                raise
+            except ClaimConflict as exc:
+                raise _Conflict(f"add finalizer to claim {name}: {exc}") from exc
             except Exception as exc:
                 raise ClaimWriteError(f"add finalizer to claim {name}: {exc}") from exc
         status = msgspec.structs.replace(claim.status, allocation=allocation)
     reserved = [*status.reserved_for, pod_consumer(pod.pod)]
     status = msgspec.structs.replace(status, reserved_for=reserved)
-    if status.allocation is not None and status.allocation.allocation_timestamp is None:
+    if status.allocation is None:
+        # bindClaim (DRADeviceBindingConditions on): an allocated claim lost its
+        # allocation between Filter and PreBind.
+        raise ClaimWriteError(f"claim {name} got deallocated elsewhere in the meantime")
+    if status.allocation.allocation_timestamp is None:
         # With DRADeviceBindingConditions on (v1.36.3), every write stamps the time.
         status = msgspec.structs.replace(
             status,
@@ -308,12 +318,12 @@ async def _write_once(
                 status.allocation, allocation_timestamp=_rfc3339_now()
             ),
         )
+    what = "allocation and reservation" if allocation is not None else "reservation"
     try:
         return await writer.update_claim_status(msgspec.structs.replace(claim, status=status))
-    except ClaimConflict:
-        raise
+    except ClaimConflict as exc:
+        raise _Conflict(f"add {what} to claim {name}: {exc}") from exc
     except Exception as exc:
-        what = "allocation and reservation" if allocation is not None else "reservation"
         raise ClaimWriteError(f"add {what} to claim {name}: {exc}") from exc
 
 
