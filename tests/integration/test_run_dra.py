@@ -159,3 +159,89 @@ def test_a_claim_is_allocated_on_the_node_with_the_device_and_freed_with_its_pod
     assert api.wait_for_node_name(namespace, "second", timeout=90) == gpu_node
     second = api.get(f"{RESOURCE}/namespaces/{namespace}/resourceclaims/second")
     assert second["status"]["allocation"]["devices"]["results"][0]["device"] == "gpu-0"
+
+
+@pytest.mark.parametrize("scheduler", ["kubesched", "default-scheduler"])
+def test_a_pod_with_a_claim_template_waits_for_its_claim_then_gets_a_device(
+    control_plane: ControlPlane,
+    api: AdminApi,
+    namespace: str,
+    kubesched: list[KubeschedProcess],
+    kube_scheduler: Callable[..., KubeSchedulerProcess],
+    tmp_path: Path,
+    scheduler: str,
+) -> None:
+    """The real resourceclaim controller makes `<pod>-<claim>-xxxxx` from the template
+    and records it in the pod's status; only then may the pod be scheduled."""
+    prefix = unique_prefix("drat")
+    pool = {"kubesched.test/pool": prefix}
+    node = f"{prefix}-gpu"
+    api.create_node(node, cpu="4", memory="16Gi", labels=pool)
+    driver = f"gpu.{prefix}.example.com"
+    device_class = f"{prefix}-gpu"
+    api.post(
+        f"{RESOURCE}/deviceclasses",
+        {
+            "apiVersion": "resource.k8s.io/v1",
+            "kind": "DeviceClass",
+            "metadata": {"name": device_class},
+            "spec": {"selectors": [{"cel": {"expression": f'device.driver == "{driver}"'}}]},
+        },
+    )
+    api.post(
+        f"{RESOURCE}/resourceslices",
+        {
+            "apiVersion": "resource.k8s.io/v1",
+            "kind": "ResourceSlice",
+            "metadata": {"name": f"{node}-gpu"},
+            "spec": {
+                "driver": driver,
+                "nodeName": node,
+                "pool": {"name": node, "generation": 1, "resourceSliceCount": 1},
+                "devices": [{"name": "gpu-0"}, {"name": "gpu-1"}],
+            },
+        },
+    )
+    api.post(
+        f"{RESOURCE}/namespaces/{namespace}/resourceclaimtemplates",
+        {
+            "apiVersion": "resource.k8s.io/v1",
+            "kind": "ResourceClaimTemplate",
+            "metadata": {"name": "two-gpus", "namespace": namespace},
+            "spec": {
+                "spec": {
+                    "devices": {
+                        "requests": [
+                            {
+                                "name": "gpus",
+                                "exactly": {"deviceClassName": device_class, "count": 2},
+                            }
+                        ]
+                    }
+                }
+            },
+        },
+    )
+    if scheduler == "kubesched":
+        run = start_kubesched(control_plane, tmp_path, "--no-leader-elect", name="kubesched-drat")
+        kubesched.append(run)
+    else:
+        kube_scheduler()
+    api.create_pod(
+        namespace,
+        "trainer",
+        cpu="100m",
+        scheduler_name=scheduler,
+        nodeSelector=pool,
+        resourceClaims=[{"name": "gpu", "resourceClaimTemplateName": "two-gpus"}],
+    )
+    assert api.wait_for_node_name(namespace, "trainer", timeout=60) == node
+    pod = api.get_pod(namespace, "trainer")
+    [status] = pod["status"]["resourceClaimStatuses"]
+    assert status["name"] == "gpu" and status["resourceClaimName"].startswith("trainer-gpu-")
+    claim = api.get(
+        f"{RESOURCE}/namespaces/{namespace}/resourceclaims/{status['resourceClaimName']}"
+    )
+    devices = sorted(r["device"] for r in claim["status"]["allocation"]["devices"]["results"])
+    assert devices == ["gpu-0", "gpu-1"]
+    assert [r["uid"] for r in claim["status"]["reservedFor"]] == [pod["metadata"]["uid"]]
