@@ -63,21 +63,9 @@ def _wait(what: str, check: Callable[[], Any], timeout: float = 60) -> Any:
         time.sleep(0.2)
 
 
-@pytest.mark.parametrize("scheduler", ["kubesched", "default-scheduler"])
-def test_a_claim_is_allocated_on_the_node_with_the_device_and_freed_with_its_pod(
-    control_plane: ControlPlane,
-    api: AdminApi,
-    namespace: str,
-    kubesched: list[KubeschedProcess],
-    kube_scheduler: Callable[..., KubeSchedulerProcess],
-    tmp_path: Path,
-    scheduler: str,
-) -> None:
-    prefix = unique_prefix("dra")
-    pool = {"kubesched.test/pool": prefix}
-    gpu_node, plain_node = f"{prefix}-gpu", f"{prefix}-plain"
-    for name in (gpu_node, plain_node):
-        api.create_node(name, cpu="4", memory="16Gi", labels=pool)
+def _gpu_class_and_slice(api: AdminApi, prefix: str, node: str, devices: int) -> str:
+    """A DeviceClass for this test's driver, and NODE's ResourceSlice with DEVICES
+    GPUs named gpu-0, gpu-1, ...; the class name."""
     driver = f"gpu.{prefix}.example.com"
     device_class = f"{prefix}-gpu"
     api.post(
@@ -94,15 +82,38 @@ def test_a_claim_is_allocated_on_the_node_with_the_device_and_freed_with_its_pod
         {
             "apiVersion": "resource.k8s.io/v1",
             "kind": "ResourceSlice",
-            "metadata": {"name": f"{gpu_node}-gpu"},
+            "metadata": {"name": f"{node}-gpu"},
             "spec": {
                 "driver": driver,
-                "nodeName": gpu_node,
-                "pool": {"name": gpu_node, "generation": 1, "resourceSliceCount": 1},
-                "devices": [{"name": "gpu-0", "attributes": {"model": {"string": "h100"}}}],
+                "nodeName": node,
+                "pool": {"name": node, "generation": 1, "resourceSliceCount": 1},
+                "devices": [
+                    {"name": f"gpu-{i}", "attributes": {"model": {"string": "h100"}}}
+                    for i in range(devices)
+                ],
             },
         },
     )
+    return device_class
+
+
+@pytest.mark.parametrize("scheduler", ["kubesched", "default-scheduler"])
+def test_a_claim_is_allocated_on_the_node_with_the_device_and_freed_with_its_pod(
+    control_plane: ControlPlane,
+    api: AdminApi,
+    namespace: str,
+    kubesched: list[KubeschedProcess],
+    kube_scheduler: Callable[..., KubeSchedulerProcess],
+    tmp_path: Path,
+    scheduler: str,
+) -> None:
+    prefix = unique_prefix("dra")
+    pool = {"kubesched.test/pool": prefix}
+    gpu_node, plain_node = f"{prefix}-gpu", f"{prefix}-plain"
+    for name in (gpu_node, plain_node):
+        api.create_node(name, cpu="4", memory="16Gi", labels=pool)
+    device_class = _gpu_class_and_slice(api, prefix, gpu_node, 1)
+    driver = f"gpu.{prefix}.example.com"
     for claim in ("first", "second"):
         api.post(
             f"{RESOURCE}/namespaces/{namespace}/resourceclaims",
@@ -177,31 +188,7 @@ def test_a_pod_with_a_claim_template_waits_for_its_claim_then_gets_a_device(
     pool = {"kubesched.test/pool": prefix}
     node = f"{prefix}-gpu"
     api.create_node(node, cpu="4", memory="16Gi", labels=pool)
-    driver = f"gpu.{prefix}.example.com"
-    device_class = f"{prefix}-gpu"
-    api.post(
-        f"{RESOURCE}/deviceclasses",
-        {
-            "apiVersion": "resource.k8s.io/v1",
-            "kind": "DeviceClass",
-            "metadata": {"name": device_class},
-            "spec": {"selectors": [{"cel": {"expression": f'device.driver == "{driver}"'}}]},
-        },
-    )
-    api.post(
-        f"{RESOURCE}/resourceslices",
-        {
-            "apiVersion": "resource.k8s.io/v1",
-            "kind": "ResourceSlice",
-            "metadata": {"name": f"{node}-gpu"},
-            "spec": {
-                "driver": driver,
-                "nodeName": node,
-                "pool": {"name": node, "generation": 1, "resourceSliceCount": 1},
-                "devices": [{"name": "gpu-0"}, {"name": "gpu-1"}],
-            },
-        },
-    )
+    device_class = _gpu_class_and_slice(api, prefix, node, 2)
     api.post(
         f"{RESOURCE}/namespaces/{namespace}/resourceclaimtemplates",
         {
