@@ -167,7 +167,7 @@ def test_a_raising_filter_fails_only_that_pod() -> None:
     result = simulate(NODES, pods, [profile("test-Boom")], seed=1)
     assert result.placements["default/good"] is not None
     assert result.placements["default/bad"] is None
-    assert result.reasons["default/bad"] == 'running "test-Boom" Filter plugin: kaboom'
+    assert result.reasons["default/bad"] == 'running "test-Boom" filter plugin: kaboom'
     # An error sends the pod to backoff. It is retried once after "good" changed
     # the cluster, then the simulator stops: a third try would meet the same cluster.
     assert result.outcomes["default/bad"].attempts == 2

@@ -42,6 +42,30 @@ from kubesched.framework.types import PodInfo, QueuedPodInfo
 P = TypeVar("P", bound=ifc.Plugin)
 
 
+# How upstream's runtime wraps a plugin's error, by extension point (framework.go:
+# RunPreFilterPlugins, RunFilterPlugins, RunPreFilterExtension*, RunPreScorePlugins,
+# RunScorePlugins, RunReservePluginsReserve, RunPermitPlugins, RunPreBindPlugins,
+# RunBindPlugins); the text reaches the pod's FailedScheduling message.
+_ERROR_TEXTS = {
+    "PreFilter": 'running PreFilter plugin "{plugin}": {cause}',
+    "Filter": 'running "{plugin}" filter plugin: {cause}',
+    "PreFilterExtension AddPod": 'running AddPod on PreFilter plugin "{plugin}": {cause}',
+    "PreFilterExtension RemovePod": 'running RemovePod on PreFilter plugin "{plugin}": {cause}',
+    "PreScore": 'running PreScore plugin "{plugin}": {cause}',
+    "Score": 'running Score plugins: plugin "{plugin}" failed with: {cause}',
+    "Reserve": 'running Reserve plugin "{plugin}": {cause}',
+    "Permit": 'running Permit plugin "{plugin}": {cause}',
+    "PreBind": 'running PreBind plugin "{plugin}": {cause}',
+    "Bind": 'running Bind plugin "{plugin}": {cause}',
+}
+
+
+def plugin_error_text(plugin: str, point: str, cause: BaseException | str) -> str:
+    """The error text upstream's runtime gives a plugin's error at `point`."""
+    template = _ERROR_TEXTS.get(point, 'running "{plugin}" {point} plugin: {cause}')
+    return template.format(plugin=plugin, point=point, cause=cause)
+
+
 class PluginError(Exception):
     """A plugin raised or returned Error: the attempt fails and the pod backs off."""
 
@@ -49,7 +73,18 @@ class PluginError(Exception):
         self.plugin = plugin
         self.point = point
         self.cause = cause
-        super().__init__(f'running "{plugin}" {point} plugin: {cause}')
+        super().__init__(plugin_error_text(plugin, point, cause))
+
+
+def _wrapped_error(status: Status, plugin: str, point: str) -> Status:
+    """An Error status as the runtime returns it: its text wrapped as upstream wraps it
+    (the cause kept, for the binding cycle's checks); other statuses as they are."""
+    if status.code != Code.ERROR:
+        return status.with_plugin(plugin)
+    wrapped = Status.as_error(plugin_error_text(plugin, point, status.message()), plugin)
+    if status.error is not None:
+        wrapped.error = status.error  # e.g. BindConflict: nothing to retry
+    return wrapped
 
 
 class ScoreRangeError(PluginError):
@@ -556,7 +591,7 @@ class Framework:
             if sample:
                 self._observe_plugin("Reserve", plugin.name, status.code, started)
             if not status.is_success():
-                return status.with_plugin(plugin.name)
+                return _wrapped_error(status, plugin.name, "Reserve")
         return Status()
 
     @extension_point("Unreserve")
@@ -604,7 +639,7 @@ class Framework:
             if status.code == Code.WAIT:
                 waits[plugin.name] = min(timeout, 15 * 60.0)  # upstream caps at 15 min
             elif not status.is_success():
-                return status.with_plugin(plugin.name), {}
+                return _wrapped_error(status, plugin.name, "Permit"), {}
         if waits:
             return Status.wait(), waits
         return Status(), {}
@@ -628,7 +663,7 @@ class Framework:
             if status.is_skip():
                 continue
             if not status.is_success():
-                return status.with_plugin(plugin.name)
+                return _wrapped_error(status, plugin.name, "PreBind")
         return Status()
 
     @async_extension_point("Bind")
@@ -647,7 +682,7 @@ class Framework:
                 self._observe_plugin("Bind", plugin.name, status.code, started)
             if status.is_skip():
                 continue
-            return status.with_plugin(plugin.name)
+            return _wrapped_error(status, plugin.name, "Bind")
         return Status.as_error("no bind plugin bound the pod")
 
     @extension_point("PostBind")
