@@ -134,12 +134,16 @@ class EventHandlers(SchedulerBase):
 
 
 def _scheduling_relevant_change(old: Pod, new: Pod) -> bool:
-    """isPodUpdated upstream: anything but status and bookkeeping metadata."""
+    """isPodUpdated upstream: anything but status and bookkeeping metadata, except
+    the claims the resourceclaim controller records in the status (a pod that
+    DynamicResources' PreEnqueue holds until its template claim is named)."""
     return (
         old.spec != new.spec
         or old.metadata.labels != new.metadata.labels
         or old.metadata.annotations != new.metadata.annotations
         or old.metadata.deletion_timestamp != new.metadata.deletion_timestamp
+        or old.status.resource_claim_statuses != new.status.resource_claim_statuses
+        or old.status.extended_resource_claim_status != new.status.extended_resource_claim_status
     )
 
 
