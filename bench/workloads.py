@@ -414,6 +414,9 @@ class Workload:
     required_plugins: tuple[str, ...] = ()
     churn: Churn | None = None
     upstream: str = ""
+    # kube-controller-manager controllers the end-to-end run needs beside the
+    # control plane (e.g. resourceclaim-controller to make template claims).
+    controllers: tuple[str, ...] = ()
 
     def plan(self, size: Size, scheduler: str, run_id: str, namespaces: list[str]) -> Plan:
         if len(namespaces) != self.namespaces:
@@ -738,6 +741,7 @@ WORKLOADS: dict[str, Workload] = {
             _resource_claim_template,
             namespaces=2,
             required_plugins=("DynamicResources",),
+            controllers=("resourceclaim-controller",),
             upstream=(
                 "dra/performance-config.yaml SchedulingWithResourceClaimTemplate: "
                 "tiny = fast, small = 2000pods_100nodes, 500 = 5000pods_500nodes; "
