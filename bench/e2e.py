@@ -4,7 +4,10 @@ A run has its own namespaces and nodes (named after a fresh run id) and removes
 its pods and nodes when it ends, so that kube-scheduler and kubesched, run one
 after the other, see the same empty cluster:
 
-1. create the namespaces and the nodes; start the scheduler; wait for /readyz;
+1. create the namespaces, the nodes and the workload's other objects (DRA:
+   DeviceClass, ResourceSlices, ResourceClaimTemplates; then check that a
+   resourceclaim controller makes the claims of template pods, see
+   bench.dra_e2e); start the scheduler; wait for /readyz;
 2. create the init pods and wait until they are bound (not measured);
 3. scrape /metrics and the scheduler's CPU time; start watching the measured pods;
 4. create the measured pods (and the unschedulable ones among them) as fast as
@@ -13,7 +16,8 @@ after the other, see the same empty cluster:
    (time of that watch event - time the first create was sent);
 6. scrape /metrics again: attempt latency quantiles come from the difference
    of the two scrapes of scheduler_scheduling_attempt_duration_seconds, so only
-   the measured phase counts; VmHWM for peak memory; check the placements.
+   the measured phase counts; VmHWM for peak memory; check the placements
+   (and the claims' allocations).
 """
 
 from __future__ import annotations
@@ -37,6 +41,13 @@ from bench.cluster import (
     namespace_manifest,
     pods_path,
     priority_class_path,
+)
+from bench.dra_e2e import (
+    create_objects,
+    delete_objects,
+    needs_claim_controller,
+    probe_claim_controller,
+    read_claims,
 )
 from bench.machine import CpuMeter, wait_quiet
 from bench.promtext import counters, histograms, select
@@ -104,6 +115,18 @@ async def run_e2e(
         started = time.monotonic()
         await api.create_all(bodies(plan.nodes))
         say(f"{len(plan.nodes)} nodes created in {time.monotonic() - started:.1f}s")
+        if plan.objects:
+            started = time.monotonic()
+            await create_objects(api, plan)
+            say(f"{len(plan.objects)} objects created in {time.monotonic() - started:.1f}s")
+        if needs_claim_controller(plan):
+            pod = (plan.init_pods or plan.measure_pods)[0]
+            try:
+                await probe_claim_controller(api, plan, run_id, namespaces[0], pod)
+            except BenchError as exc:
+                result.update(status="n/a", reason=str(exc), missing="resourceclaim-controller")
+                say(f"n/a: {exc}")
+                return result
         sched = start_scheduler(
             kind, cp, workdir, workload.required_plugins, kubesched_src=kubesched_src
         )
@@ -119,7 +142,8 @@ async def run_e2e(
         result["peak_rss_mb"] = round(sched.peak_rss_bytes() / 2**20, 1)
         pods, _ = await api.list_pods(f"{RUN_LABEL}={run_id}")
         pods = [p for p in pods if p.role != ROLE_CHURN]
-        result["violations"] = plan.verify(pods)
+        claims = await read_claims(api, namespaces) if plan.claim_checks else None
+        result["violations"] = plan.verify(pods, claims)
         result["pods_left"] = {
             role: sum(1 for p in pods if p.role == role) for role in (ROLE_INIT, ROLE_MEASURE)
         }
@@ -133,6 +157,8 @@ async def run_e2e(
             sched.stop()
         with contextlib.suppress(BenchError):
             await _cleanup(api, run_id)
+        with contextlib.suppress(BenchError):
+            await delete_objects(api, plan, run_id, namespaces)
         await api.aclose()
     return result
 

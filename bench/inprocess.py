@@ -8,8 +8,13 @@ into kubesched objects and scheduled by the scheduler `kubesched simulate`
 drives, configured from the same KubeSchedulerConfiguration as the end-to-end
 run: the init pods first (not measured), then the measured pods, timed from
 the first pod handed to the scheduler until the queue is quiet (every bind
-done). Peak memory is the process's VmHWM: run one workload per process
-(``measure_in_subprocess``) so that the figure is that workload's.
+done). A workload's DRA objects (DeviceClasses, ResourceSlices,
+ResourceClaimTemplates) go into the scheduler's DraState as `simulate` loads
+them, and each phase's pods get their claims from the templates as the
+resourceclaim controller would (kubesched.cluster.dra_manifests), inside the
+timed section since end to end the controller's work is too. Peak memory is
+the process's VmHWM: run one workload per process (``measure_in_subprocess``)
+so that the figure is that workload's.
 """
 
 from __future__ import annotations
@@ -30,21 +35,29 @@ from typing import Any
 
 import msgspec
 
+from bench.dra_workload import claim_state
 from bench.workloads import (
     HIGH_PRIORITY,
     HIGH_PRIORITY_CLASS,
     ROLE_CHURN,
     ROLE_MEASURE,
     WORKLOADS,
+    ClaimState,
     Manifest,
+    Plan,
     PodState,
     Workload,
     scheduler_config,
 )
 from kubesched.api.objects import Node, Pod
+from kubesched.cluster.claim_writer import InMemoryClaimWriter
+from kubesched.cluster.dra_manifests import DRA_KINDS, DraObjects, build_dra, create_pod_claims
+from kubesched.cluster.generated_names import _random_chars
 from kubesched.cluster.memory import InMemoryCluster
 from kubesched.config.file import parse_config
 from kubesched.framework.clock import SimClock
+from kubesched.framework.dra import DraState
+from kubesched.framework.handle import Listers
 from kubesched.framework.registry import UnknownPluginError
 from kubesched.scheduler import Scheduler
 from kubesched.simulator import OutcomeRecorder, run_until_quiet
@@ -56,9 +69,46 @@ def to_pod(manifest: Manifest) -> Pod:
     """The manifest as kubesched decodes it; spec.priority as the Priority
     admission plugin would set it from priorityClassName."""
     pod = msgspec.convert(manifest, Pod)
+    if not pod.metadata.uid:
+        # The apiserver's: claims made from templates name their pod by uid.
+        pod.metadata.uid = f"uid-{pod.metadata.namespace}-{pod.metadata.name}"
     if pod.spec.priority_class_name == HIGH_PRIORITY_CLASS:
         pod.spec.priority = HIGH_PRIORITY
     return pod
+
+
+class _GeneratedNames:
+    """metadata.generateName as the apiserver fills it in (five random characters),
+    deterministic like the manifest loader's: the names of the template claims."""
+
+    def __init__(self) -> None:
+        self.count = 0
+
+    def __call__(self, kind: str, namespace: str, base: str, taken: Callable[[str], bool]) -> str:
+        while True:
+            self.count += 1
+            name = base + _random_chars(f"{kind}/{namespace}/{base}#{self.count}")
+            if not taken(name):
+                return name
+
+
+def dra_state(plan: Plan) -> DraState:
+    """The plan's DRA objects, checked as the apiserver would (DraObjects.add), in a
+    DraState whose writes land in itself (as `simulate` sets it up)."""
+    objects = DraObjects()
+    for manifest in plan.objects:
+        kind = manifest["kind"]
+        obj = msgspec.convert(manifest, DRA_KINDS[kind][0])
+        problem = objects.add(kind, obj, manifest, "bench")
+        if problem is not None:
+            raise ValueError(f"{kind} {manifest['metadata']['name']}: {problem[0]}: {problem[1]}")
+    state = build_dra(objects, [], _GeneratedNames(), lambda _: None)
+    state.writer = InMemoryClaimWriter(state)
+    return state
+
+
+def claim_states(state: DraState) -> list[ClaimState]:
+    return [claim_state(msgspec.to_builtins(c)) for c in state.claims.values()]
 
 
 def peak_rss_bytes() -> int:
@@ -80,6 +130,8 @@ def run_inprocess(
     clock = SimClock()
     cluster = InMemoryCluster()
     recorder = OutcomeRecorder()  # for the attempts count
+    dra = dra_state(plan) if plan.objects else None
+    claim_names = _GeneratedNames()
     try:
         scheduler = Scheduler(
             config.profiles,
@@ -90,12 +142,16 @@ def run_inprocess(
             pod_initial_backoff=config.pod_initial_backoff,
             pod_max_backoff=config.pod_max_backoff,
             outcome_observer=recorder,
+            listers=Listers(dra=dra) if dra is not None else None,
         )
     except UnknownPluginError as exc:
         plugin = exc.args[0] if exc.args else str(exc)
         return {"status": "n/a", "reason": f"plugin not available ({plugin})", "plugin": plugin}
     for manifest in plan.nodes:
         cluster.add_node(msgspec.convert(manifest, Node))
+    if dra is not None:
+        # Claims and their allocations reach the queue as the informers' events would.
+        dra.subscribe(scheduler.queue.on_event)
     cluster.watch(scheduler)
     init = [to_pod(p) for p in plan.init_pods]
     measure = [to_pod(p) for p in plan.measure_pods]
@@ -103,6 +159,8 @@ def run_inprocess(
     async def schedule(pods: list[Pod], churn: bool) -> float:
         progress = _churner(workload, cluster, namespaces[0]) if churn else None
         started = time.perf_counter()
+        if dra is not None:
+            create_pod_claims(dra, pods, claim_names)
         for pod in pods:
             cluster.add_pod(pod)
         await run_until_quiet(scheduler, clock, progress, len(pods))
@@ -135,7 +193,7 @@ def run_inprocess(
         "attempts": attempts,
         "attempts_per_second": round(attempts / seconds, 1) if seconds > 0 else None,
         "peak_rss_mb": round(peak_rss_bytes() / 2**20, 1),
-        "violations": plan.verify(states),
+        "violations": plan.verify(states, claim_states(dra) if dra is not None else None),
     }
 
 

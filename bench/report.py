@@ -77,7 +77,8 @@ def _why(result: Result | None) -> str | None:
         return "—"
     status = result.get("status")
     if status == "n/a":
-        return f"n/a: no {result['plugin']}" if result.get("plugin") else "n/a"
+        missing = result.get("plugin") or result.get("missing")
+        return f"n/a: no {missing}" if missing else "n/a"
     if status != "ok":
         return str(status)
     return None
@@ -213,8 +214,9 @@ def _gap(entry: Result) -> str:
     for who in (KUBESCHED, KUBE_SCHEDULER):
         result = e2e.get(who)
         if isinstance(result, dict) and result.get("status") != "ok":
-            if result.get("status") == "n/a" and result.get("plugin"):
-                return f"{who}: n/a — no {result['plugin']}"
+            missing = result.get("plugin") or result.get("missing")
+            if result.get("status") == "n/a" and missing:
+                return f"{who}: n/a — no {missing}"
             return f"{who}: {result.get('status')}"
     inproc = entry.get("inprocess")
     if isinstance(inproc, dict) and inproc.get("status") == "n/a":

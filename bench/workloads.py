@@ -51,7 +51,7 @@ PRIORITY_CLASS: Manifest = {
 # Default-profile score weights (apis/config/v1 getDefaultPlugins) of the plugins
 # a workload names explicitly: naming a plugin in multiPoint without its weight
 # would change kube-scheduler's weight from the default to 1.
-DEFAULT_WEIGHTS = {"PodTopologySpread": 2, "InterPodAffinity": 2}
+DEFAULT_WEIGHTS = {"PodTopologySpread": 2, "InterPodAffinity": 2, "DynamicResources": 2}
 
 
 @dataclass(frozen=True)
@@ -60,14 +60,25 @@ class Size:
     init_pods: int
     measure_pods: int
     unschedulable_pods: int = 0
+    # DRA workloads: nodes without devices besides the `nodes` with them, and the
+    # devices in each of those nodes' ResourceSlice (scheduler_perf's
+    # nodesWithoutDRA and maxClaimsPerNode).
+    plain_nodes: int = 0
+    devices_per_node: int = 0
 
     def as_dict(self) -> dict[str, int]:
-        return {
+        out = {
             "nodes": self.nodes,
             "init_pods": self.init_pods,
             "measure_pods": self.measure_pods,
             "unschedulable_pods": self.unschedulable_pods,
         }
+        # Only when set, so that the other workloads' params stay as they were.
+        if self.plain_nodes:
+            out["plain_nodes"] = self.plain_nodes
+        if self.devices_per_node:
+            out["devices_per_node"] = self.devices_per_node
+        return out
 
 
 @dataclass(frozen=True)
@@ -130,7 +141,19 @@ class PodState:
         return self.labels.get(ROLE_LABEL, "")
 
 
+@dataclass
+class ClaimState:
+    """A ResourceClaim as found at the end of a run."""
+
+    namespace: str
+    name: str
+    owner: str  # the pod controlling it (a claim made from a template), or ""
+    devices: list[tuple[str, str, str]]  # allocated (driver, pool, device)
+    reserved_for: list[str]  # names of the pods reserving it
+
+
 Check = Callable[["Plan", Sequence[PodState]], list[str]]
+ClaimCheck = Callable[["Plan", Sequence[PodState], Sequence[ClaimState]], list[str]]
 
 
 @dataclass
@@ -144,6 +167,13 @@ class Plan:
     namespaces: list[str]
     churn: Churn | None = None
     checks: list[Check] = field(default_factory=list)
+    # API objects created after the nodes and before any pod, in this order
+    # (DeviceClasses, ResourceSlices, ResourceClaimTemplates); a run names them
+    # after its run id where they are cluster-scoped, and deletes them at its end.
+    objects: list[Manifest] = field(default_factory=list)
+    # Checks of the ResourceClaims at the end of the run (the runner reads them
+    # back when there are any).
+    claim_checks: list[ClaimCheck] = field(default_factory=list)
 
     @property
     def measured(self) -> int:
@@ -165,10 +195,13 @@ class Plan:
             out[f"{meta['namespace']}/{meta['name']}"] = (cpu, mem)
         return out
 
-    def verify(self, pods: Sequence[PodState]) -> list[str]:
+    def verify(
+        self, pods: Sequence[PodState], claims: Sequence[ClaimState] | None = None
+    ) -> list[str]:
         """Problems with the final placements: measured pods left unbound, pods
-        that should not fit but were bound, overcommitted nodes, and the
-        workload's own constraint (spread, anti-affinity, node affinity)."""
+        that should not fit but were bound, overcommitted nodes, the workload's
+        own constraint (spread, anti-affinity, node affinity), and its claims'
+        allocations (CLAIMS: the run's ResourceClaims, when the workload has any)."""
         problems: list[str] = []
         by_role = collections.Counter(p.role for p in pods if p.node_name)
         measured = self.measured
@@ -179,6 +212,12 @@ class Plan:
         problems.extend(_overcommit(self, pods))
         for check in self.checks:
             problems.extend(check(self, pods))
+        if self.claim_checks:
+            if claims is None:
+                problems.append("the ResourceClaims were not read back")
+            else:
+                for claim_check in self.claim_checks:
+                    problems.extend(claim_check(self, pods, claims))
         return problems
 
 
@@ -375,6 +414,9 @@ class Workload:
     required_plugins: tuple[str, ...] = ()
     churn: Churn | None = None
     upstream: str = ""
+    # kube-controller-manager controllers the end-to-end run needs beside the
+    # control plane (e.g. resourceclaim-controller to make template claims).
+    controllers: tuple[str, ...] = ()
 
     def plan(self, size: Size, scheduler: str, run_id: str, namespaces: list[str]) -> Plan:
         if len(namespaces) != self.namespaces:
@@ -587,6 +629,13 @@ def _mixed_churn(size: Size, scheduler: str, run_id: str, ns: list[str]) -> Plan
     return _basic(size, scheduler, run_id, ns)
 
 
+def _resource_claim_template(size: Size, scheduler: str, run_id: str, ns: list[str]) -> Plan:
+    # Imported here: bench.dra_workload builds on this module's Plan and nodes.
+    from bench.dra_workload import build
+
+    return build(size, scheduler, run_id, ns)
+
+
 WORKLOADS: dict[str, Workload] = {
     w.name: w
     for w in (
@@ -679,6 +728,26 @@ WORKLOADS: dict[str, Workload] = {
             _mixed_churn,
             churn=Churn(),
             upstream="misc/performance-config.yaml SchedulingWithMixedChurn",
+        ),
+        Workload(
+            "SchedulingWithResourceClaimTemplate",
+            "pods claiming one device each through a ResourceClaimTemplate (DRA)",
+            {
+                "tiny": Size(1, 0, 10, plain_nodes=1, devices_per_node=10),
+                "small": Size(100, 1000, 1000, devices_per_node=20),
+                "500": Size(500, 2500, 2500, devices_per_node=10),
+                "5000": Size(5000, 5000, 10000, devices_per_node=10),
+            },
+            _resource_claim_template,
+            namespaces=2,
+            required_plugins=("DynamicResources",),
+            controllers=("resourceclaim-controller",),
+            upstream=(
+                "dra/performance-config.yaml SchedulingWithResourceClaimTemplate: "
+                "tiny = fast, small = 2000pods_100nodes, 500 = 5000pods_500nodes; "
+                "5000 has no upstream case (5000pods_500nodes' 10 devices per node "
+                "on 5,000 nodes, 5,000 init and 10,000 measured pods)"
+            ),
         ),
     )
 }

@@ -96,3 +96,35 @@ def test_smallest_workload_end_to_end(control_plane: ControlPlane, tmp_path: Pat
         assert result["attempts"].get("scheduled", 0) >= 10, (kind, result["attempts"])
         assert result["peak_rss_mb"] > 0
     assert entry["ratios"]["e2e_pods_per_second"] is not None
+
+
+DRA = "SchedulingWithResourceClaimTemplate"
+
+
+@pytest.mark.timeout(300)
+def test_dra_workload_end_to_end(control_plane: ControlPlane, tmp_path: Path) -> None:
+    """The DRA workload's tiny size (scheduler_perf's "fast") in process and on the
+    control plane with both schedulers: every pod bound, each with a device of its
+    own on its node. The template claims are kube-controller-manager's to make."""
+    # A ControlPlane that knows its kube-controller-manager lists its controllers.
+    if "resourceclaim-controller" not in getattr(control_plane, "controllers", ()):
+        pytest.skip("needs kube-controller-manager's resourceclaim-controller in the control plane")
+    doc, _ = run_bench(
+        [DRA],
+        "tiny",
+        cluster_env=control_plane.dir / "env",
+        out_dir=tmp_path,
+        make_plot=False,
+        show_table=False,
+        quiet_wait=0,
+        log=None,
+    )
+    entry = doc["workloads"][DRA]
+    assert entry["params"]["devices_per_node"] == 10
+    assert entry["inprocess"]["status"] == "ok", entry["inprocess"]
+    assert entry["inprocess"]["violations"] == []
+    for kind in (KUBE_SCHEDULER, KUBESCHED):
+        result = entry["e2e"][kind]
+        assert result["status"] == "ok", (kind, result)
+        assert result["bound"] == result["measured_pods"] == 10, (kind, result)
+        assert result["violations"] == [], (kind, result)

@@ -12,7 +12,7 @@ from typing import Any
 
 import msgspec
 
-from kubesched.api.objects import Pod
+from kubesched.api.objects import Pod, PodCondition, PodResourceClaimStatus
 from kubesched.cluster.memory import InMemoryCluster
 from kubesched.framework.clock import SimClock
 from kubesched.framework.interfaces import ClusterEventWithHint
@@ -168,6 +168,35 @@ def test_bind_update_reaches_the_queue_as_an_add_without_the_old_pod() -> None:
         (Resource.ASSIGNED_POD, ActionType.UPDATE_POD_LABEL)
     ]
     assert seen[0][1] is bound and seen[0][2] is relabeled
+
+
+def test_a_status_update_naming_a_generated_claim_reaches_the_queue() -> None:
+    """isPodUpdated keeps status.resourceClaimStatuses: the resourceclaim controller
+    naming a template's claim there is what lets in a pod that DynamicResources'
+    PreEnqueue held back (the claim itself was created just before)."""
+    sched, _cluster, _clock = start([node("a")], [])
+    updated: list[Pod] = []
+    sched.queue.update = lambda pod_info, old=None: updated.append(pod_info.pod)  # type: ignore[method-assign]
+    pending = with_uid(make_pod("p"))
+    named = msgspec.structs.replace(
+        pending,
+        status=msgspec.structs.replace(
+            pending.status,
+            resource_claim_statuses=[PodResourceClaimStatus("gpu", "p-gpu-x2b4c")],
+        ),
+    )
+    sched.on_pod_update(pending, named)
+    assert updated == [named]
+    # Other status writes (the scheduler's own condition) still change nothing.
+    updated.clear()
+    condition = msgspec.structs.replace(
+        named,
+        status=msgspec.structs.replace(
+            named.status, conditions=[PodCondition(type="PodScheduled", status="False")]
+        ),
+    )
+    sched.on_pod_update(named, condition)
+    assert updated == []
 
 
 def test_pod_scheduling_properties_change() -> None:
