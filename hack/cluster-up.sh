@@ -294,6 +294,9 @@ if [[ -n "${CONTROLLERS}" ]]; then
   # kube-system/extension-apiserver-authentication would log an error every few
   # seconds. /healthz needs none of it (always allowed).
   # --cert-dir: its self-signed serving cert goes there, not in the cwd.
+  # --kube-api-qps/burst: at the defaults (20/30) the resourceclaim controller makes
+  # about 10 claims a second, which would pace a DRA benchmark instead of the scheduler
+  # (scheduler_perf runs its resourceclaim controller with the test's client limits).
   log "starting kube-controller-manager on ${KCM_URL} (${CONTROLLERS})"
   nohup "${K8S_BIN_DIR}/kube-controller-manager" \
     --kubeconfig="${DIR}/controller-manager-kubeconfig" \
@@ -305,6 +308,8 @@ if [[ -n "${CONTROLLERS}" ]]; then
     --secure-port="${KCM_PORT}" \
     --cert-dir="${DIR}/kcm-certs" \
     --controllers="${CONTROLLERS}" \
+    --kube-api-qps=5000 \
+    --kube-api-burst=5000 \
     --use-service-account-credentials=false \
     --leader-elect=false \
     --profiling=false \
