@@ -671,3 +671,21 @@ def test_score_step_takes_a_dra_scenarios_pods_and_objects() -> None:
     ]
     prediction = score_step(scenario, nodes, [], created, names, dra_objects=objects)
     assert prediction.feasible or prediction.message
+
+
+def test_claims_on_each_runs_own_node_agree_after_a_tie() -> None:
+    """Two equal nodes with different slices (not interchangeable): the runs broke the
+    tie apart; each claim is allocated where its run put the pod, which is alike. A
+    claim allocated away from its pod's node is still a disagreement."""
+    pod = _pod("p0", resourceClaims=[{"name": "gpu", "resourceClaimName": "c0"}])
+    scenario = _scenario([_node("n0"), _node("n1")], [pod])
+    scenario["dra"] = {"classes": [], "slices": [], "claims": [], "templates": []}
+    kube = _run(KUBE, scenario, [("bound", "n0", "")])
+    ks = _run(KUBESCHED, scenario, [("bound", "n1", "")])
+    kube.steps[0].claims = {"c0": _claim("c0", "n0", ["gpu"])}
+    ks.steps[0].claims = {"c0": _claim("c0", "n1", ["gpu"])}
+    result = _compare(scenario, kube, ks)
+    assert not [d for d in result.disagreements if d.kind == "claims"], result.summary()
+    ks.steps[0].claims = {"c0": _claim("c0", "n0", ["gpu"])}
+    result = _compare(scenario, kube, ks)
+    assert [d.kind for d in result.disagreements if d.kind == "claims"] == ["claims"]

@@ -194,10 +194,20 @@ def _claims_problem(
     logical = {v: k for k, v in names.items()}
     alloc_a = allocations(manifest, a.claims, a.claim_statuses.get(a.pod, []), logical)
     alloc_b = allocations(manifest, b.claims, b.claim_statuses.get(b.pod, []), logical)
+    # The pod's own node stands for itself in each run: when the runs broke a tie
+    # apart (nodes not interchangeable), "allocated on the node the pod went to" is
+    # still alike; the node choice itself is judged by the node comparison.
+    own = "<pod's node>"
     for claim, got in alloc_a.items():
+        other = alloc_b.get(claim)
         if isinstance(got, dict):
-            got = {**got, "nodes": sorted(perm.get(n, n) for n in got["nodes"])}
-        if not isinstance(got, dict) or got != alloc_b.get(claim):
+            got = {
+                **got,
+                "nodes": sorted(own if n == a.node else perm.get(n, n) for n in got["nodes"]),
+            }
+        if isinstance(other, dict):
+            other = {**other, "nodes": sorted(own if n == b.node else n for n in other["nodes"])}
+        if not isinstance(got, dict) or got != other:
             return claim, alloc_a[claim], alloc_b.get(claim)
     return None
 
