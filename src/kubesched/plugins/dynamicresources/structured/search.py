@@ -449,12 +449,26 @@ class Search:
     def _capacity_ok(self, request: Request, rs: ResourceSlice, device: Device) -> bool:
         """CmpRequestOverCapacity; an error (unknown capacity) skips the device."""
         device_id = (rs.spec.driver, rs.spec.pool.name, device.name)
+        consumed = self.a.consumed_capacity.get(device_id)
+        allocating = self.allocating_capacity.get(device_id)
+        if (
+            not consumed
+            and not allocating
+            and (request.capacity is None or not request.capacity.requests)
+            and not _has_request_policy(device)
+        ):
+            # The common case, decided without arithmetic: with no request and no
+            # requestPolicy, calculateConsumedCapacity takes each capacity's whole
+            # value, violatesPolicy(nil policy) is false, and nothing consumed or
+            # being allocated is added to it, so value > value never holds and no
+            # request can name a capacity the device lacks.
+            return True
         try:
             return request_over_capacity_ok(
-                self.a.consumed_capacity.get(device_id, {}),
+                consumed or {},
                 request.capacity,
                 device.capacity,
-                self.allocating_capacity.get(device_id, {}),
+                allocating or {},
             )
         except CapacityError:
             return False
@@ -610,6 +624,10 @@ class Search:
 
 def _noop() -> None:
     pass
+
+
+def _has_request_policy(device: Device) -> bool:
+    return any(cap.request_policy is not None for cap in device.capacity.values())
 
 
 def _exact(name: str, exactly: ExactDeviceRequest | None) -> Request:
