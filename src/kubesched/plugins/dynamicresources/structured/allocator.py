@@ -38,9 +38,9 @@ from kubesched.plugins.dynamicresources.structured.base import (
 from kubesched.plugins.dynamicresources.structured.capacity import Consumed, format_quantity
 from kubesched.plugins.dynamicresources.structured.celenv import CelCache
 from kubesched.plugins.dynamicresources.structured.pools import (
+    PoolCache,
     PoolError,
     SelectorCache,
-    gather_pools,
 )
 from kubesched.plugins.dynamicresources.structured.search import ChosenDevice, Search
 
@@ -52,7 +52,8 @@ class Allocator:
     Optional keywords: `cel_cache` (compiled selectors and per-device results; pass
     one shared across cycles), `share_ids` (makes shareIDs of devices that allow
     multiple allocations; default random UUIDs), `selector_cache` (parsed node
-    selectors, may be shared likewise)."""
+    selectors, may be shared likewise), `pool_cache` (the pools per node, may be
+    shared likewise)."""
 
     def __init__(
         self,
@@ -65,6 +66,7 @@ class Allocator:
         cel_cache: CelCache | None = None,
         share_ids: Callable[[], str] = random_share_id,
         selector_cache: SelectorCache | None = None,
+        pool_cache: PoolCache | None = None,
     ) -> None:
         self.claims = claims
         self.allocated = allocated
@@ -74,15 +76,9 @@ class Allocator:
         self.cel_cache = cel_cache or CelCache(consumable_capacity=features.consumable_capacity)
         self.share_ids = share_ids
         self.selector_cache = selector_cache or SelectorCache()
-        # NewAllocator: node-local slices by node; the rest (network-attached, node
-        # selectors, per-device selection, counter sets) are looked at for every node.
-        self.slices_on_node: dict[str, list[ResourceSlice]] = {}
-        self.slices_shared: list[ResourceSlice] = []
-        for rs in slices:
-            if not rs.spec.node_name or rs.spec.shared_counters:
-                self.slices_shared.append(rs)
-            else:
-                self.slices_on_node.setdefault(rs.spec.node_name, []).append(rs)
+        # GatherPools per node, kept across cycles when the caller shares the cache.
+        self.pool_cache = pool_cache or PoolCache()
+        self.pool_cache.use(slices, features.partitionable_devices)
         # Devices that count as allocated for counters (IsDeviceAllocated).
         self.allocated_for_counters: set[DeviceID] = (
             set(allocated.devices)
@@ -106,15 +102,8 @@ class Allocator:
         AllocationError for the other failures (FailedAllocationOnNode for those of
         this node only). `deadline` (time.monotonic()) aborts a long search as a
         cancelled context does upstream."""
-        slices_for_node = self.slices_on_node.get(node.metadata.name, []) + self.slices_shared
         try:
-            pools = gather_pools(
-                slices_for_node,
-                node,
-                self.features.partitionable_devices,
-                self.slices,
-                self.selector_cache,
-            )
+            pools = self.pool_cache.pools(node, self.selector_cache)
         except PoolError as e:
             raise AllocationError(f"gather pool information: {e}") from e
         search = Search(self, node, pools, deadline)

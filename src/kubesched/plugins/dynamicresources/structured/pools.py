@@ -53,6 +53,63 @@ class SelectorCache:
         return parsed
 
 
+class PoolCache:
+    """GatherPools' result per node, kept across allocators (scheduling cycles)
+    while the ResourceSlices are the very same objects in the same order and the
+    node is the same Node object: the pools depend on nothing else, and nobody
+    mutates these objects (an update stores a new one). Upstream rebuilds them
+    per Allocate call; between two pods the slices rarely change, so this skips
+    the per-node work for every pod but the first after a change.
+
+    Pools are shared read-only by the allocators that get them."""
+
+    def __init__(self) -> None:
+        self._slices: list[ResourceSlice] = []
+        self._partitionable = False
+        self.on_node: dict[str, list[ResourceSlice]] = {}
+        self.shared: list[ResourceSlice] = []
+        self._by_node: dict[str, tuple[Node, list[Pool]]] = {}
+
+    def use(self, slices: Sequence[ResourceSlice], partitionable_devices: bool) -> None:
+        """Start over unless `slices` are what the cache was built from. Buckets the
+        slices as NewAllocator does: node-local ones by node; the rest
+        (network-attached, node selectors, per-device selection, counter sets)
+        are looked at for every node."""
+        if (
+            partitionable_devices == self._partitionable
+            and len(slices) == len(self._slices)
+            and all(a is b for a, b in zip(slices, self._slices, strict=True))
+        ):
+            return
+        self._slices = list(slices)
+        self._partitionable = partitionable_devices
+        self._by_node = {}
+        self.on_node = {}
+        self.shared = []
+        for rs in slices:
+            if not rs.spec.node_name or rs.spec.shared_counters:
+                self.shared.append(rs)
+            else:
+                self.on_node.setdefault(rs.spec.node_name, []).append(rs)
+
+    def pools(self, node: Node, selectors: SelectorCache) -> list[Pool]:
+        """gather_pools for `node` over the slices of the last `use`; PoolError
+        is raised afresh each time (not cached)."""
+        name = node.metadata.name
+        cached = self._by_node.get(name)
+        if cached is not None and cached[0] is node:
+            return cached[1]
+        pools = gather_pools(
+            self.on_node.get(name, []) + self.shared,
+            node,
+            self._partitionable,
+            self._slices,
+            selectors,
+        )
+        self._by_node[name] = (node, pools)
+        return pools
+
+
 def node_matches(
     node: Node,
     node_name: str,
