@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from kubesched.api.node_affinity import ParsedTerm, node_matches_terms, parse_node_selector
 from kubesched.api.objects import Node, NodeSelector
 from kubesched.api.resource import CounterSet, ResourceSlice
+from kubesched.framework.dra import DeviceID
 
 PoolID = tuple[str, str]  # (driver, pool)
 
@@ -27,11 +28,22 @@ class Pool:
     device_slices_targeting_node: list[ResourceSlice] = field(default_factory=list)
     device_slices_not_targeting_node: list[ResourceSlice] = field(default_factory=list)
     counter_sets: dict[str, CounterSet] = field(default_factory=dict)
+    # The DeviceIDs of device_slices_targeting_node, slice by slice (made once:
+    # the search looks them up for every device it tries, and pools are cached).
+    _device_ids: list[list[DeviceID]] | None = None
 
     @property
     def pool_id(self) -> str:
         """PoolID.String()."""
         return f"{self.driver}/{self.name}"
+
+    def device_ids(self) -> list[list[DeviceID]]:
+        if self._device_ids is None:
+            self._device_ids = [
+                [(self.driver, self.name, device.name) for device in rs.spec.devices]
+                for rs in self.device_slices_targeting_node
+            ]
+        return self._device_ids
 
 
 class SelectorCache:

@@ -340,24 +340,30 @@ class Search:
                 undo()
             return done
         key = (ci, ri, si)
+        # deviceInUse inlined: most devices a search passes over are taken.
+        allocated = self.a.allocated.devices
+        allocating = self.allocating_devices
+        admin_access = request.admin_access
         for pi in range(start[0], len(self.pools)):
             pool = self.pools[pi]
             if pool.is_incomplete or pool.is_invalid:
                 continue
             slice_start = start[1] if pi == start[0] else 0
             slices = pool.device_slices_targeting_node
+            pool_ids = pool.device_ids()
             for sli in range(slice_start, len(slices)):
                 rs = slices[sli]
                 dev_start = start[2] if (pi, sli) == start[:2] else 0
                 devices = rs.spec.devices
+                ids = pool_ids[sli]
                 for dvi in range(dev_start, len(devices)):
-                    device = devices[dvi]
-                    device_id = (pool.driver, pool.name, device.name)
-                    if request.admin_access:
-                        if ci in self.allocating_devices.get(device_id, ()):
+                    device_id = ids[dvi]
+                    if admin_access:
+                        if ci in allocating.get(device_id, ()):
                             continue
-                    elif self._in_use(device_id):
+                    elif device_id in allocated or allocating.get(device_id):
                         continue
+                    device = devices[dvi]
                     if not self._selectable(key, data, rs, device):
                         continue
                     if self.features.consumable_capacity and not self._capacity_ok(
@@ -584,7 +590,7 @@ class Search:
             if counters_reserved:
                 self._release_counters(candidate)
 
-        if self.features.device_taints and _taint_prevents(device, request):
+        if self.features.device_taints and device.taints and _taint_prevents(device, request):
             rollback()
             return False, _noop
         for constraint in constraints:
