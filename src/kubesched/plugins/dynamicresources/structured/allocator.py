@@ -79,6 +79,12 @@ class Allocator:
         # GatherPools per node, kept across cycles when the caller shares the cache.
         self.pool_cache = pool_cache or PoolCache()
         self.pool_cache.use(slices, features.partitionable_devices)
+        # The claims that found no devices on a node that sees no slice at all:
+        # GatherPools gives every such node no pools, so the search's outcome is the
+        # same on all of them (nothing of the node is read without devices), and
+        # the next such node is answered without searching again. Only that
+        # outcome is kept: errors and (zero-device) results are made afresh.
+        self._fails_without_slices: tuple[ResourceClaim, ...] | None = None
         # Devices that count as allocated for counters (IsDeviceAllocated).
         self.allocated_for_counters: set[DeviceID] = (
             set(allocated.devices)
@@ -102,6 +108,10 @@ class Allocator:
         AllocationError for the other failures (FailedAllocationOnNode for those of
         this node only). `deadline` (time.monotonic()) aborts a long search as a
         cancelled context does upstream."""
+        no_slices = not self.pool_cache.shared and node.metadata.name not in self.pool_cache.on_node
+        claims = tuple(self.claims)  # the plugin may swap the special claim per node
+        if no_slices and _same(self._fails_without_slices, claims):
+            return None
         try:
             pools = self.pool_cache.pools(node, self.selector_cache)
         except PoolError as e:
@@ -111,6 +121,8 @@ class Allocator:
             # Invalid pools only count when nothing could be allocated.
             if any(pool.is_invalid for pool in pools):
                 raise FailedAllocationOnNode("invalid resource pools were encountered")
+            if no_slices:
+                self._fails_without_slices = claims
             return None
         return [self._result(search, i, claim, node) for i, claim in enumerate(self.claims)]
 
@@ -206,6 +218,10 @@ class Allocator:
                         )
                     )
         return config
+
+
+def _same(a: tuple[ResourceClaim, ...] | None, b: tuple[ResourceClaim, ...]) -> bool:
+    return a is not None and len(a) == len(b) and all(x is y for x, y in zip(a, b, strict=True))
 
 
 def _node_selector(chosen: Sequence[ChosenDevice], node_name: str) -> NodeSelector | None:
