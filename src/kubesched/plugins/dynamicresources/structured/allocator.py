@@ -42,7 +42,7 @@ from kubesched.plugins.dynamicresources.structured.pools import (
     PoolError,
     SelectorCache,
 )
-from kubesched.plugins.dynamicresources.structured.search import ChosenDevice, Search
+from kubesched.plugins.dynamicresources.structured.search import ChosenDevice, Prepared, Search
 
 
 class Allocator:
@@ -85,6 +85,9 @@ class Allocator:
         # the next such node is answered without searching again. Only that
         # outcome is kept: errors and (zero-device) results are made afresh.
         self._fails_without_slices: tuple[ResourceClaim, ...] | None = None
+        # The requests as validated for the claims, kept by the search for the next
+        # nodes when the validation read nothing of the node.
+        self.prepared: Prepared | None = None
         # Devices that count as allocated for counters (IsDeviceAllocated).
         self.allocated_for_counters: set[DeviceID] = (
             set(allocated.devices)

@@ -21,6 +21,7 @@ from kubesched.api.resource import (
     DeviceTaint,
     DeviceToleration,
     ExactDeviceRequest,
+    ResourceClaim,
     ResourceSlice,
 )
 from kubesched.framework.dra import DeviceID
@@ -153,6 +154,32 @@ class Search:
     # --- Allocate ----------------------------------------------------------------
 
     def run(self) -> bool:
+        claims = tuple(self.claims)
+        prepared = self.a.prepared
+        if prepared is not None and _same_claims(prepared.claims, claims):
+            for key, request, parent, device_class, num_devices in prepared.requests:
+                self.request_data[key] = RequestData(request, parent, device_class, num_devices)
+            self.constraints = [_constraints(claim) for claim in claims]
+        else:
+            self._prepare()
+            if all(d.request.allocation_mode != ALL for d in self.request_data.values()):
+                # The validation read nothing of the node (no pools: no "All"
+                # request), so the next nodes of this cycle reuse it.
+                self.a.prepared = Prepared(
+                    claims,
+                    [
+                        (key, d.request, d.parent, d.device_class, d.num_devices)
+                        for key, d in self.request_data.items()
+                    ],
+                )
+        try:
+            return self._allocate_one(0, 0, 0, 0, False, (0, 0, 0))
+        except _MaxSizeExceeded:
+            return False
+
+    def _prepare(self) -> None:
+        """Allocate's validation of every request (validateDeviceRequest) and
+        constraint, before the search; raises AllocationError."""
         for ci, claim in enumerate(self.claims):
             min_devices = 0
             for ri, request in enumerate(claim.spec.devices.requests):
@@ -205,24 +232,7 @@ class Search:
                     f"claim {claim_ref(claim)}: number of requested devices {min_devices} "
                     f"exceeds the claim limit of {ALLOCATION_RESULTS_MAX_SIZE}"
                 )
-            constraints: list[Constraint] = []
-            for i, c in enumerate(claim.spec.devices.constraints):
-                if c.match_attribute is not None:
-                    constraints.append(MatchAttributeConstraint(c.requests, c.match_attribute))
-                elif c.distinct_attribute is not None:
-                    constraints.append(
-                        DistinctAttributeConstraint(c.requests, c.distinct_attribute)
-                    )
-                else:
-                    raise AllocationError(
-                        f"claim {claim_ref(claim)}, constraint #{i}: empty constraint "
-                        "(unsupported constraint type?)"
-                    )
-            self.constraints.append(constraints)
-        try:
-            return self._allocate_one(0, 0, 0, 0, False, (0, 0, 0))
-        except _MaxSizeExceeded:
-            return False
+            self.constraints.append(_constraints(claim))
 
     def _validate(
         self, request: Request, parent: Request | None, key: tuple[int, int, int]
@@ -630,6 +640,36 @@ class Search:
 
 def _noop() -> None:
     pass
+
+
+@dataclass(frozen=True, slots=True)
+class Prepared:
+    """The outcome of a successful validation for these claims (the very objects):
+    per request key, the request, its parent, its class and its device count.
+    An allocator keeps it for its next nodes (Allocate validates per node)."""
+
+    claims: tuple[ResourceClaim, ...]
+    requests: list[tuple[tuple[int, int, int], Request, Request | None, DeviceClass | None, int]]
+
+
+def _same_claims(a: tuple[ResourceClaim, ...], b: tuple[ResourceClaim, ...]) -> bool:
+    return len(a) == len(b) and all(x is y for x, y in zip(a, b, strict=True))
+
+
+def _constraints(claim: ResourceClaim) -> list[Constraint]:
+    """The claim's constraints, fresh (they keep state during a search)."""
+    constraints: list[Constraint] = []
+    for i, c in enumerate(claim.spec.devices.constraints):
+        if c.match_attribute is not None:
+            constraints.append(MatchAttributeConstraint(c.requests, c.match_attribute))
+        elif c.distinct_attribute is not None:
+            constraints.append(DistinctAttributeConstraint(c.requests, c.distinct_attribute))
+        else:
+            raise AllocationError(
+                f"claim {claim_ref(claim)}, constraint #{i}: empty constraint "
+                "(unsupported constraint type?)"
+            )
+    return constraints
 
 
 def _has_request_policy(device: Device) -> bool:
