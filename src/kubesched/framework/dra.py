@@ -11,7 +11,8 @@ upstream's SharedDRAManager (dynamicresources/dra_manager.go) in one place:
   allocation lives only here (SignalClaimPendingAllocation), and the devices it
   takes count as allocated for every other pod.
 - the allocated state (GatherAllocatedState): every device some claim holds, with
-  the capacity that shared devices have given away.
+  the capacity that shared devices have given away, kept up to date on every
+  change of a claim as upstream's allocatedDevices (allocateddevices.go) is.
 
 Every change is announced to subscribers as a ClusterEvent, as StorageState does.
 The DynamicResources plugin's PreBind writes through `writer` (the API server in
@@ -20,9 +21,10 @@ The DynamicResources plugin's PreBind writes through `writer` (the API server in
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 from kubesched.api.quantity import milli_value
 from kubesched.api.resource import (
@@ -83,6 +85,97 @@ class AllocatedState:
     consumed_capacity: dict[DeviceID, dict[str, int]] = field(default_factory=dict)
 
 
+# What one claim's allocation adds to the allocated state: whole devices, shares,
+# and (device, capacity name, milli-units) consumed by shares.
+_Contribution = tuple[
+    tuple[DeviceID, ...], tuple[tuple[DeviceID, str], ...], tuple[tuple[DeviceID, str, int], ...]
+]
+
+
+def _contribution(claim: ResourceClaim) -> _Contribution | None:
+    """foreachAllocatedDevice: what the claim's allocation takes (None: nothing)."""
+    allocation = claim.status.allocation
+    if allocation is None:
+        return None
+    devices: list[DeviceID] = []
+    shared: list[tuple[DeviceID, str]] = []
+    consumed: list[tuple[DeviceID, str, int]] = []
+    for result in allocation.devices.results:
+        if result.admin_access:
+            # Admin access looks at a device without taking it (DRAAdminAccess).
+            continue
+        device: DeviceID = (result.driver, result.pool, result.device)
+        if result.share_id is None:
+            devices.append(device)
+            continue
+        shared.append((device, result.share_id))
+        for name, amount in result.consumed_capacity.items():
+            consumed.append((device, name, milli_value(amount)))
+    if not (devices or shared or consumed):
+        return None
+    return tuple(devices), tuple(shared), tuple(consumed)
+
+
+class _AllocatedIndex:
+    """The allocated state, updated per claim instead of rebuilt from every claim
+    (upstream's allocatedDevices.addDevices/removeDevices). Counts, not sets: two
+    claims may name one device (a stale informer view), and the device stays taken
+    until both let go, so the index always equals a rebuild from the claims."""
+
+    def __init__(self) -> None:
+        self.devices: Counter[DeviceID] = Counter()
+        self.shared: Counter[tuple[DeviceID, str]] = Counter()
+        # Amounts per device and capacity name, and how many results name each
+        # (a name stays in the state, maybe at 0, while some result names it).
+        self.consumed: dict[DeviceID, dict[str, int]] = {}
+        self.consumed_refs: Counter[tuple[DeviceID, str]] = Counter()
+        # Results with consumed capacity per device (the device's entry exists then).
+        self.consuming: Counter[DeviceID] = Counter()
+
+    def add(self, contribution: _Contribution) -> None:
+        devices, shared, consumed = contribution
+        self.devices.update(devices)
+        self.shared.update(shared)
+        for device, name, milli in consumed:
+            amounts = self.consumed.setdefault(device, {})
+            amounts[name] = amounts.get(name, 0) + milli
+            self.consumed_refs[(device, name)] += 1
+        self.consuming.update({device for device, _, _ in consumed})
+
+    def remove(self, contribution: _Contribution) -> None:
+        devices, shared, consumed = contribution
+        for device in devices:
+            _count_down(self.devices, device)
+        for share in shared:
+            _count_down(self.shared, share)
+        for device, name, milli in consumed:
+            amounts = self.consumed[device]
+            amounts[name] -= milli
+            if _count_down(self.consumed_refs, (device, name)):
+                del amounts[name]
+        for device in {device for device, _, _ in consumed}:
+            if _count_down(self.consuming, device):
+                del self.consumed[device]
+
+    def snapshot(self) -> AllocatedState:
+        """A copy for one scheduling cycle (allocatedDevices.Get clones likewise)."""
+        return AllocatedState(
+            devices=set(self.devices),
+            shared=set(self.shared),
+            consumed_capacity={device: dict(amounts) for device, amounts in self.consumed.items()},
+        )
+
+
+def _count_down(counts: Counter[Any], key: Any) -> bool:
+    """One holder less; True if that was the last (the key is gone then)."""
+    left = counts[key] - 1
+    if left > 0:
+        counts[key] = left
+        return False
+    del counts[key]
+    return True
+
+
 def _event(resource: Resource, action: ActionType) -> ClusterEvent:
     word = {ActionType.ADD: "Add", ActionType.UPDATE: "Update", ActionType.DELETE: "Delete"}
     return ClusterEvent(resource, action, f"{resource}{word[action]}")
@@ -113,6 +206,10 @@ class DraState:
         self.slices_version = 0
         self.allocations_version = 0
         self._allocated: tuple[int, AllocatedState] | None = None
+        # What each claim's counted allocation adds to _index (the claim in flight,
+        # else the assume cache's view of the stored claim).
+        self._index = _AllocatedIndex()
+        self._counted: dict[str, _Contribution] = {}
         # The DeviceClassResolver, rebuilt when a class changes (classes_version).
         self.classes_version = 0
         self._resolver: tuple[int, dict[str, str]] | None = None
@@ -136,6 +233,8 @@ class DraState:
         other.templates = dict(self.templates)
         other.classes = dict(self.classes)
         other.slices = dict(self.slices)
+        for key in other.claims:
+            other._recount(key)
         return other
 
     # --- claims (behind the assume cache) -----------------------------------------
@@ -148,6 +247,7 @@ class DraState:
         if assumed is not None and _version(claim) >= _version(assumed):
             del self.assumed[key]
         self.allocations_version += 1
+        self._recount(key)
         self._emit(
             Resource.RESOURCE_CLAIM,
             ActionType.ADD if old is None else ActionType.UPDATE,
@@ -161,6 +261,7 @@ class DraState:
         if old is None:
             return
         self.allocations_version += 1
+        self._recount(key)
         self._emit(Resource.RESOURCE_CLAIM, ActionType.DELETE, old, None)
 
     def claim(self, key: str) -> ResourceClaim | None:
@@ -181,11 +282,13 @@ class DraState:
             return
         self.assumed[key] = claim
         self.allocations_version += 1
+        self._recount(key)
 
     def assumed_claim_restore(self, key: str) -> None:
         """Drop the assumed version (the write failed or was undone)."""
         if self.assumed.pop(key, None) is not None:
             self.allocations_version += 1
+            self._recount(key)
 
     # --- in-flight allocations -----------------------------------------------------
 
@@ -193,31 +296,45 @@ class DraState:
         """Reserve allocated the claim; its devices are taken until PreBind ends."""
         self.in_flight[claim.key] = claim
         self.allocations_version += 1
+        self._recount(claim.key)
 
     def remove_claim_pending_allocation(self, key: str) -> bool:
         """True if the claim was in flight."""
         if self.in_flight.pop(key, None) is None:
             return False
         self.allocations_version += 1
+        self._recount(key)
         return True
 
     def claim_has_pending_allocation(self, key: str) -> bool:
         return key in self.in_flight
 
     def allocated_state(self) -> AllocatedState:
-        """Every device that stored, assumed or in-flight allocations hold."""
+        """Every device that stored, assumed or in-flight allocations hold
+        (GatherAllocatedState): a copy of the index, made once per change."""
         if self._allocated is not None and self._allocated[0] == self.allocations_version:
             return self._allocated[1]
-        state = AllocatedState()
-        seen: set[str] = set()
-        for key, claim in self.in_flight.items():
-            seen.add(key)
-            _add_allocation(state, claim)
-        for claim in self.list_claims():
-            if claim.key not in seen:
-                _add_allocation(state, claim)
+        state = self._index.snapshot()
         self._allocated = (self.allocations_version, state)
         return state
+
+    def _recount(self, key: str) -> None:
+        """Bring the index up to date after `key`'s claim changed in the store, the
+        assume cache or the in-flight map (upstream's allocatedDevices handlers and
+        the in-flight allocations GatherAllocatedState merges)."""
+        claim = self.in_flight.get(key)
+        if claim is None and key in self.claims:
+            claim = self.claim(key)
+        new = _contribution(claim) if claim is not None else None
+        old = self._counted.get(key)
+        if new == old:
+            return
+        if old is not None:
+            self._index.remove(old)
+            del self._counted[key]
+        if new is not None:
+            self._index.add(new)
+            self._counted[key] = new
 
     # --- templates, classes and slices -----------------------------------------------
 
@@ -301,22 +418,3 @@ def extended_resource_classes(classes: Iterable[DeviceClass]) -> dict[str, str]:
             mapping[explicit] = device_class
         mapping[DEVICE_CLASS_PREFIX + device_class.metadata.name] = device_class
     return {name: c.metadata.name for name, c in mapping.items()}
-
-
-def _add_allocation(state: AllocatedState, claim: ResourceClaim) -> None:
-    allocation = claim.status.allocation
-    if allocation is None:
-        return
-    for result in allocation.devices.results:
-        device: DeviceID = (result.driver, result.pool, result.device)
-        if result.admin_access:
-            # Admin access looks at a device without taking it (DRAAdminAccess).
-            continue
-        if result.share_id is None:
-            state.devices.add(device)
-            continue
-        state.shared.add((device, result.share_id))
-        if result.consumed_capacity:
-            consumed = state.consumed_capacity.setdefault(device, {})
-            for name, amount in result.consumed_capacity.items():
-                consumed[name] = consumed.get(name, 0) + milli_value(amount)

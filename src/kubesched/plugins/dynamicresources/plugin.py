@@ -79,7 +79,7 @@ from kubesched.plugins.dynamicresources.structured.base import (
     Features,
 )
 from kubesched.plugins.dynamicresources.structured.celenv import CelCache
-from kubesched.plugins.dynamicresources.structured.pools import SelectorCache
+from kubesched.plugins.dynamicresources.structured.pools import PoolCache, SelectorCache
 from kubesched.plugins.helpers.args import raw_args
 from kubesched.plugins.helpers.normalize import default_normalize_score
 
@@ -95,12 +95,14 @@ AllocatorFactory = Callable[
 
 class _SharedCachesAllocator:
     """Builds real allocators that share one CEL cache (compiled selectors and their
-    results per device) and one parsed-node-selector cache across scheduling cycles,
-    as upstream's plugin keeps one celCache for its lifetime."""
+    results per device), one parsed-node-selector cache and one cache of the pools
+    per node across scheduling cycles, as upstream's plugin keeps one celCache for
+    its lifetime."""
 
     def __init__(self) -> None:
         self.cel_cache = CelCache(consumable_capacity=Features().consumable_capacity)
         self.selector_cache = SelectorCache()
+        self.pool_cache = PoolCache()
 
     def __call__(
         self,
@@ -117,6 +119,7 @@ class _SharedCachesAllocator:
             Features(),
             cel_cache=self.cel_cache,
             selector_cache=self.selector_cache,
+            pool_cache=self.pool_cache,
         )
 
 

@@ -38,11 +38,11 @@ from kubesched.plugins.dynamicresources.structured.base import (
 from kubesched.plugins.dynamicresources.structured.capacity import Consumed, format_quantity
 from kubesched.plugins.dynamicresources.structured.celenv import CelCache
 from kubesched.plugins.dynamicresources.structured.pools import (
+    PoolCache,
     PoolError,
     SelectorCache,
-    gather_pools,
 )
-from kubesched.plugins.dynamicresources.structured.search import ChosenDevice, Search
+from kubesched.plugins.dynamicresources.structured.search import ChosenDevice, Prepared, Search
 
 
 class Allocator:
@@ -52,7 +52,8 @@ class Allocator:
     Optional keywords: `cel_cache` (compiled selectors and per-device results; pass
     one shared across cycles), `share_ids` (makes shareIDs of devices that allow
     multiple allocations; default random UUIDs), `selector_cache` (parsed node
-    selectors, may be shared likewise)."""
+    selectors, may be shared likewise), `pool_cache` (the pools per node, may be
+    shared likewise)."""
 
     def __init__(
         self,
@@ -65,6 +66,7 @@ class Allocator:
         cel_cache: CelCache | None = None,
         share_ids: Callable[[], str] = random_share_id,
         selector_cache: SelectorCache | None = None,
+        pool_cache: PoolCache | None = None,
     ) -> None:
         self.claims = claims
         self.allocated = allocated
@@ -74,15 +76,18 @@ class Allocator:
         self.cel_cache = cel_cache or CelCache(consumable_capacity=features.consumable_capacity)
         self.share_ids = share_ids
         self.selector_cache = selector_cache or SelectorCache()
-        # NewAllocator: node-local slices by node; the rest (network-attached, node
-        # selectors, per-device selection, counter sets) are looked at for every node.
-        self.slices_on_node: dict[str, list[ResourceSlice]] = {}
-        self.slices_shared: list[ResourceSlice] = []
-        for rs in slices:
-            if not rs.spec.node_name or rs.spec.shared_counters:
-                self.slices_shared.append(rs)
-            else:
-                self.slices_on_node.setdefault(rs.spec.node_name, []).append(rs)
+        # GatherPools per node, kept across cycles when the caller shares the cache.
+        self.pool_cache = pool_cache or PoolCache()
+        self.pool_cache.use(slices, features.partitionable_devices)
+        # The claims that found no devices on a node that sees no slice at all:
+        # GatherPools gives every such node no pools, so the search's outcome is the
+        # same on all of them (nothing of the node is read without devices), and
+        # the next such node is answered without searching again. Only that
+        # outcome is kept: errors and (zero-device) results are made afresh.
+        self._fails_without_slices: tuple[ResourceClaim, ...] | None = None
+        # The requests as validated for the claims, kept by the search for the next
+        # nodes when the validation read nothing of the node.
+        self.prepared: Prepared | None = None
         # Devices that count as allocated for counters (IsDeviceAllocated).
         self.allocated_for_counters: set[DeviceID] = (
             set(allocated.devices)
@@ -106,15 +111,12 @@ class Allocator:
         AllocationError for the other failures (FailedAllocationOnNode for those of
         this node only). `deadline` (time.monotonic()) aborts a long search as a
         cancelled context does upstream."""
-        slices_for_node = self.slices_on_node.get(node.metadata.name, []) + self.slices_shared
+        no_slices = not self.pool_cache.shared and node.metadata.name not in self.pool_cache.on_node
+        claims = tuple(self.claims)  # the plugin may swap the special claim per node
+        if no_slices and _same(self._fails_without_slices, claims):
+            return None
         try:
-            pools = gather_pools(
-                slices_for_node,
-                node,
-                self.features.partitionable_devices,
-                self.slices,
-                self.selector_cache,
-            )
+            pools = self.pool_cache.pools(node, self.selector_cache)
         except PoolError as e:
             raise AllocationError(f"gather pool information: {e}") from e
         search = Search(self, node, pools, deadline)
@@ -122,6 +124,8 @@ class Allocator:
             # Invalid pools only count when nothing could be allocated.
             if any(pool.is_invalid for pool in pools):
                 raise FailedAllocationOnNode("invalid resource pools were encountered")
+            if no_slices:
+                self._fails_without_slices = claims
             return None
         return [self._result(search, i, claim, node) for i, claim in enumerate(self.claims)]
 
@@ -217,6 +221,10 @@ class Allocator:
                         )
                     )
         return config
+
+
+def _same(a: tuple[ResourceClaim, ...] | None, b: tuple[ResourceClaim, ...]) -> bool:
+    return a is not None and len(a) == len(b) and all(x is y for x, y in zip(a, b, strict=True))
 
 
 def _node_selector(chosen: Sequence[ChosenDevice], node_name: str) -> NodeSelector | None:

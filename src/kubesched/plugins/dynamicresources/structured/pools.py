@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from kubesched.api.node_affinity import ParsedTerm, node_matches_terms, parse_node_selector
 from kubesched.api.objects import Node, NodeSelector
 from kubesched.api.resource import CounterSet, ResourceSlice
+from kubesched.framework.dra import DeviceID
 
 PoolID = tuple[str, str]  # (driver, pool)
 
@@ -27,11 +28,22 @@ class Pool:
     device_slices_targeting_node: list[ResourceSlice] = field(default_factory=list)
     device_slices_not_targeting_node: list[ResourceSlice] = field(default_factory=list)
     counter_sets: dict[str, CounterSet] = field(default_factory=dict)
+    # The DeviceIDs of device_slices_targeting_node, slice by slice (made once:
+    # the search looks them up for every device it tries, and pools are cached).
+    _device_ids: list[list[DeviceID]] | None = None
 
     @property
     def pool_id(self) -> str:
         """PoolID.String()."""
         return f"{self.driver}/{self.name}"
+
+    def device_ids(self) -> list[list[DeviceID]]:
+        if self._device_ids is None:
+            self._device_ids = [
+                [(self.driver, self.name, device.name) for device in rs.spec.devices]
+                for rs in self.device_slices_targeting_node
+            ]
+        return self._device_ids
 
 
 class SelectorCache:
@@ -51,6 +63,63 @@ class SelectorCache:
             parsed = str(e)
         self._parsed[id(selector)] = (selector, parsed)
         return parsed
+
+
+class PoolCache:
+    """GatherPools' result per node, kept across allocators (scheduling cycles)
+    while the ResourceSlices are the very same objects in the same order and the
+    node is the same Node object: the pools depend on nothing else, and nobody
+    mutates these objects (an update stores a new one). Upstream rebuilds them
+    per Allocate call; between two pods the slices rarely change, so this skips
+    the per-node work for every pod but the first after a change.
+
+    Pools are shared read-only by the allocators that get them."""
+
+    def __init__(self) -> None:
+        self._slices: list[ResourceSlice] = []
+        self._partitionable = False
+        self.on_node: dict[str, list[ResourceSlice]] = {}
+        self.shared: list[ResourceSlice] = []
+        self._by_node: dict[str, tuple[Node, list[Pool]]] = {}
+
+    def use(self, slices: Sequence[ResourceSlice], partitionable_devices: bool) -> None:
+        """Start over unless `slices` are what the cache was built from. Buckets the
+        slices as NewAllocator does: node-local ones by node; the rest
+        (network-attached, node selectors, per-device selection, counter sets)
+        are looked at for every node."""
+        if (
+            partitionable_devices == self._partitionable
+            and len(slices) == len(self._slices)
+            and all(a is b for a, b in zip(slices, self._slices, strict=True))
+        ):
+            return
+        self._slices = list(slices)
+        self._partitionable = partitionable_devices
+        self._by_node = {}
+        self.on_node = {}
+        self.shared = []
+        for rs in slices:
+            if not rs.spec.node_name or rs.spec.shared_counters:
+                self.shared.append(rs)
+            else:
+                self.on_node.setdefault(rs.spec.node_name, []).append(rs)
+
+    def pools(self, node: Node, selectors: SelectorCache) -> list[Pool]:
+        """gather_pools for `node` over the slices of the last `use`; PoolError
+        is raised afresh each time (not cached)."""
+        name = node.metadata.name
+        cached = self._by_node.get(name)
+        if cached is not None and cached[0] is node:
+            return cached[1]
+        pools = gather_pools(
+            self.on_node.get(name, []) + self.shared,
+            node,
+            self._partitionable,
+            self._slices,
+            selectors,
+        )
+        self._by_node[name] = (node, pools)
+        return pools
 
 
 def node_matches(

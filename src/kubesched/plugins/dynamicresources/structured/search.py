@@ -21,6 +21,7 @@ from kubesched.api.resource import (
     DeviceTaint,
     DeviceToleration,
     ExactDeviceRequest,
+    ResourceClaim,
     ResourceSlice,
 )
 from kubesched.framework.dra import DeviceID
@@ -153,6 +154,32 @@ class Search:
     # --- Allocate ----------------------------------------------------------------
 
     def run(self) -> bool:
+        claims = tuple(self.claims)
+        prepared = self.a.prepared
+        if prepared is not None and _same_claims(prepared.claims, claims):
+            for key, request, parent, device_class, num_devices in prepared.requests:
+                self.request_data[key] = RequestData(request, parent, device_class, num_devices)
+            self.constraints = [_constraints(claim) for claim in claims]
+        else:
+            self._prepare()
+            if all(d.request.allocation_mode != ALL for d in self.request_data.values()):
+                # The validation read nothing of the node (no pools: no "All"
+                # request), so the next nodes of this cycle reuse it.
+                self.a.prepared = Prepared(
+                    claims,
+                    [
+                        (key, d.request, d.parent, d.device_class, d.num_devices)
+                        for key, d in self.request_data.items()
+                    ],
+                )
+        try:
+            return self._allocate_one(0, 0, 0, 0, False, (0, 0, 0))
+        except _MaxSizeExceeded:
+            return False
+
+    def _prepare(self) -> None:
+        """Allocate's validation of every request (validateDeviceRequest) and
+        constraint, before the search; raises AllocationError."""
         for ci, claim in enumerate(self.claims):
             min_devices = 0
             for ri, request in enumerate(claim.spec.devices.requests):
@@ -205,24 +232,7 @@ class Search:
                     f"claim {claim_ref(claim)}: number of requested devices {min_devices} "
                     f"exceeds the claim limit of {ALLOCATION_RESULTS_MAX_SIZE}"
                 )
-            constraints: list[Constraint] = []
-            for i, c in enumerate(claim.spec.devices.constraints):
-                if c.match_attribute is not None:
-                    constraints.append(MatchAttributeConstraint(c.requests, c.match_attribute))
-                elif c.distinct_attribute is not None:
-                    constraints.append(
-                        DistinctAttributeConstraint(c.requests, c.distinct_attribute)
-                    )
-                else:
-                    raise AllocationError(
-                        f"claim {claim_ref(claim)}, constraint #{i}: empty constraint "
-                        "(unsupported constraint type?)"
-                    )
-            self.constraints.append(constraints)
-        try:
-            return self._allocate_one(0, 0, 0, 0, False, (0, 0, 0))
-        except _MaxSizeExceeded:
-            return False
+            self.constraints.append(_constraints(claim))
 
     def _validate(
         self, request: Request, parent: Request | None, key: tuple[int, int, int]
@@ -340,24 +350,30 @@ class Search:
                 undo()
             return done
         key = (ci, ri, si)
+        # deviceInUse inlined: most devices a search passes over are taken.
+        allocated = self.a.allocated.devices
+        allocating = self.allocating_devices
+        admin_access = request.admin_access
         for pi in range(start[0], len(self.pools)):
             pool = self.pools[pi]
             if pool.is_incomplete or pool.is_invalid:
                 continue
             slice_start = start[1] if pi == start[0] else 0
             slices = pool.device_slices_targeting_node
+            pool_ids = pool.device_ids()
             for sli in range(slice_start, len(slices)):
                 rs = slices[sli]
                 dev_start = start[2] if (pi, sli) == start[:2] else 0
                 devices = rs.spec.devices
+                ids = pool_ids[sli]
                 for dvi in range(dev_start, len(devices)):
-                    device = devices[dvi]
-                    device_id = (pool.driver, pool.name, device.name)
-                    if request.admin_access:
-                        if ci in self.allocating_devices.get(device_id, ()):
+                    device_id = ids[dvi]
+                    if admin_access:
+                        if ci in allocating.get(device_id, ()):
                             continue
-                    elif self._in_use(device_id):
+                    elif device_id in allocated or allocating.get(device_id):
                         continue
+                    device = devices[dvi]
                     if not self._selectable(key, data, rs, device):
                         continue
                     if self.features.consumable_capacity and not self._capacity_ok(
@@ -449,12 +465,26 @@ class Search:
     def _capacity_ok(self, request: Request, rs: ResourceSlice, device: Device) -> bool:
         """CmpRequestOverCapacity; an error (unknown capacity) skips the device."""
         device_id = (rs.spec.driver, rs.spec.pool.name, device.name)
+        consumed = self.a.consumed_capacity.get(device_id)
+        allocating = self.allocating_capacity.get(device_id)
+        if (
+            not consumed
+            and not allocating
+            and (request.capacity is None or not request.capacity.requests)
+            and not _has_request_policy(device)
+        ):
+            # The common case, decided without arithmetic: with no request and no
+            # requestPolicy, calculateConsumedCapacity takes each capacity's whole
+            # value, violatesPolicy(nil policy) is false, and nothing consumed or
+            # being allocated is added to it, so value > value never holds and no
+            # request can name a capacity the device lacks.
+            return True
         try:
             return request_over_capacity_ok(
-                self.a.consumed_capacity.get(device_id, {}),
+                consumed or {},
                 request.capacity,
                 device.capacity,
-                self.allocating_capacity.get(device_id, {}),
+                allocating or {},
             )
         except CapacityError:
             return False
@@ -570,7 +600,7 @@ class Search:
             if counters_reserved:
                 self._release_counters(candidate)
 
-        if self.features.device_taints and _taint_prevents(device, request):
+        if self.features.device_taints and device.taints and _taint_prevents(device, request):
             rollback()
             return False, _noop
         for constraint in constraints:
@@ -610,6 +640,40 @@ class Search:
 
 def _noop() -> None:
     pass
+
+
+@dataclass(frozen=True, slots=True)
+class Prepared:
+    """The outcome of a successful validation for these claims (the very objects):
+    per request key, the request, its parent, its class and its device count.
+    An allocator keeps it for its next nodes (Allocate validates per node)."""
+
+    claims: tuple[ResourceClaim, ...]
+    requests: list[tuple[tuple[int, int, int], Request, Request | None, DeviceClass | None, int]]
+
+
+def _same_claims(a: tuple[ResourceClaim, ...], b: tuple[ResourceClaim, ...]) -> bool:
+    return len(a) == len(b) and all(x is y for x, y in zip(a, b, strict=True))
+
+
+def _constraints(claim: ResourceClaim) -> list[Constraint]:
+    """The claim's constraints, fresh (they keep state during a search)."""
+    constraints: list[Constraint] = []
+    for i, c in enumerate(claim.spec.devices.constraints):
+        if c.match_attribute is not None:
+            constraints.append(MatchAttributeConstraint(c.requests, c.match_attribute))
+        elif c.distinct_attribute is not None:
+            constraints.append(DistinctAttributeConstraint(c.requests, c.distinct_attribute))
+        else:
+            raise AllocationError(
+                f"claim {claim_ref(claim)}, constraint #{i}: empty constraint "
+                "(unsupported constraint type?)"
+            )
+    return constraints
+
+
+def _has_request_policy(device: Device) -> bool:
+    return any(cap.request_policy is not None for cap in device.capacity.values())
 
 
 def _exact(name: str, exactly: ExactDeviceRequest | None) -> Request:
