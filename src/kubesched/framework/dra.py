@@ -242,12 +242,18 @@ class DraState:
     def upsert_claim(self, claim: ResourceClaim) -> None:
         key = claim.key
         old = self.claim(key)
+        # AssumeCache.add: a version no newer than the one seen (the informer bringing
+        # back what PreBind wrote and assumed, or a resync) is no event: the assume
+        # announced that change already.
+        seen = old is not None and 0 < _version(claim) <= _version(old)
         self.claims[key] = claim
         assumed = self.assumed.get(key)
         if assumed is not None and _version(claim) >= _version(assumed):
             del self.assumed[key]
         self.allocations_version += 1
         self._recount(key)
+        if seen:
+            return
         self._emit(
             Resource.RESOURCE_CLAIM,
             ActionType.ADD if old is None else ActionType.UPDATE,
@@ -280,9 +286,14 @@ class DraState:
         stored = self.claims.get(key)
         if stored is not None and _version(stored) >= _version(claim) > 0:
             return
+        old = self.claim(key)
         self.assumed[key] = claim
         self.allocations_version += 1
         self._recount(key)
+        # AssumeCache.Assume announces the change at once (pushEvent): pods waiting on
+        # the claim (another pod sharing it, one waiting for its devices) hear of the
+        # allocation now, not only when the informer brings it back.
+        self._emit(Resource.RESOURCE_CLAIM, ActionType.UPDATE, old, claim)
 
     def assumed_claim_restore(self, key: str) -> None:
         """Drop the assumed version (the write failed or was undone)."""
