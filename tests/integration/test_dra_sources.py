@@ -116,6 +116,9 @@ def test_informers_and_claim_writer(
     api.post(f"{API}/resourceslices", resource_slice)
     api.post(f"{API}/namespaces/{namespace}/resourceclaims", claim_doc)
     key = f"{namespace}/train"
+    # A real (pending) consumer: the real resourceclaim controller drops reservations of
+    # pods that do not exist, and then deallocates the claim.
+    trainer_uid = api.create_pod(namespace, "trainer", scheduler_name="nobody")["metadata"]["uid"]
 
     async def scenario() -> None:
         client = KubeClient(await load_connection(str(kubeconfig), None))
@@ -153,9 +156,7 @@ def test_informers_and_claim_writer(
                     )
                 ),
                 reserved_for=[
-                    ResourceClaimConsumerReference(
-                        resource="pods", name="trainer", uid="0f0e0d0c-0000-4000-8000-000000000001"
-                    )
+                    ResourceClaimConsumerReference(resource="pods", name="trainer", uid=trainer_uid)
                 ],
             )
             written = await writer.update_claim_status(
