@@ -358,7 +358,7 @@ def test_unschedulable_pod_gets_reason_then_binds_when_a_node_fits(
     proc.wait_ready()
     api.create_pod(namespace, "huge", cpu="64")
     expected = (
-        "0/2 nodes are available: 2 Insufficient cpu. "
+        "0/2 nodes are available: 2 Insufficient cpu. no new claims to deallocate, "
         "preemption: 0/2 nodes are available: 2 Preemption is not helpful for scheduling."
     )
 
