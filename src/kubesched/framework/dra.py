@@ -22,7 +22,7 @@ The DynamicResources plugin's PreBind writes through `writer` (the API server in
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -33,9 +33,8 @@ from kubesched.api.resource import (
     ResourceClaimTemplate,
     ResourceSlice,
 )
-from kubesched.framework.types import ActionType, ClusterEvent, Resource
-
-Listener = Callable[[ClusterEvent, object, object], object]
+from kubesched.framework.event_source import EventSource
+from kubesched.framework.types import ActionType, Resource
 
 # (driver, pool, device): a device's identity across slices (structured.DeviceID).
 DeviceID = tuple[str, str, str]
@@ -176,11 +175,6 @@ def _count_down(counts: Counter[Any], key: Any) -> bool:
     return True
 
 
-def _event(resource: Resource, action: ActionType) -> ClusterEvent:
-    word = {ActionType.ADD: "Add", ActionType.UPDATE: "Update", ActionType.DELETE: "Delete"}
-    return ClusterEvent(resource, action, f"{resource}{word[action]}")
-
-
 def _version(claim: ResourceClaim) -> int:
     try:
         return int(claim.metadata.resource_version or 0)
@@ -188,8 +182,9 @@ def _version(claim: ResourceClaim) -> int:
         return 0
 
 
-class DraState:
+class DraState(EventSource):
     def __init__(self) -> None:
+        super().__init__()
         self.claims: dict[str, ResourceClaim] = {}  # "namespace/name"
         self.templates: dict[str, ResourceClaimTemplate] = {}  # "namespace/name"
         self.classes: dict[str, DeviceClass] = {}
@@ -198,7 +193,6 @@ class DraState:
         self.assumed: dict[str, ResourceClaim] = {}
         # claim key -> the claim with the allocation Reserve made, until PreBind ends
         self.in_flight: dict[str, ResourceClaim] = {}
-        self.listeners: list[Listener] = []
         # Set by whoever owns the cluster; None: PreBind cannot write claims.
         self.writer: ClaimWriter | None = None
         # Bumped on every change to slices (the allocator's device view) and to
@@ -213,15 +207,6 @@ class DraState:
         # The DeviceClassResolver, rebuilt when a class changes (classes_version).
         self.classes_version = 0
         self._resolver: tuple[int, dict[str, str]] | None = None
-
-    def subscribe(self, listener: Listener) -> None:
-        self.listeners.append(listener)
-
-    def _emit(self, resource: Resource, action: ActionType, old: object, new: object) -> None:
-        if self.listeners:
-            event = _event(resource, action)
-            for listener in self.listeners:
-                listener(event, old, new)
 
     def is_empty(self) -> bool:
         return not (self.claims or self.templates or self.classes or self.slices)

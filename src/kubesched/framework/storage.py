@@ -23,7 +23,7 @@ controller and the provisioner).
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Protocol
 
 import msgspec
@@ -39,9 +39,8 @@ from kubesched.api.objects import (
     namespaced_name,
 )
 from kubesched.api.volumes import volume_class
-from kubesched.framework.types import ActionType, ClusterEvent, Resource
-
-Listener = Callable[[ClusterEvent, object, object], object]
+from kubesched.framework.event_source import EventSource
+from kubesched.framework.types import ActionType, Resource
 
 
 class VolumeWriter(Protocol):
@@ -66,13 +65,9 @@ class VolumeWriter(Protocol):
         ...
 
 
-def _event(resource: Resource, action: ActionType) -> ClusterEvent:
-    word = {ActionType.ADD: "Add", ActionType.UPDATE: "Update", ActionType.DELETE: "Delete"}
-    return ClusterEvent(resource, action, f"{resource}{word[action]}")
-
-
-class StorageState:
+class StorageState(EventSource):
     def __init__(self) -> None:
+        super().__init__()
         self.pvs: dict[str, PersistentVolume] = {}
         self.pvcs: dict[str, PersistentVolumeClaim] = {}  # "namespace/name"
         self.storage_classes: dict[str, StorageClass] = {}
@@ -86,21 +81,11 @@ class StorageState:
         self._attachments_by_node: dict[str, dict[str, None]] = {}
         self.assumed_pvs: dict[str, PersistentVolume] = {}
         self.assumed_pvcs: dict[str, PersistentVolumeClaim] = {}
-        self.listeners: list[Listener] = []
         # Set by whoever owns the cluster (the runner, the simulator); None: PreBind
         # cannot bind volumes.
         self.writer: VolumeWriter | None = None
         self.csi_node_version = 0  # bumped when a CSINode changes
         self._next_version = 0
-
-    def subscribe(self, listener: Listener) -> None:
-        self.listeners.append(listener)
-
-    def _emit(self, resource: Resource, action: ActionType, old: object, new: object) -> None:
-        if self.listeners:
-            event = _event(resource, action)
-            for listener in self.listeners:
-                listener(event, old, new)
 
     def copy(self) -> StorageState:
         """A state of its own holding the same objects (which nobody mutates)."""
