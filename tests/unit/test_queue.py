@@ -60,10 +60,46 @@ def test_backoff_doubles_from_1s_to_10s() -> None:
     q, _ = queue()
     qpi = QueuedPodInfo(PodInfo(make_pod("p")), 0.0)
     durations = []
-    for attempts in range(1, 8):
-        qpi.attempts = attempts
+    for rejections in range(1, 8):
+        qpi.unschedulable_count = rejections
         durations.append(q.backoff_duration(qpi))
     assert durations == [1, 2, 4, 8, 10, 10, 10]
+
+
+def test_backoff_counts_rejections_or_the_errors_since_the_last_one() -> None:
+    """getBackoffTime: the count is UnschedulableCount, or ConsecutiveErrorsCount
+    while errors follow each other; attempts (which include successful cycles whose
+    binding failed, and errors) are not the count."""
+    q, _ = queue()
+    q.add(PodInfo(make_pod("p")))
+    qpi = pop(q)
+    qpi.unschedulable_plugins = {"NodeResourcesFit"}
+    q.requeue_failed(qpi)  # rejected: 1 s
+    assert (qpi.unschedulable_count, qpi.consecutive_errors_count) == (1, 0)
+    assert q.backoff_duration(qpi) == 1
+    for expected in (1, 2, 4):  # then errors: 1 s, 2 s, 4 s, whatever came before
+        q.delete(qpi.pod_info.key)
+        q.add(PodInfo(make_pod("p")))
+        qpi2 = pop(q)
+        qpi2.unschedulable_count = qpi.unschedulable_count
+        qpi2.consecutive_errors_count = qpi.consecutive_errors_count
+        qpi2.attempts = 5
+        q.requeue_failed(qpi2)
+        assert q.backoff_duration(qpi2) == expected
+        qpi = qpi2
+    qpi.unschedulable_plugins = {"NodeResourcesFit"}
+    q.delete(qpi.pod_info.key)
+    q.requeue_failed(qpi)  # a rejection ends the run of errors: the second rejection, 2 s
+    assert (qpi.unschedulable_count, qpi.consecutive_errors_count) == (2, 0)
+    assert q.backoff_duration(qpi) == 2
+
+
+def test_a_pod_never_rejected_has_no_backoff() -> None:
+    q, _ = queue()
+    qpi = QueuedPodInfo(PodInfo(make_pod("p")), 100.0)
+    qpi.attempts = 3
+    assert q.backoff_duration(qpi) == 0
+    assert not q._backing_off(qpi)
 
 
 def test_error_goes_to_backoff_and_returns_when_it_expires() -> None:

@@ -88,6 +88,11 @@ class QueuedPodInfo:
     timestamp: float  # when it last entered activeQ (PrioritySort's tie-break)
     initial_attempt_timestamp: float | None = None
     attempts: int = 0
+    # UnschedulableCount and ConsecutiveErrorsCount upstream: the backoff counts
+    # rejections by plugins, or the run of errors since the last rejection, not
+    # attempts (getBackoffTime).
+    unschedulable_count: int = 0
+    consecutive_errors_count: int = 0
     unschedulable_plugins: set[str] = field(default_factory=set)
     pending_plugins: set[str] = field(default_factory=set)
     gated: bool = False

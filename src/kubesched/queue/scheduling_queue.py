@@ -303,8 +303,14 @@ class SchedulingQueue:
     # --- failures --------------------------------------------------------------
 
     def backoff_duration(self, qpi: QueuedPodInfo) -> float:
+        """getBackoffTime and calculateBackoffDuration: doubling from the initial
+        backoff per rejection, or per consecutive error after an error; none for a
+        pod that was never rejected nor failed."""
+        count = qpi.consecutive_errors_count or qpi.unschedulable_count
+        if count == 0 or self.max_backoff == 0:
+            return 0.0
         duration = self.initial_backoff
-        for _ in range(1, qpi.attempts):
+        for _ in range(1, count):
             if duration > self.max_backoff - duration:
                 return self.max_backoff
             duration += duration
@@ -314,6 +320,8 @@ class SchedulingQueue:
         """getBackoffTime. With SchedulerPopFromBackoffQ the expiry is truncated to
         its one-second ordering window: pods whose backoff ends in the same window
         leave backoffQ together, in activeQ's order (priority first)."""
+        if not (qpi.consecutive_errors_count or qpi.unschedulable_count) or not self.max_backoff:
+            return -math.inf  # never tried and failed: no backoff (zero time upstream)
         expiry = qpi.timestamp + self.backoff_duration(qpi)
         return (
             math.floor(expiry / BACKOFF_WINDOW) * BACKOFF_WINDOW
@@ -351,6 +359,11 @@ class SchedulingQueue:
         self.scheduling_done(key)
         if key in self.active or key in self.backoff or key in self.unschedulable:
             return
+        if not qpi.unschedulable_plugins and not qpi.pending_plugins:
+            qpi.consecutive_errors_count += 1  # an unexpected error, e.g. the API's
+        else:
+            qpi.unschedulable_count += 1
+            qpi.consecutive_errors_count = 0
         qpi.timestamp = self.clock.now()
         if strategy == QUEUE_SKIP:
             self.unschedulable[key] = qpi
