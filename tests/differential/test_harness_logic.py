@@ -689,3 +689,46 @@ def test_claims_on_each_runs_own_node_agree_after_a_tie() -> None:
     ks.steps[0].claims = {"c0": _claim("c0", "n0", ["gpu"])}
     result = _compare(scenario, kube, ks)
     assert [d.kind for d in result.disagreements if d.kind == "claims"] == ["claims"]
+
+
+def test_an_all_request_may_count_differently_only_on_different_nodes() -> None:
+    """seed43-320: a tie between nodes with different devices; an `All` request took
+    each node's devices, 1 on one and 3 on the other. That is alike across the tie;
+    on the same node it is a disagreement, and an exact count never differs."""
+    pod = _pod(
+        "p0",
+        resourceClaims=[
+            {"name": "gpu", "resourceClaimName": "c0"},
+            {"name": "one", "resourceClaimName": "c1"},
+        ],
+    )
+    scenario = _scenario([_node("n0"), _node("n1")], [pod])
+    every = {"deviceClassName": "gpu", "allocationMode": "All"}
+    exact = {"deviceClassName": "gpu", "allocationMode": "ExactCount", "count": 1}
+    scenario["dra"] = {
+        "classes": [],
+        "slices": [],
+        "claims": [
+            {"name": "c0", "spec": {"devices": {"requests": [{"name": "gpu", "exactly": every}]}}},
+            {"name": "c1", "spec": {"devices": {"requests": [{"name": "gpu", "exactly": exact}]}}},
+        ],
+        "templates": [],
+    }
+
+    def claims_problems(kube_node: str, counts: tuple[int, int, int, int]) -> list[str]:
+        kube = _run(KUBE, scenario, [("bound", kube_node, "")])
+        ks = _run(KUBESCHED, scenario, [("bound", "n1", "")])
+        kube.steps[0].claims = {
+            "c0": _claim("c0", kube_node, ["gpu"] * counts[0]),
+            "c1": _claim("c1", kube_node, ["gpu"] * counts[1]),
+        }
+        ks.steps[0].claims = {
+            "c0": _claim("c0", "n1", ["gpu"] * counts[2]),
+            "c1": _claim("c1", "n1", ["gpu"] * counts[3]),
+        }
+        result = _compare(scenario, kube, ks)
+        return [d.pod for d in result.disagreements if d.kind == "claims"]
+
+    assert claims_problems("n0", (1, 1, 3, 1)) == []
+    assert claims_problems("n1", (1, 1, 3, 1)) == ["p0"]
+    assert claims_problems("n0", (1, 1, 1, 2)) == ["p0"]

@@ -232,3 +232,86 @@ def test_a_pod_with_a_claim_template_waits_for_its_claim_then_gets_a_device(
     devices = sorted(r["device"] for r in claim["status"]["allocation"]["devices"]["results"])
     assert devices == ["gpu-0", "gpu-1"]
     assert [r["uid"] for r in claim["status"]["reservedFor"]] == [pod["metadata"]["uid"]]
+
+
+@pytest.mark.parametrize("scheduler", ["kubesched", "default-scheduler"])
+def test_a_preemptor_that_shares_its_victims_claim_ends_up_bound_with_it(
+    control_plane: ControlPlane,
+    api: AdminApi,
+    namespace: str,
+    kubesched: list[KubeschedProcess],
+    kube_scheduler: Callable[..., KubeSchedulerProcess],
+    tmp_path: Path,
+    scheduler: str,
+) -> None:
+    """The race that the differential generator keeps out of its scenarios: once the
+    victim is gone, the resourceclaim controller deallocates the shared claim while the
+    preemptor is retried. Whether the retry's PreBind comes first (the claim keeps its
+    allocation) or second (upstream's `got deallocated elsewhere in the meantime`, then
+    a retry after backoff that allocates afresh), the preemptor must end up bound with
+    the claim reserved for it alone, and never be preempted twice."""
+    prefix = unique_prefix("drap")
+    pool = {"kubesched.test/pool": prefix}
+    node = f"{prefix}-gpu"
+    api.create_node(node, cpu="1", memory="16Gi", labels=pool)
+    device_class = _gpu_class_and_slice(api, prefix, node, 1)
+    api.post(
+        f"{RESOURCE}/namespaces/{namespace}/resourceclaims",
+        _claim(namespace, "shared", device_class),
+    )
+    low, high = f"{namespace}-low", f"{namespace}-high"
+    for name, value in ((low, 10), (high, 1000)):
+        api.post(
+            "/apis/scheduling.k8s.io/v1/priorityclasses",
+            {
+                "apiVersion": "scheduling.k8s.io/v1",
+                "kind": "PriorityClass",
+                "metadata": {"name": name},
+                "value": value,
+            },
+        )
+    try:
+        if scheduler == "kubesched":
+            run = start_kubesched(
+                control_plane, tmp_path, "--no-leader-elect", name="kubesched-drap"
+            )
+            kubesched.append(run)
+        else:
+            kube_scheduler()
+        shared = [{"name": "gpu", "resourceClaimName": "shared"}]
+        api.create_pod(
+            namespace,
+            "victim",
+            cpu="800m",
+            scheduler_name=scheduler,
+            nodeSelector=pool,
+            priorityClassName=low,
+            resourceClaims=shared,
+        )
+        assert api.wait_for_node_name(namespace, "victim", timeout=60) == node
+        api.create_pod(
+            namespace,
+            "preemptor",
+            cpu="800m",
+            scheduler_name=scheduler,
+            nodeSelector=pool,
+            priorityClassName=high,
+            resourceClaims=shared,
+        )
+        assert api.wait_for_node_name(namespace, "preemptor", timeout=90) == node
+        preemptor = api.get_pod(namespace, "preemptor")
+        claim = _wait(
+            "the claim reserved for the preemptor alone",
+            lambda: (
+                (c := api.get(f"{RESOURCE}/namespaces/{namespace}/resourceclaims/shared"))
+                and [r["name"] for r in c["status"].get("reservedFor", [])] == ["preemptor"]
+                and c
+            ),
+        )
+        assert claim["status"]["reservedFor"][0]["uid"] == preemptor["metadata"]["uid"]
+        assert claim["status"]["allocation"]["devices"]["results"][0]["device"] == "gpu-0"
+        # Preempted once: the victim is gone, and no other pod was touched.
+        assert [p["metadata"]["name"] for p in api.list_pods(namespace)] == ["preemptor"]
+    finally:
+        for name in (low, high):
+            api.request("DELETE", f"/apis/scheduling.k8s.io/v1/priorityclasses/{name}", ok=(404,))

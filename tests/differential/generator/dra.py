@@ -216,6 +216,13 @@ def dra_objects(
         if shared is not None and len(shared.setdefault("users", [])) < 2:
             shared["users"].append(pod["name"])
             entries.append({"name": "gpu", "resourceClaimName": shared["name"]})
+            # The top priority, so that no pod preempts a sharer. Preempting one makes
+            # the resourceclaim controller deallocate the claim while the other sharer
+            # (or the preemptor) is retried: whether that retry's PreBind comes before
+            # or after the deallocation is a race in kube-scheduler itself (seed41-050,
+            # seed41-133), which no comparison of two runs can hold to one side.
+            # tests/integration/test_run_dra.py covers kubesched in that race.
+            pod["spec"]["priorityClassName"] = "diff-high"
         else:
             kind = _claim_kind(rng)
             if kind != "plain" and unsatisfied:

@@ -198,18 +198,62 @@ def _claims_problem(
     # apart (nodes not interchangeable), "allocated on the node the pod went to" is
     # still alike; the node choice itself is judged by the node comparison.
     own = "<pod's node>"
+    # On different nodes, what a node offers decides an `All` request's count and a
+    # prioritized list's subrequest; only requests of an exact count must match.
+    node_bound = _node_bound_requests(scenario, pod) if perm.get(a.node or "") != b.node else {}
     for claim, got in alloc_a.items():
         other = alloc_b.get(claim)
         if isinstance(got, dict):
             got = {
                 **got,
                 "nodes": sorted(own if n == a.node else perm.get(n, n) for n in got["nodes"]),
+                "requests": _across_nodes(got["requests"], node_bound.get(claim, set())),
             }
         if isinstance(other, dict):
-            other = {**other, "nodes": sorted(own if n == b.node else n for n in other["nodes"])}
+            other = {
+                **other,
+                "nodes": sorted(own if n == b.node else n for n in other["nodes"]),
+                "requests": _across_nodes(other["requests"], node_bound.get(claim, set())),
+            }
         if not isinstance(got, dict) or got != other:
             return claim, alloc_a[claim], alloc_b.get(claim)
     return None
+
+
+def _node_bound_requests(
+    scenario: Mapping[str, Any], pod: Mapping[str, Any]
+) -> dict[str, set[str]]:
+    """Per entry of POD's spec.resourceClaims: its requests whose devices depend on
+    the node (allocationMode All, or a prioritized list), from the scenario's claims
+    and templates."""
+    dra = scenario.get("dra") or {}
+    specs = {("claim", c["name"]): c["spec"] for c in dra.get("claims", [])}
+    specs.update({("template", t["name"]): t["spec"] for t in dra.get("templates", [])})
+    out: dict[str, set[str]] = {}
+    for entry in pod["spec"].get("resourceClaims", []):
+        if "resourceClaimName" in entry:
+            spec = specs.get(("claim", entry["resourceClaimName"]), {})
+        else:
+            spec = specs.get(("template", entry.get("resourceClaimTemplateName")), {})
+        out[entry["name"]] = {
+            r["name"]
+            for r in spec.get("devices", {}).get("requests", [])
+            if "firstAvailable" in r or (r.get("exactly") or {}).get("allocationMode") == "All"
+        }
+    return out
+
+
+def _across_nodes(requests: Mapping[str, int], node_bound: set[str]) -> dict[str, Any]:
+    """REQUESTS' device counts, with those in NODE_BOUND (and their subrequests)
+    reduced to "some" when the runs' pods are on different nodes."""
+    out: dict[str, Any] = {}
+    for name, count in requests.items():
+        top = name.split("/", 1)[0]
+        if top in node_bound:
+            out[top] = "some"
+        else:
+            out[name] = count
+    return out
 
 
 def _against(
