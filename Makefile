@@ -35,6 +35,10 @@ lock-check: $(STAMP)
 
 venv: $(STAMP)
 
+# The README's plugin table, from the plugin registry (tests/packaging/test_readme.py checks it).
+readme: $(STAMP)
+	$(BIN)/python -m tests.packaging.readme_plugins --write
+
 run: $(STAMP)
 	$(BIN)/kubesched simulate -f examples/cluster --seed 1
 

@@ -12,11 +12,13 @@ import yaml
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
 
+from kubesched import KUBERNETES_VERSION, __version__
 from kubesched.cli.report import as_document, print_report
 from kubesched.cluster.manifests import load_paths, pending_pods, running_pods
+from kubesched.config import ConfigError, load_config
 from kubesched.framework.interfaces import Plugin
-from kubesched.framework.profile import ProfileConfig
-from kubesched.framework.registry import load_plugin_path
+from kubesched.framework.profile import UNKNOWN_PLUGIN_HINT, ProfileConfig, unknown_plugins
+from kubesched.framework.registry import Registry, load_plugin_path
 from kubesched.plugins.registry import default_registry
 from kubesched.simulator import simulate
 
@@ -29,6 +31,41 @@ PROGRESS_THRESHOLD = 2000
 @click.version_option(package_name="kubesched")
 def main() -> None:
     """kubesched: a Kubernetes scheduler in Python with kube-scheduler's framework."""
+
+
+@main.command("version")
+@click.option("-o", "--output", type=click.Choice(["text", "json"]), default="text")
+def version_command(output: str) -> None:
+    """Print kubesched's version and the Kubernetes version it follows."""
+    if output == "json":
+        click.echo(
+            json.dumps({"kubeschedVersion": __version__, "kubernetesVersion": KUBERNETES_VERSION})
+        )
+        return
+    click.echo(f"kubesched {__version__}")
+    # The kube-scheduler release whose behaviour, messages and metric names it follows.
+    click.echo(f"Kubernetes {KUBERNETES_VERSION}")
+
+
+_PLUGIN_HELP = (
+    "Load a plugin class (MODULE:CLASS or path/to/file.py:CLASS), as an installed package's "
+    "`kubesched.plugins` entry point would; enable it in the configuration or with --enable. "
+    "May be repeated."
+)
+
+
+def _registry(plugins: tuple[str, ...]) -> Registry:
+    """The default registry (in-tree, installed, registered in code) and the --plugin classes."""
+    loaded: list[type[Plugin]] = []
+    for target in plugins:
+        try:
+            loaded.append(load_plugin_path(target))
+        except Exception as exc:
+            raise click.BadParameter(f"{target}: {exc}", param_hint="--plugin") from None
+    try:
+        return default_registry(loaded)
+    except ValueError as exc:  # two plugins of one name
+        raise click.BadParameter(str(exc), param_hint="--plugin") from None
 
 
 @main.command("simulate")
@@ -52,12 +89,14 @@ def main() -> None:
     "-o", "--output", type=click.Choice(["text", "json", "yaml"]), default="text", show_default=True
 )
 @click.option(
-    "--plugin",
-    "plugins",
-    multiple=True,
-    metavar="MODULE:CLASS",
-    help="Register a custom plugin class; enable it with --enable.",
+    "--config",
+    "config_path",
+    type=click.Path(exists=True, dir_okay=False),
+    default=None,
+    help="KubeSchedulerConfiguration file: its profiles (and their plugins) schedule the pods "
+    "instead of the default profiles for default-scheduler and kubesched.",
 )
+@click.option("--plugin", "plugins", multiple=True, metavar="MODULE:CLASS", help=_PLUGIN_HELP)
 @click.option(
     "--enable",
     "enabled",
@@ -75,23 +114,34 @@ def simulate_command(
     context: str | None,
     seed: int | None,
     output: str,
+    config_path: str | None,
     plugins: tuple[str, ...],
     enabled: tuple[str, ...],
     percentage_of_nodes_to_score: int,
 ) -> None:
     """Schedule the pods of a cluster described in manifests, touching nothing."""
     err = Console(stderr=True)
-    loaded: list[type[Plugin]] = []
-    for target in plugins:
+    registry = _registry(plugins)
+    if config_path is None:
+        profiles = [
+            _profile(ProfileConfig.default(name), enabled) for name in SIMULATED_SCHEDULER_NAMES
+        ]
+    else:
         try:
-            loaded.append(load_plugin_path(target))
-        except Exception as exc:
-            raise click.BadParameter(f"{target}: {exc}", param_hint="--plugin") from None
-    try:
-        registry = default_registry(loaded)
-    except ValueError as exc:  # two plugins of one name
-        raise click.BadParameter(str(exc), param_hint="--plugin") from None
-    profiles = [_profile(name, enabled) for name in SIMULATED_SCHEDULER_NAMES]
+            config = load_config(config_path)
+        except ConfigError as exc:
+            raise click.BadParameter(str(exc), param_hint="--config") from None
+        profiles = [_profile(profile, enabled) for profile in config.profiles]
+        if percentage_of_nodes_to_score == 0:
+            percentage_of_nodes_to_score = config.percentage_of_nodes_to_score
+    for profile in profiles:
+        missing = unknown_plugins(profile, registry)
+        if missing:
+            raise click.BadParameter(
+                f"profile {profile.scheduler_name!r} enables {', '.join(missing)}: "
+                f"{UNKNOWN_PLUGIN_HINT}",
+                param_hint="--config" if config_path else "--enable",
+            )
 
     if not paths and not from_cluster:
         raise click.UsageError("give manifests with -f, or --from-cluster, or both")
@@ -181,6 +231,7 @@ def simulate_command(
     "--logging-format", type=click.Choice(["text", "json"]), default="text", show_default=True
 )
 @click.option("-v", "--v", "verbosity", type=int, default=0, help="Log verbosity, as klog's -v.")
+@click.option("--plugin", "plugins", multiple=True, metavar="MODULE:CLASS", help=_PLUGIN_HELP)
 def run_command(
     kubeconfig: str | None,
     context: str | None,
@@ -191,18 +242,25 @@ def run_command(
     seed: int | None,
     logging_format: str,
     verbosity: int,
+    plugins: tuple[str, ...],
 ) -> None:
     """Schedule the pods of a real cluster (those whose schedulerName is ours)."""
     import asyncio
 
-    from kubesched.config import ConfigError
     from kubesched.kube.config import KubeConfigError
     from kubesched.kube.runner import RunOptions, run
     from kubesched.logs import configure_logging
 
     configure_logging("json" if logging_format == "json" else "text", verbosity)
     options = RunOptions(
-        kubeconfig, context, config_path, health_address, health_port, seed, leader_elect
+        kubeconfig,
+        context,
+        config_path,
+        health_address,
+        health_port,
+        seed,
+        leader_elect,
+        registry=_registry(plugins),
     )
     try:
         code = asyncio.run(run(options))
@@ -211,10 +269,10 @@ def run_command(
     sys.exit(code)
 
 
-def _profile(name: str, enabled: tuple[str, ...]) -> ProfileConfig:
+def _profile(profile: ProfileConfig, enabled: tuple[str, ...]) -> ProfileConfig:
+    """`profile` with the --enable plugins added to its multiPoint set."""
     from kubesched.framework.profile import PluginRef
 
-    profile = ProfileConfig.default(name)
     for spec in enabled:
         plugin, _, weight = spec.partition(":")
         profile.plugins["multiPoint"].enabled.append(PluginRef(plugin, int(weight or 0)))

@@ -14,15 +14,16 @@ import logging
 import signal
 import time
 from collections.abc import Awaitable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from kubesched.api.objects import Namespace, Node, Pod, PodDisruptionBudget
-from kubesched.config import SchedulerConfig, load_config
+from kubesched.config import ConfigError, SchedulerConfig, load_config
 from kubesched.framework.client import ClusterClient
 from kubesched.framework.clock import Clock, RealClock
 from kubesched.framework.handle import Listers
-from kubesched.framework.profile import ProfileConfig
+from kubesched.framework.profile import UNKNOWN_PLUGIN_HINT, ProfileConfig, unknown_plugins
+from kubesched.framework.registry import Registry
 from kubesched.framework.status import Status
 from kubesched.framework.waiting import WaitingPods
 from kubesched.kube.claims import KubeClaimWriter, dra_informers
@@ -35,6 +36,7 @@ from kubesched.kube.storage import KubeVolumeWriter, storage_informers
 from kubesched.kube.workload_selectors import WorkloadSelectors, workload_selector_informers
 from kubesched.kube.writer import EventWriter, StatusWriter
 from kubesched.metrics import SchedulerMetrics, status_label
+from kubesched.plugins.registry import default_registry
 from kubesched.scheduler import Scheduler
 from kubesched.server import HealthServer
 
@@ -55,6 +57,8 @@ class RunOptions:
     health_port: int = 10251
     seed: int | None = None
     leader_elect: bool | None = None  # None: as the configuration says
+    # The plugins the profiles may name: in-tree, installed (entry points), --plugin.
+    registry: Registry | None = field(default=None, kw_only=True)
 
 
 def default_config() -> SchedulerConfig:
@@ -281,6 +285,7 @@ class Runner:
             observer=self.metrics,
             listers=listers,
             waiting_pods=WaitingPods(clock, observe=self.observe_permit_wait),
+            registry=self.options.registry,
         )
 
     def observe_permit_wait(self, status: Status, seconds: float) -> None:
@@ -323,6 +328,14 @@ class Runner:
 
 async def run(options: RunOptions) -> int:
     config = load_config(options.config) if options.config else default_config()
+    registry = options.registry if options.registry is not None else default_registry()
+    for profile in config.profiles:
+        missing = unknown_plugins(profile, registry)
+        if missing:
+            raise ConfigError(
+                f"{options.config or 'the default configuration'}: profile "
+                f"{profile.scheduler_name!r} enables {', '.join(missing)}: {UNKNOWN_PLUGIN_HINT}"
+            )
     runner = Runner(options, config)
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):
