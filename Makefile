@@ -46,6 +46,7 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check src tests examples bench
 	$(BIN)/ruff check src tests examples bench
 	$(BIN)/lint-imports
+	$(BIN)/hadolint deploy/Dockerfile
 
 typecheck: $(STAMP)
 	$(BIN)/mypy

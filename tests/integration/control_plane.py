@@ -27,6 +27,7 @@ __all__ = [
     "ControlPlane",
     "HackScriptError",
     "ensure_binaries",
+    "ensure_helm",
     "free_port",
     "run_hack",
 ]
@@ -59,6 +60,23 @@ def ensure_binaries() -> tuple[Path, Path]:
     if isinstance(_binaries, HackScriptError):
         raise _binaries
     return _binaries
+
+
+_helm: Path | HackScriptError | None = None
+
+
+def ensure_helm() -> Path:
+    """helm (hack/build-helm.sh: built once through the Go module proxy, then cached),
+    for rendering deploy/helm/kubesched. Remembered for the session like the others."""
+    global _helm
+    if _helm is None:
+        try:
+            _helm = Path(run_hack("build-helm.sh", timeout=BUILD_TIMEOUT)) / "helm"
+        except HackScriptError as exc:
+            _helm = exc
+    if isinstance(_helm, HackScriptError):
+        raise _helm
+    return _helm
 
 
 @dataclass(frozen=True)

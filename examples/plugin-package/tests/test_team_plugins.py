@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import pytest
+from kubesched_team_plugins import PreferNodeLabel, TeamNodes
+from kubesched_team_plugins.team_nodes import REASON
 
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.types import PodInfo
 from kubesched.testing import make_node, make_pod, make_table
-from kubesched_team_plugins import PreferNodeLabel, TeamNodes
-from kubesched_team_plugins.team_nodes import REASON
 
 NODES = [
     make_node("shared", labels={"example.com/capacity-type": "spot"}),
