@@ -10,7 +10,8 @@ content's say "bytes" (the prefix of a label key, label values).
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
+from functools import lru_cache
 
 from kubesched.api.objects import LabelSelector, ObjectMeta
 from kubesched.cluster.validation.field_errors import (
@@ -61,7 +62,8 @@ def _byte_length(value: str) -> int:
     return len(value.encode())  # Go's len() counts bytes
 
 
-def dns1123_label_errors(value: str) -> list[str]:
+@lru_cache(maxsize=4096)
+def dns1123_label_errors(value: str) -> tuple[str, ...]:
     """validation.IsDNS1123Label."""
     errors = []
     if _byte_length(value) > 63:
@@ -71,20 +73,22 @@ def dns1123_label_errors(value: str) -> list[str]:
             errors.append("must not contain dots")
         else:
             errors.append(regex_error(_DNS1123_LABEL_MSG, _DNS1123_LABEL_FMT, "my-name", "123-abc"))
-    return errors
+    return tuple(errors)
 
 
-def dns1123_subdomain_errors(value: str, unit: str = "characters") -> list[str]:
+@lru_cache(maxsize=4096)
+def dns1123_subdomain_errors(value: str, unit: str = "characters") -> tuple[str, ...]:
     """validation.IsDNS1123Subdomain ("characters"); content.IsDNS1123Subdomain ("bytes")."""
     errors = []
     if _byte_length(value) > 253:
         errors.append(f"must be no more than 253 {unit}")
     if _DNS1123_SUBDOMAIN.fullmatch(value) is None:
         errors.append(regex_error(_DNS1123_SUBDOMAIN_MSG, _DNS1123_SUBDOMAIN_FMT, "example.com"))
-    return errors
+    return tuple(errors)
 
 
-def qualified_name_errors(value: str) -> list[str]:
+@lru_cache(maxsize=4096)
+def qualified_name_errors(value: str) -> tuple[str, ...]:
     """validation.IsQualifiedName (content.IsLabelKey): an optional DNS-subdomain
     prefix and '/', then a name of at most 63 characters."""
     parts = value.split("/")
@@ -98,11 +102,11 @@ def qualified_name_errors(value: str) -> list[str]:
         else:
             errors.extend("prefix part " + e for e in dns1123_subdomain_errors(prefix, "bytes"))
     else:
-        return [
+        return (
             "a valid label key "
             + regex_error(_LABEL_KEY_MSG, _LABEL_KEY_FMT, "MyName", "my.name", "123-abc")
-            + " with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"
-        ]
+            + " with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')",
+        )
     if not name:
         errors.append("name part must be non-empty")
     elif _byte_length(name) > 63:
@@ -112,10 +116,11 @@ def qualified_name_errors(value: str) -> list[str]:
             "name part "
             + regex_error(_LABEL_KEY_MSG, _LABEL_KEY_FMT, "MyName", "my.name", "123-abc")
         )
-    return errors
+    return tuple(errors)
 
 
-def label_value_errors(value: str) -> list[str]:
+@lru_cache(maxsize=4096)
+def label_value_errors(value: str) -> tuple[str, ...]:
     """validation.IsValidLabelValue (content.IsLabelValue)."""
     errors = []
     if _byte_length(value) > 63:
@@ -124,12 +129,12 @@ def label_value_errors(value: str) -> list[str]:
         errors.append(
             regex_error(_LABEL_VALUE_MSG, _LABEL_VALUE_FMT, "MyValue", "my_value", "12345")
         )
-    return errors
+    return tuple(errors)
 
 
 # --- names (apimachinery pkg/api/validation/generic.go) ---------------------------
 
-NameCheck = Callable[[str, bool], list[str]]
+NameCheck = Callable[[str, bool], Sequence[str]]
 
 
 def _mask_trailing_dash(name: str) -> str:
@@ -137,12 +142,12 @@ def _mask_trailing_dash(name: str) -> str:
     return name[:-2] + "a" if len(name) > 1 and name.endswith("-") else name
 
 
-def name_is_dns_subdomain(name: str, prefix: bool) -> list[str]:
+def name_is_dns_subdomain(name: str, prefix: bool) -> Sequence[str]:
     """NameIsDNSSubdomain: Pods, Nodes, PriorityClasses, most workloads."""
     return dns1123_subdomain_errors(_mask_trailing_dash(name) if prefix else name)
 
 
-def name_is_dns_label(name: str, prefix: bool) -> list[str]:
+def name_is_dns_label(name: str, prefix: bool) -> Sequence[str]:
     """NameIsDNSLabel: Namespaces and StatefulSets."""
     return dns1123_label_errors(_mask_trailing_dash(name) if prefix else name)
 

@@ -30,10 +30,7 @@ from kubesched.cluster.validation.names_labels import (
     validate_label_name,
     validate_labels,
 )
-from kubesched.cluster.validation.resources import (
-    validate_pod_resource_name,
-    validate_requirements,
-)
+from kubesched.cluster.validation.resources import validate_requirements
 
 _PORT_RANGE = "must be between 1 and 65535, inclusive"
 _PROTOCOLS = ("SCTP", "TCP", "UDP")  # supportedPortProtocols, sorted
@@ -196,9 +193,7 @@ def validate_pod_spec(spec: PodSpec, labels: Mapping[str, str], path: str) -> Fi
                 f"{path}.resources.claims",
                 "Forbidden: claims may not be set for Resources at pod-level",
             )
-        yield from validate_requirements(
-            spec.resources, f"{path}.resources", validate_pod_resource_name
-        )
+        yield from validate_requirements(spec.resources, f"{path}.resources", pod_level=True)
     if spec.host_network:
         for i, container in enumerate(spec.containers):
             for j, port in enumerate(container.ports):

@@ -12,10 +12,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from fractions import Fraction
+from functools import lru_cache
 
 from kubesched.api.objects import RawQuantity, ResourceRequirements
 from kubesched.api.quantity import QuantityError, parse_quantity
 from kubesched.cluster.validation.field_errors import (
+    FieldError,
     FieldErrors,
     forbidden,
     invalid,
@@ -78,6 +80,7 @@ def is_native(name: str) -> bool:
     return "/" not in name or _DEFAULT_NAMESPACE in name
 
 
+@lru_cache(maxsize=1024)
 def is_extended(name: str) -> bool:
     """helper.IsExtendedResourceName."""
     if is_native(name) or name.startswith(_REQUESTS_PREFIX):
@@ -104,9 +107,7 @@ def validate_resource_name(name: str, path: str) -> FieldErrors:
         yield invalid(path, name, "must be a standard resource type or fully qualified")
 
 
-def validate_container_resource_name(name: str, path: str) -> FieldErrors:
-    """validateContainerResourceName: cpu, memory, ephemeral-storage, hugepages-*,
-    or an extended resource (a domain-prefixed name outside kubernetes.io)."""
+def _container_resource_name_errors(name: str, path: str) -> FieldErrors:
     yield from validate_resource_name(name, path)
     if "/" not in name:
         if name not in _STANDARD_CONTAINER_RESOURCES and not is_hugepages(name):
@@ -115,14 +116,37 @@ def validate_container_resource_name(name: str, path: str) -> FieldErrors:
         yield invalid(path, name, "doesn't follow extended resource name standard")
 
 
-def validate_pod_resource_name(name: str, path: str) -> FieldErrors:
-    """validatePodResourceName: pod-level resources are cpu, memory and hugepages."""
+def _pod_resource_name_errors(name: str, path: str) -> FieldErrors:
     errors = list(validate_resource_name(name, path))
     if errors:
         yield from errors
         return
     if name not in ("cpu", "memory") and not is_hugepages(name):
         yield not_supported(path, name, _POD_LEVEL_RESOURCES)
+
+
+# The rules depend on the name only: each name is judged once (pods repeat them).
+@lru_cache(maxsize=1024)
+def _container_name_bodies(name: str) -> tuple[str, ...]:
+    return tuple(body for _, body in _container_resource_name_errors(name, ""))
+
+
+@lru_cache(maxsize=1024)
+def _pod_name_bodies(name: str) -> tuple[str, ...]:
+    return tuple(body for _, body in _pod_resource_name_errors(name, ""))
+
+
+def validate_container_resource_name(name: str, path: str) -> FieldErrors:
+    """validateContainerResourceName: cpu, memory, ephemeral-storage, hugepages-*,
+    or an extended resource (a domain-prefixed name outside kubernetes.io)."""
+    for body in _container_name_bodies(name):
+        yield path, body
+
+
+def validate_pod_resource_name(name: str, path: str) -> FieldErrors:
+    """validatePodResourceName: pod-level resources are cpu, memory and hugepages."""
+    for body in _pod_name_bodies(name):
+        yield path, body
 
 
 def _amount(quantity: RawQuantity) -> Fraction:
@@ -158,13 +182,35 @@ def _hugepage_error(name: str, quantity: RawQuantity) -> str | None:
 
 
 def validate_requirements(
-    res: ResourceRequirements,
-    path: str,
-    name_check: Callable[[str, str], FieldErrors] = validate_container_resource_name,
+    res: ResourceRequirements, path: str, *, pod_level: bool = False
 ) -> FieldErrors:
-    """validateResourceRequirements: names and quantities of limits and requests; a
-    request above its limit (or, for resources that cannot be overcommitted, other
-    than its limit); limits required for those; hugepages need cpu or memory."""
+    """validateResourceRequirements (the container rules, or the pod-level ones):
+    names and quantities of limits and requests; a request above its limit (or,
+    for resources that cannot be overcommitted, other than its limit); limits
+    required for those; hugepages need cpu or memory."""
+    if not res.requests and not res.limits:
+        return
+    key = (tuple(res.requests.items()), tuple(res.limits.items()), pod_level)
+    for suffix, body in _requirement_errors(*key):
+        yield f"{path}{suffix}", body
+
+
+# Pods made from one template repeat their requirements: each set is judged once.
+@lru_cache(maxsize=4096)
+def _requirement_errors(
+    requests: tuple[tuple[str, RawQuantity], ...],
+    limits: tuple[tuple[str, RawQuantity], ...],
+    pod_level: bool,
+) -> tuple[FieldError, ...]:
+    """The errors with paths relative to the requirements (".limits[cpu]")."""
+    check = validate_pod_resource_name if pod_level else validate_container_resource_name
+    res = ResourceRequirements(requests=dict(requests), limits=dict(limits))
+    return tuple(_requirements_errors(res, "", check))
+
+
+def _requirements_errors(
+    res: ResourceRequirements, path: str, name_check: Callable[[str, str], FieldErrors]
+) -> FieldErrors:
     limits_path, requests_path = f"{path}.limits", f"{path}.requests"
     has_cpu_or_memory = has_hugepages = False
     for name, quantity in res.limits.items():
@@ -184,18 +230,18 @@ def validate_requirements(
         overcommit = is_native(name) and not is_hugepages(name)  # IsOvercommitAllowed
         if name in res.limits:
             request, limit = _amount(quantity), _amount(res.limits[name])
-            shown_limit = quantity_text(res.limits[name])
             if request != limit and not overcommit:
                 yield invalid(
                     requests_path,
                     quantity_text(quantity),
-                    f"must be equal to {name} limit of {shown_limit}",
+                    f"must be equal to {name} limit of {quantity_text(res.limits[name])}",
                 )
             elif request > limit:
                 yield invalid(
                     requests_path,
                     quantity_text(quantity),
-                    f"must be less than or equal to {name} limit of {shown_limit}",
+                    f"must be less than or equal to {name} limit of "
+                    f"{quantity_text(res.limits[name])}",
                 )
         elif not overcommit:
             yield required(limits_path, "Limit must be set for non overcommitable resources")
