@@ -110,7 +110,7 @@ REFUSED: list[tuple[str, Any, str, str, str]] = [
         ),
         "Node bad",
         "metadata.taints[1]",
-        'Duplicate value: {"key":"k","value":"2","effect":"NoSchedule"}: '
+        'Duplicate value: {"Key":"k","Value":"2","Effect":"NoSchedule","TimeAdded":null}: '
         "taints must be unique by key "
         "and effect pair",
     ),
@@ -182,9 +182,19 @@ REFUSED: list[tuple[str, Any, str, str, str]] = [
         pdb(minAvailable=1, maxUnavailable=1),
         "PodDisruptionBudget default/bad",
         "spec",
-        'Invalid value: {"minAvailable":1,"maxUnavailable":1}: '
+        'Invalid value: {"MinAvailable":1,"Selector":null,"MaxUnavailable":1,'
+        '"UnhealthyPodEvictionPolicy":null}: '
         "minAvailable and maxUnavailable cannot "
         "be both set",
+    ),
+    (
+        "pdb-both-with-selector",
+        pdb(minAvailable="50%", maxUnavailable=1, selector={"matchLabels": {"app": "web"}}),
+        "PodDisruptionBudget default/bad",
+        "spec",
+        'Invalid value: {"MinAvailable":"50%","Selector":{"matchLabels":{"app":"web"}},'
+        '"MaxUnavailable":1,"UnhealthyPodEvictionPolicy":null}: '
+        "minAvailable and maxUnavailable cannot be both set",
     ),
     (
         "pdb-negative",

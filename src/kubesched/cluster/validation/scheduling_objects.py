@@ -10,6 +10,8 @@ import json
 import re
 from collections.abc import Mapping
 
+import msgspec
+
 from kubesched.api.objects import IntOrString, Node, PodDisruptionBudget, PriorityClass
 from kubesched.cluster.validation.field_errors import (
     FieldErrors,
@@ -37,6 +39,11 @@ HIGHEST_USER_DEFINABLE_PRIORITY = 1000000000
 _PERCENT = re.compile(r"[0-9]+%")
 
 
+def _go_json(value: object) -> str:
+    """json.Marshal's compact text."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
 def validate_node(node: Node) -> FieldErrors:
     """ValidateNode: its ObjectMeta, taints (which upstream reports under
     `metadata.taints`, not `spec.taints`) and the quantities of its resources."""
@@ -50,11 +57,16 @@ def validate_node(node: Node) -> FieldErrors:
             yield invalid(f"{where}.value", taint.value, ";".join(errors))
         yield from validate_taint_effect(taint.effect, f"{where}.effect")
         if (taint.effect, taint.key) in seen:
-            shown = {"key": taint.key, "value": taint.value, "effect": taint.effect}
+            # The bad value is the internal core.Taint, whose fields have no JSON tags.
+            shown = {
+                "Key": taint.key,
+                "Value": taint.value,
+                "Effect": taint.effect,
+                "TimeAdded": taint.time_added,
+            }
             yield (
                 where,
-                f"Duplicate value: {json.dumps(shown, separators=(',', ':'))}: "
-                f"taints must be unique by key and effect pair",
+                f"Duplicate value: {_go_json(shown)}: taints must be unique by key and effect pair",
             )
             continue
         seen.add((taint.effect, taint.key))
@@ -109,10 +121,23 @@ def validate_pdb(pdb: PodDisruptionBudget, raw_spec: object) -> FieldErrors:
     PDB's name is only a path segment)."""
     spec = pdb.spec
     if spec.min_available is not None and spec.max_unavailable is not None:
-        yield invalid(
+        # The bad value is the internal policy.PodDisruptionBudgetSpec (no JSON tags
+        # of its own; the selector is metav1's, which has them).
+        policy = raw_spec.get("unhealthyPodEvictionPolicy") if isinstance(raw_spec, dict) else None
+        selector = None
+        if spec.selector is not None:
+            selector = {
+                key: value for key, value in msgspec.to_builtins(spec.selector).items() if value
+            }
+        shown = {
+            "MinAvailable": spec.min_available,
+            "Selector": selector,
+            "MaxUnavailable": spec.max_unavailable,
+            "UnhealthyPodEvictionPolicy": policy,
+        }
+        yield (
             "spec",
-            raw_spec if raw_spec is not None else {},
-            "minAvailable and maxUnavailable cannot be both set",
+            f"Invalid value: {_go_json(shown)}: minAvailable and maxUnavailable cannot be both set",
         )
     if spec.min_available is not None:
         yield from _validate_int_or_percent(spec.min_available, "spec.minAvailable")
