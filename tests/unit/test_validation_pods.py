@@ -469,6 +469,39 @@ REFUSED: list[tuple[str, dict[str, Any], str, str, str]] = [
         'Invalid value: "Equals": not a valid selector operator',
     ),
     (
+        "pod-affinity-match-label-key-in-selector",
+        pod(
+            affinity={
+                "podAffinity": {
+                    "requiredDuringSchedulingIgnoredDuringExecution": [
+                        pod_term(matchLabelKeys=["app"])
+                    ]
+                }
+            }
+        ),
+        POD,
+        f"{POD_TERM}[0]",
+        'Invalid value: "app": exists in both matchLabelKeys and labelSelector',
+    ),
+    (
+        "pod-affinity-key-in-match-and-mismatch",
+        pod(
+            affinity={
+                "podAntiAffinity": {
+                    "requiredDuringSchedulingIgnoredDuringExecution": [
+                        pod_term(
+                            labelSelector={}, matchLabelKeys=["tier"], mismatchLabelKeys=["tier"]
+                        )
+                    ]
+                }
+            }
+        ),
+        POD,
+        "spec.affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution[0]"
+        ".matchLabelKeys[0]",
+        'Invalid value: "tier": exists in both matchLabelKeys and mismatchLabelKeys',
+    ),
+    (
         "pod-affinity-topology-key",
         pod(
             affinity={

@@ -1,11 +1,12 @@
 """Affinity terms and topology spread constraints, as pkg/apis/core/validation
 checks them (validateAffinity and its helpers, validateTopologySpreadConstraints).
 
-With the MatchLabelKeysInPodTopologySpreadSelectorMerge gate (beta, on in
-v1.36) the apiserver first merges each matchLabelKeys entry the pod has a label
-for into the labelSelector as an `In` requirement, then checks
-ValidateMatchLabelKeysAndMismatchLabelKeys; the merge is done here only in
-thought (`pod_labels`), to find the same key named twice.
+Before validating a new pod the apiserver merges each matchLabelKeys entry the
+pod has a label for into the term's labelSelector as an `In` requirement (and
+each mismatchLabelKeys entry as `NotIn`): mutatePodAffinity (MatchLabelKeysInPodAffinity,
+GA) and mutateTopologySpreadConstraints (MatchLabelKeysInPodTopologySpreadSelectorMerge,
+beta and on in v1.36). ValidateMatchLabelKeysAndMismatchLabelKeys then finds a key
+named twice; the merge is done here only in thought (`pod_labels`).
 """
 
 from __future__ import annotations
@@ -96,34 +97,40 @@ def _validate_weight(weight: int, path: str) -> FieldErrors:
         yield invalid(f"{path}.weight", weight, "must be in the range 1-100")
 
 
-def _validate_pod_affinity_term(term: PodAffinityTerm, path: str) -> FieldErrors:
+def _validate_pod_affinity_term(
+    term: PodAffinityTerm, path: str, pod_labels: Mapping[str, str]
+) -> FieldErrors:
     """validatePodAffinityTerm."""
     yield from validate_label_selector(term.label_selector, f"{path}.labelSelector")
     yield from validate_label_selector(term.namespace_selector, f"{path}.namespaceSelector")
     for name in term.namespaces:
         yield from invalid_each(f"{path}.namespace", name, name_is_dns_label(name, False))
     yield from validate_match_label_keys(
-        path, term.match_label_keys, term.mismatch_label_keys, term.label_selector
+        path, term.match_label_keys, term.mismatch_label_keys, term.label_selector, pod_labels
     )
     if not term.topology_key:
         yield required(f"{path}.topologyKey", "can not be empty")
     yield from validate_label_name(term.topology_key, f"{path}.topologyKey")
 
 
-def _validate_pod_affinity(affinity: PodAffinity, path: str) -> FieldErrors:
+def _validate_pod_affinity(
+    affinity: PodAffinity, path: str, pod_labels: Mapping[str, str]
+) -> FieldErrors:
     """validatePodAffinity / validatePodAntiAffinity."""
     for i, term in enumerate(affinity.required_during_scheduling_ignored_during_execution):
-        yield from _validate_pod_affinity_term(term, f"{path}.{_REQUIRED}[{i}]")
+        yield from _validate_pod_affinity_term(term, f"{path}.{_REQUIRED}[{i}]", pod_labels)
     for i, weighted in enumerate(affinity.preferred_during_scheduling_ignored_during_execution):
         where = f"{path}.{_PREFERRED}[{i}]"
         yield from _validate_weight(weighted.weight, where)
         yield from _validate_pod_affinity_term(
-            weighted.pod_affinity_term, f"{where}.podAffinityTerm"
+            weighted.pod_affinity_term, f"{where}.podAffinityTerm", pod_labels
         )
 
 
-def validate_affinity(affinity: Affinity | None, path: str) -> FieldErrors:
-    """validateAffinity."""
+def validate_affinity(
+    affinity: Affinity | None, path: str, pod_labels: Mapping[str, str]
+) -> FieldErrors:
+    """validateAffinity; `pod_labels` as for validate_match_label_keys."""
     if affinity is None:
         return
     node = affinity.node_affinity
@@ -144,9 +151,11 @@ def validate_affinity(affinity: Affinity | None, path: str) -> FieldErrors:
                 preferred.preference, f"{term_path}.preference", True
             )
     if affinity.pod_affinity is not None:
-        yield from _validate_pod_affinity(affinity.pod_affinity, f"{path}.podAffinity")
+        yield from _validate_pod_affinity(affinity.pod_affinity, f"{path}.podAffinity", pod_labels)
     if affinity.pod_anti_affinity is not None:
-        yield from _validate_pod_affinity(affinity.pod_anti_affinity, f"{path}.podAntiAffinity")
+        yield from _validate_pod_affinity(
+            affinity.pod_anti_affinity, f"{path}.podAntiAffinity", pod_labels
+        )
 
 
 def validate_match_label_keys(
@@ -156,8 +165,9 @@ def validate_match_label_keys(
     selector: LabelSelector | None,
     pod_labels: Mapping[str, str] | None = None,
 ) -> FieldErrors:
-    """ValidateMatchLabelKeysAndMismatchLabelKeys. `pod_labels` (topology spread)
-    stands for the requirements the apiserver merged into the selector before."""
+    """ValidateMatchLabelKeysAndMismatchLabelKeys. `pod_labels` stand for the
+    requirements the pod strategy's PrepareForCreate merged into the selector
+    before (mutatePodAffinity, mutateTopologySpreadConstraints)."""
     for field_name, keys in (
         ("matchLabelKeys", match_label_keys),
         ("mismatchLabelKeys", mismatch_label_keys),
@@ -175,8 +185,9 @@ def validate_match_label_keys(
         index = {key: i for i, key in enumerate(match_label_keys)}
         seen = set(selector.match_labels)
         expression_keys = [req.key for req in selector.match_expressions]
-        if pod_labels is not None:
+        if pod_labels is not None:  # applyLabelKeysToLabelSelector: In, then NotIn
             expression_keys += [k for k in match_label_keys if k in pod_labels]
+            expression_keys += [k for k in mismatch_label_keys if k in pod_labels]
         for key in expression_keys:
             if key in index and key in seen:
                 yield invalid(

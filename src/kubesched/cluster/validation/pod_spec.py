@@ -204,7 +204,7 @@ def validate_pod_spec(spec: PodSpec, labels: Mapping[str, str], path: str) -> Fi
                         "must match `containerPort` when `hostNetwork` is true",
                     )
     yield from validate_labels(spec.node_selector, f"{path}.nodeSelector")
-    yield from validate_affinity(spec.affinity, f"{path}.affinity")
+    yield from validate_affinity(spec.affinity, f"{path}.affinity", labels)
     seen_gates: set[str] = set()
     for i, gate in enumerate(spec.scheduling_gates):
         yield from invalid_each(
