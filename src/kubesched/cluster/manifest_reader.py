@@ -14,7 +14,7 @@ import re
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 import msgspec
 import yaml
@@ -35,9 +35,34 @@ class _Reports(Protocol):
     def file_problem(self, source: str, message: str) -> None: ...
 
 
+class DuplicateKeyError(yaml.YAMLError):
+    """A mapping names one key twice. PyYAML keeps the last value silently; the
+    apiserver's strict decoding (sigs.k8s.io/yaml, goyaml.v2 UnmarshalStrict)
+    refuses the object with `line N: key "k" already set in map`."""
+
+    def __init__(self, key: object, line: int) -> None:
+        super().__init__(f"key {json.dumps(str(key))} already set in map")
+        self.line = line  # 0-based, within the text the loader was given
+
+
 class _YamlLoader(_SafeLoader):
-    """The safe loader without YAML 1.1 timestamps: `creationTimestamp:
-    2024-01-01T00:00:00Z` stays the string the API (and msgspec) expects."""
+    """The safe loader without YAML 1.1 timestamps (`creationTimestamp:
+    2024-01-01T00:00:00Z` stays the string the API and msgspec expect), and
+    refusing duplicate keys in a mapping."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: set[tuple[str, object]] = set()
+        for key_node, _ in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":
+                continue  # `<<: *base` keys are merged, and may be overridden
+            key = (
+                key_node.tag,
+                key_node.value if isinstance(key_node.value, str) else id(key_node),
+            )
+            if key in seen:
+                raise DuplicateKeyError(key_node.value, key_node.start_mark.line)
+            seen.add(key)
+        return super().construct_mapping(node, deep=deep)
 
 
 _YamlLoader.yaml_implicit_resolvers = {
@@ -125,6 +150,8 @@ def _yaml_documents(text: str, report: Callable[[int, str], None]) -> Iterator[t
 
 def _yaml_error(exc: Exception, first_line: int) -> str:
     """A one-line message for a PyYAML error; `first_line` is where its text began."""
+    if isinstance(exc, DuplicateKeyError):
+        return f"strict decoding error: line {first_line + exc.line + 1}: {exc}"
     if not isinstance(exc, yaml.MarkedYAMLError):
         return f"YAML error: {type(exc).__name__}: {exc}"
     detail = exc.problem or "invalid YAML"

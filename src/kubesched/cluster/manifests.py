@@ -25,7 +25,9 @@ What the apiserver and the controllers would do is done here too:
 
 Bad input never raises and never costs other objects: each bad object is one
 LoadProblem naming file, document, object and field, and is skipped. A YAML
-syntax error costs only its document: reading resumes at the next `---`.
+syntax error costs only its document: reading resumes at the next `---`. A
+mapping that names one key twice is refused, as the apiserver's strict decoding
+does (PyYAML would keep the last value).
 
 Speed: JSON is decoded by msgspec; YAML by PyYAML's C loader (libyaml, its
 pure-Python loader where libyaml is missing), document by document; then
@@ -43,8 +45,10 @@ budgets' status, storage). The steps live beside it:
 
 - manifest_reader: files, folders and stdin into YAML and JSON documents;
 - manifest_loader: documents into typed objects, or LoadProblems;
-- manifest_validation: the checks of those objects, and the field paths of
-  decoding errors;
+- manifest_validation: quantities, workloads' counts and selectors, and the field
+  paths of decoding errors;
+- validation/: the apiserver's validation of every object read (names, labels,
+  annotations, pod specs, affinity, spread, taints, PriorityClasses, PDBs);
 - workload_controllers: the pods the workload controllers create;
 - admission: Priority admission, built-in PriorityClasses, implicit namespaces;
 - volume_manifests: the storage objects and what their controllers do;
