@@ -190,14 +190,18 @@ class SchedulingQueue:
     def refresh(self, pod_info: PodInfo) -> None:
         """Swap in a newer copy of a pending pod without moving it anywhere."""
         key = pod_info.key
-        found = (
-            self.active.get(key)
-            or self.backoff.get(key)
-            or self.unschedulable.get(key)
-            or self.in_flight.get(key)
-        )
+        found = self.find(key)
         if found is not None:
             found.pod_info = pod_info
+
+    def find(self, key: str) -> QueuedPodInfo | None:
+        """The pod of that key wherever it is in the queue (in flight included)."""
+        return (
+            self.in_flight.get(key)
+            or self.active.get(key)
+            or self.backoff.get(key)
+            or self.unschedulable.get(key)
+        )
 
     def delete(self, key: str) -> None:
         self.active.delete(key)
