@@ -7,9 +7,13 @@ forgets it. Assigned pods seen from the cluster are added here too.
 
 from __future__ import annotations
 
+import logging
+
 from kubesched.api.objects import Node
-from kubesched.framework.node_table import NodeTable
+from kubesched.framework.node_table import NodeTable, UnrepresentableNode
 from kubesched.framework.types import PodInfo
+
+log = logging.getLogger("kubesched.cache")
 
 
 class Cache:
@@ -23,7 +27,15 @@ class Cache:
     # --- nodes -----------------------------------------------------------------
 
     def add_node(self, node: Node) -> None:
-        row = self.table.upsert_node(node)
+        try:
+            row = self.table.upsert_node(node)
+        except UnrepresentableNode as exc:
+            # Refused whole, never half-written: the node is kept out of the table
+            # (as a node not seen yet), so no pod goes there; its pods wait as
+            # orphans until a representable version of it comes.
+            log.error("%s", exc)
+            self.remove_node(node.metadata.name)
+            return
         for pod in self._orphans.pop(node.metadata.name, {}).values():
             self.table.add_pod(pod, row)
 
