@@ -72,7 +72,11 @@ class Cache:
         pod, node_name = found
         row = self.table.row_of(node_name)
         if row is None:
-            self._orphans.get(node_name, {}).pop(key, None)
+            orphans = self._orphans.get(node_name)
+            if orphans is not None:
+                orphans.pop(key, None)
+                if not orphans:  # a node gone with its last pod: nothing to keep
+                    del self._orphans[node_name]
         else:
             self.table.remove_pod(pod, row)
         return pod
