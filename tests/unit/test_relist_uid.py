@@ -13,7 +13,9 @@ import msgspec
 from kubesched.api.objects import Node, Pod
 from kubesched.cluster.memory import InMemoryCluster
 from kubesched.framework.clock import SimClock
+from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.profile import PluginRef, PluginSet, ProfileConfig
+from kubesched.framework.status import Status
 from kubesched.kube.client import ListMeta, ObjectList
 from kubesched.kube.informer import Handlers, Informer
 from kubesched.scheduler import Scheduler
@@ -136,3 +138,29 @@ def test_a_node_recreated_under_its_name_is_a_delete_and_an_add() -> None:
     assert deleted == ["n-1"]
     assert row is not None
     assert int(sched.table.allocatable[row, sched.table.resource_index["cpu"]]) == 4000
+
+
+def test_a_late_binding_failure_of_the_old_pod_leaves_the_new_pod_of_its_name() -> None:
+    async def scenario() -> tuple[bool, int]:
+        sched, _cluster, _clock, _client, _informer = _setup()
+        fw = sched.frameworks["default-scheduler"]
+        old = _with(make_pod("p", cpu="1"), uid="old", rv="1")
+        new = _with(make_pod("p", cpu="2"), uid="new", rv="2")
+        sched.on_pod_add(old)
+        qpi = sched.queue.pop_nowait()
+        assert qpi is not None
+        sched.cache.assume_pod(qpi.pod_info, "n")  # the old pod in its binding cycle
+        sched.on_pod_update(old, new)  # deleted and created again meanwhile
+        again = sched.queue.pop_nowait()
+        assert again is not None and again.pod.metadata.uid == "new"
+        sched.cache.assume_pod(again.pod_info, "n")  # the new one scheduled already
+        # The old pod's binding fails late: only its own assumption may go.
+        sched.handle_binding_cycle_error(fw, CycleState(), qpi, "n", Status.as_error("gone"))
+        row = sched.table.row_of("n")
+        assert row is not None
+        cpu = int(sched.table.requested[row, sched.table.resource_index["cpu"]])
+        return sched.cache.is_assumed("default/p"), cpu
+
+    assumed, cpu = asyncio.run(scenario())
+    assert assumed
+    assert cpu == 2000

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 
-from kubesched.api.objects import Node
+from kubesched.api.objects import Node, same_pod
 from kubesched.framework.node_table import NodeTable, UnrepresentableNode
 from kubesched.framework.types import PodInfo
 
@@ -85,7 +85,14 @@ class Cache:
         self._place(pod, node_name)
         self.assumed[pod.key] = node_name
 
-    def forget_pod(self, key: str) -> None:
+    def forget_pod(self, pod: PodInfo) -> None:
+        """ForgetPod: drop the pod's assumption, if the pod assumed under its key is
+        this very pod (not a pod created again under its name meanwhile; upstream's
+        cache keys pods by UID)."""
+        key = pod.key
+        found = self.placed.get(key)
+        if found is not None and not same_pod(found[0].pod, pod.pod):
+            return
         if self.assumed.pop(key, None) is not None:
             self._unplace(key)
 

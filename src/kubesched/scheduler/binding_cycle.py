@@ -88,7 +88,7 @@ class BindingCycle(SchedulerBase):
         """handleBindingCycleError in schedule_one.go: undo Reserve and the assumed
         pod, then fail the attempt as the scheduling cycle would."""
         fw.run_unreserve(state, qpi.pod_info, node)
-        self.cache.forget_pod(qpi.pod_info.key)
+        self.cache.forget_pod(qpi.pod_info)
         if isinstance(status.error, BindConflict):
             # The pod is gone or bound by someone else: nothing to retry.
             log.info("pod %s: binding gave up: %s", qpi.pod_info.key, status.message())
