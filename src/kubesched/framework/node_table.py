@@ -140,21 +140,24 @@ class UnrepresentableNode(ValueError):
     """A node with an amount the table's int64 columns cannot hold (e.g. cpu
     2^63-1, which the apiserver accepts: 1000 times that in milli-CPU)."""
 
-    def __init__(self, node: str, field: str, value: int) -> None:
+    def __init__(self, node: str, field: str, quantity: str) -> None:
         self.node = node
         self.field = field
         super().__init__(
-            f'node "{node}": {field}: {value} does not fit in a 64-bit integer '
-            "(cpu counts in milli-CPU); the node is not used until it is changed"
+            f'node "{node}": {field}: {quantity} is too large for a 64-bit integer '
+            "(cpu is counted in milli-CPU); the node is not used until it changes"
         )
 
 
 def check_representable(node: Node) -> None:
     """Raise UnrepresentableNode for the first allocatable amount outside int64."""
     field = "allocatable" if node.status.allocatable else "capacity"
-    for resource, amount in amounts(node.status.allocatable or node.status.capacity).items():
+    resources = node.status.allocatable or node.status.capacity
+    for resource, amount in amounts(resources).items():
         if not INT64_MIN <= amount <= INT64_MAX:
-            raise UnrepresentableNode(node.metadata.name, f"status.{field}[{resource}]", amount)
+            raise UnrepresentableNode(
+                node.metadata.name, f"status.{field}[{resource}]", str(resources[resource])
+            )
 
 
 class NodeTable:
