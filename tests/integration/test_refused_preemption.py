@@ -1,10 +1,12 @@
 """A victim whose DELETE the API refuses (here a ValidatingAdmissionPolicy; in the
 field also a missing RBAC verb or a PDB race) must not make the scheduler retry
-preemption in a tight loop: after the failed attempt the preemptor is activated,
-as upstream's prepareCandidateAsync does, and its retries then go through the
-queue's backoff. The test counts the DELETE requests on pods that the apiserver
-served (apiserver_request_total, as admin) in a fixed window, for the real
-kube-scheduler and for kubesched in the same situation, and prints both."""
+preemption in a tight loop: after the failed attempt the preemptor retries after
+its backoff (DefaultPreemption's retry_after_error). The test counts the DELETE
+requests on pods that the apiserver served (apiserver_request_total, as admin) in
+a fixed window, for the real kube-scheduler and for kubesched in the same
+situation, and prints both. kube-scheduler v1.36.3 Activates the preemptor at once
+and loops (about 1,100 DELETEs in 20 s here), so only kubesched is held to a bound;
+it must still retry (the preemptor is not left stuck)."""
 
 from __future__ import annotations
 
@@ -24,7 +26,7 @@ pytestmark = pytest.mark.integration
 
 ADMISSION = "/apis/admissionregistration.k8s.io/v1"
 WINDOW = 20.0  # seconds over which DELETEs are counted
-ABSOLUTE_BOUND = 30  # kube-scheduler's backoff (1 s doubling to 10 s) allows ~6
+ABSOLUTE_BOUND = 12  # backoff from 1 s doubling to 10 s: retries at ~1, 3, 7, 15 s
 _DELETE_PODS = re.compile(r"^apiserver_request_total\{(?P<labels>[^}]*)\} (?P<value>\S+)$")
 
 
@@ -180,8 +182,7 @@ def test_a_refused_victim_deletion_is_retried_with_backoff_not_in_a_loop(
 
         ours = _deletes_during_refused_preemption(api, namespace, prefix, "kubesched", start_ours)
         print(f"DELETEs on pods in {WINDOW:.0f}s: kube-scheduler {upstream}, kubesched {ours}")
-        assert ours <= ABSOLUTE_BOUND
-        assert ours <= 3 * max(upstream, 2)
+        assert 2 <= ours <= ABSOLUTE_BOUND
     finally:
         for kind in ("validatingadmissionpolicybindings", "validatingadmissionpolicies"):
             api.request("DELETE", f"{ADMISSION}/{kind}/{prefix}", ok=(404,))

@@ -459,8 +459,10 @@ class DefaultPreemption(BatchedDryRun, PostFilterPlugin, PreEnqueuePlugin, Enque
         except Exception:
             log.exception("preemption for pod %s on node %s failed", preemptor.key, node)
             self._last_victim.pop(preemptor.key, None)
-            # Do not leave the preemptor waiting for deletions that will not come.
-            handle.activate([preemptor.key])
+            # Do not leave the preemptor waiting for deletions that will not come
+            # (prepareCandidateAsync Activates it), but let it retry after its
+            # backoff, not at once: the API that refused is likely to refuse again.
+            handle.retry_after_error([preemptor.key])
             return
         self._last_victim.pop(preemptor.key, None)
 
