@@ -129,14 +129,14 @@ class SchedulingCycle(BindingCycle):
         status = fw.run_reserve(state, pod, node)
         if not status.is_success():
             fw.run_unreserve(state, pod, node)
-            self.cache.forget_pod(pod.key)
+            self.cache.forget_pod(pod)
             self._handle_status_failure(fw, qpi, status)
             self._observe_failure(fw, status, started)
             return None
         status, waits = fw.run_permit(state, pod, node)
         if status.code not in (Code.SUCCESS, Code.WAIT):
             fw.run_unreserve(state, pod, node)
-            self.cache.forget_pod(pod.key)
+            self.cache.forget_pod(pod)
             self._handle_status_failure(fw, qpi, status)
             self._observe_failure(fw, status, started)
             return None

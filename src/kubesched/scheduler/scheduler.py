@@ -72,6 +72,7 @@ class Scheduler(EventHandlers, SchedulingCycle):
             cluster,
             self.waiting_pods,
             activate=self._activate,
+            retry_after_error=self._retry_after_error,
             storage=self.listers.storage,
             dra=self.listers.dra,
             pdbs=self.listers.pdbs,
@@ -113,6 +114,9 @@ class Scheduler(EventHandlers, SchedulingCycle):
 
     def _activate(self, keys: list[str]) -> None:
         self.queue.activate(keys)
+
+    def _retry_after_error(self, keys: list[str]) -> None:
+        self.queue.retry_after_error(keys)
 
     # --- preemption's requests -----------------------------------------------------
 
