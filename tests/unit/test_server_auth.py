@@ -107,7 +107,9 @@ def test_metrics_need_a_token_allowed_to_get_the_path() -> None:
         # Known, but not allowed: 403 naming the user.
         status, text = await get("/metrics", "nobody")
         assert status == 403
-        assert f'User "{NOBODY.name}" cannot get path "/metrics"' in text
+        assert json.loads(text)["message"] == (
+            f'forbidden: User "{NOBODY.name}" cannot get path "/metrics"'
+        )
         # Allowed.
         status, text = await get("/metrics", "reader")
         assert status == 200
@@ -116,9 +118,12 @@ def test_metrics_need_a_token_allowed_to_get_the_path() -> None:
         before = len(access.calls)
         assert (await get("/metrics", "admin"))[0] == 200
         assert len(access.calls) == before
-        # The health paths are always allowed, even to anonymous.
-        for path in ("/healthz", "/livez", "/readyz", "/readyz/ping"):
+        # The health paths are always allowed, even to anonymous; exactly those
+        # paths: a single check's path is asked of the authorizer.
+        for path in ("/healthz", "/livez", "/readyz"):
             assert await get(path) == (200, "ok"), path
+        assert (await get("/readyz/ping"))[0] == 403
+        assert (await get("/readyz/ping", "admin")) == (200, "ok")
         # ... but a bad token is still refused there (authentication comes first).
         assert (await get("/healthz", "forged"))[0] == 401
 

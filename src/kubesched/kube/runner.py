@@ -45,6 +45,7 @@ from kubesched.server.auth import (
     CachedTokenAuthenticator,
     RequestGuard,
 )
+from kubesched.server.tls import self_signed_serving_certificate, server_ssl_context
 
 log = logging.getLogger("kubesched.run")
 
@@ -315,9 +316,6 @@ class Runner:
         """--tls-cert-file and --tls-private-key-file, else a self-signed
         certificate made now and kept in memory (kube-scheduler writes its own
         to --cert-dir)."""
-        # cryptography is needed only here: imported late.
-        from kubesched.server.tls import self_signed_serving_certificate, server_ssl_context
-
         options = self.options
         if options.tls_cert_file and options.tls_private_key_file:
             context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
