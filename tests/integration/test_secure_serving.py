@@ -141,7 +141,7 @@ def test_kill_9_leaves_no_key_material_behind(control_plane: ControlPlane, tmp_p
 
 def test_always_allow_paths_flag(control_plane: ControlPlane, tmp_path: Path) -> None:
     """--authorization-always-allow-paths takes kube-scheduler's syntax (a trailing
-    '*' for a prefix); a path left out of it is refused to anonymous."""
+    '*' for a prefix); a path left out of it goes to the SubjectAccessReview."""
     proc = start_kubesched(
         control_plane,
         tmp_path,
@@ -151,8 +151,14 @@ def test_always_allow_paths_flag(control_plane: ControlPlane, tmp_path: Path) ->
     try:
         proc.wait_ready(path="/metrics")
         assert proc.get("/metrics").status_code == 200
-        refused = proc.get("/healthz")
+        # Out of the list, a path is up to the SubjectAccessReview: /healthz is
+        # granted to system:unauthenticated by system:public-info-viewer, a single
+        # check's path is not.
+        assert proc.get("/healthz").status_code == 200
+        refused = proc.get("/livez/ping")
         assert refused.status_code == 403
-        assert json.loads(refused.text)["reason"] == "Forbidden"
+        assert json.loads(refused.text)["message"] == (
+            'forbidden: User "system:anonymous" cannot get path "/livez/ping"'
+        )
     finally:
         assert proc.stop() == 0
