@@ -164,13 +164,58 @@ def simulate_command(
     help="KubeSchedulerConfiguration file.",
 )
 @click.option(
+    "--bind-address",
+    default="0.0.0.0",
+    show_default=True,
+    help="The address the secure port listens on.",
+)
+@click.option(
+    "--secure-port",
+    type=click.IntRange(0, 65535),
+    default=10259,
+    show_default=True,
+    help="HTTPS port of /healthz, /livez, /readyz and /metrics (0: none).",
+)
+@click.option(
+    "--tls-cert-file",
+    type=click.Path(exists=True, dir_okay=False),
+    default=None,
+    help="Serving certificate (chain) PEM; without it a self-signed one is made in memory.",
+)
+@click.option(
+    "--tls-private-key-file",
+    type=click.Path(exists=True, dir_okay=False),
+    default=None,
+    help="The private key of --tls-cert-file.",
+)
+@click.option(
+    "--authentication-kubeconfig",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="kubeconfig for TokenReviews (default: the scheduler's own connection).",
+)
+@click.option(
+    "--authorization-kubeconfig",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="kubeconfig for SubjectAccessReviews (default: the scheduler's own connection).",
+)
+@click.option(
+    "--authorization-always-allow-paths",
+    default="/healthz,/readyz,/livez",
+    show_default=True,
+    help="Comma-separated paths served without authorization ('*' at the end: a prefix).",
+)
+@click.option(
     "--health-port",
     type=click.IntRange(0, 65535),
-    default=10251,
-    show_default=True,
-    help="Port of /healthz, /readyz and /metrics (0: any free port).",
+    default=None,
+    help="Plain-HTTP port of /healthz, /livez and /readyz only, no authentication "
+    "(0: any free port). Off unless given.",
 )
-@click.option("--health-address", default="0.0.0.0", show_default=True)
+@click.option(
+    "--health-address", default="0.0.0.0", show_default=True, help="Address of --health-port."
+)
 @click.option(
     "--leader-elect/--no-leader-elect",
     default=None,
@@ -185,7 +230,14 @@ def run_command(
     kubeconfig: str | None,
     context: str | None,
     config_path: str | None,
-    health_port: int,
+    bind_address: str,
+    secure_port: int,
+    tls_cert_file: str | None,
+    tls_private_key_file: str | None,
+    authentication_kubeconfig: str | None,
+    authorization_kubeconfig: str | None,
+    authorization_always_allow_paths: str,
+    health_port: int | None,
     health_address: str,
     leader_elect: bool | None,
     seed: int | None,
@@ -199,10 +251,38 @@ def run_command(
     from kubesched.kube.config import KubeConfigError
     from kubesched.kube.runner import RunOptions, run
     from kubesched.logs import configure_logging
+    from kubesched.server.auth import always_allow_path_matcher
 
+    if bool(tls_cert_file) != bool(tls_private_key_file):
+        raise click.BadParameter(
+            "--tls-cert-file and --tls-private-key-file go together",
+            param_hint="--tls-cert-file",
+        )
+    always_allow = tuple(
+        p.strip() for p in authorization_always_allow_paths.split(",") if p.strip()
+    )
+    try:
+        always_allow_path_matcher(always_allow)
+    except ValueError as exc:
+        raise click.BadParameter(
+            str(exc), param_hint="--authorization-always-allow-paths"
+        ) from None
     configure_logging("json" if logging_format == "json" else "text", verbosity)
     options = RunOptions(
-        kubeconfig, context, config_path, health_address, health_port, seed, leader_elect
+        kubeconfig=kubeconfig,
+        context=context,
+        config=config_path,
+        health_host=health_address,
+        health_port=health_port,
+        seed=seed,
+        leader_elect=leader_elect,
+        bind_address=bind_address,
+        secure_port=secure_port,
+        tls_cert_file=tls_cert_file,
+        tls_private_key_file=tls_private_key_file,
+        authentication_kubeconfig=authentication_kubeconfig,
+        authorization_kubeconfig=authorization_kubeconfig,
+        authorization_always_allow_paths=always_allow,
     )
     try:
         code = asyncio.run(run(options))

@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import logging
 import signal
+import ssl
 import time
 from collections.abc import Awaitable
 from dataclasses import dataclass
@@ -29,6 +30,7 @@ from kubesched.kube.claims import KubeClaimWriter, dra_informers
 from kubesched.kube.client import KubeClient
 from kubesched.kube.cluster import KubeCluster
 from kubesched.kube.config import load_connection
+from kubesched.kube.delegated_auth import SubjectAccessReviewAuthorizer, TokenReviewAuthenticator
 from kubesched.kube.informer import Handlers, Informer
 from kubesched.kube.leader import LeaderElectionConfig, LeaderElector
 from kubesched.kube.storage import KubeVolumeWriter, storage_informers
@@ -36,7 +38,14 @@ from kubesched.kube.workload_selectors import WorkloadSelectors, workload_select
 from kubesched.kube.writer import EventWriter, StatusWriter
 from kubesched.metrics import SchedulerMetrics, status_label
 from kubesched.scheduler import Scheduler
-from kubesched.server import HealthServer
+from kubesched.server import CheckFailed, HealthServer
+from kubesched.server.auth import (
+    ALWAYS_ALLOW_PATHS,
+    CachedPathAuthorizer,
+    CachedTokenAuthenticator,
+    RequestGuard,
+)
+from kubesched.server.tls import self_signed_serving_certificate, server_ssl_context
 
 log = logging.getLogger("kubesched.run")
 
@@ -44,6 +53,14 @@ DEFAULT_SCHEDULER_NAME = "kubesched"
 BIND_DRAIN_SECONDS = 30.0
 # Pods that are done hold no resources: the scheduler never needs to see them.
 LIVE_PODS = "status.phase!=Succeeded,status.phase!=Failed"
+# The leader-election watchdog's tolerance past the lease duration
+# (NewLeaderHealthzAdaptor(time.Second * 20) in kube-scheduler's options).
+LEADER_HEALTHZ_TIMEOUT = 20.0
+# kube-scheduler's secure serving: --secure-port, and the name its
+# self-signed certificate is for (MaybeDefaultWithSelfSignedCerts("localhost", ...)).
+SECURE_PORT = 10259
+SELF_SIGNED_HOST = "localhost"
+SELF_SIGNED_IPS = ("127.0.0.1",)
 
 
 @dataclass
@@ -51,10 +68,20 @@ class RunOptions:
     kubeconfig: str | None = None
     context: str | None = None
     config: str | None = None
+    # The plain-HTTP health port (/healthz, /livez, /readyz only; no /metrics):
+    # off unless given (upstream removed its insecure port).
     health_host: str = "0.0.0.0"
-    health_port: int = 10251
+    health_port: int | None = None
     seed: int | None = None
     leader_elect: bool | None = None  # None: as the configuration says
+    # The secure port, as kube-scheduler's flags; port 0: none.
+    bind_address: str = "0.0.0.0"
+    secure_port: int = SECURE_PORT
+    tls_cert_file: str | None = None
+    tls_private_key_file: str | None = None
+    authentication_kubeconfig: str | None = None
+    authorization_kubeconfig: str | None = None
+    authorization_always_allow_paths: tuple[str, ...] = ALWAYS_ALLOW_PATHS
 
 
 def default_config() -> SchedulerConfig:
@@ -74,9 +101,13 @@ class Runner:
         self.scheduler: Scheduler | None = None
         self.elector: LeaderElector | None = None
         self.informers: list[Informer[Any]] = []
-        self.server: HealthServer | None = None
+        self.servers: list[HealthServer] = []
         self.client: KubeClient | None = None
+        # Review clients of their own (--authentication/authorization-kubeconfig).
+        self.review_clients: list[KubeClient] = []
         self.scheduling = asyncio.Event()  # set while the scheduling loop runs
+        # Set once every informer has delivered its initial list: "sched-handler-sync".
+        self.handlers_synced = asyncio.Event()
 
     def _spawn(self, coro: Awaitable[None], name: str) -> asyncio.Task[None]:
         task: asyncio.Task[None] = asyncio.ensure_future(coro)
@@ -173,12 +204,10 @@ class Runner:
             claims = dra_informers(client, listers.dra)
             self.informers.extend(claims)
 
-        self.server = HealthServer(self.metrics, self.options.health_host, self.options.health_port)
-        self.server.add_ready_check(
-            "informer-sync", lambda: all(i.synced.is_set() for i in self.informers)
+        leader_elect = (
+            cfg.leader_elect if self.options.leader_elect is None else self.options.leader_elect
         )
-        await self.server.start()
-        log.info("serving /healthz, /readyz and /metrics on port %d", self.server.port)
+        await self.start_servers(client, leader_elect)
 
         self._spawn(events.run(), "events")
         self._spawn(statuses.run(), "statuses")
@@ -195,10 +224,9 @@ class Runner:
             await self._until(informer.synced.wait())
         self._spawn(pods.run(), "informer-pods")
         await self._until(pods.synced.wait())
+        if all(informer.synced.is_set() for informer in self.informers):
+            self.handlers_synced.set()
 
-        leader_elect = (
-            cfg.leader_elect if self.options.leader_elect is None else self.options.leader_elect
-        )
         if leader_elect and not self.stop.is_set():
             self.elector = LeaderElector(
                 client,
@@ -225,6 +253,98 @@ class Runner:
                 exit_code = 1
         await self._shutdown()
         return exit_code
+
+    async def start_servers(self, client: KubeClient, leader_elect: bool) -> None:
+        """The secure port (and the plain health port if asked), with
+        kube-scheduler's checks (Run in cmd/kube-scheduler/app/server.go):
+        /healthz "leaderElection" (with leader election; else "ping"), /livez
+        "ping", /readyz "leaderElection", "shutdown" and "sched-handler-sync"."""
+        options = self.options
+        servers: list[HealthServer] = []
+        if options.secure_port:
+            servers.append(
+                HealthServer(
+                    self.metrics,
+                    options.bind_address,
+                    options.secure_port,
+                    ssl_context=self.serving_ssl_context(),
+                    guard=await self.request_guard(client),
+                )
+            )
+        if options.health_port is not None:
+            servers.append(
+                HealthServer(
+                    self.metrics,
+                    options.health_host,
+                    options.health_port,
+                    serve_metrics=False,
+                    checks=servers[0].checks if servers else None,
+                )
+            )
+        if not servers:
+            log.warning("Serving neither the secure port nor the health port")
+            return
+        first = servers[0]
+        if leader_elect:
+            first.add_check("leaderElection", self.leader_election_check, ("healthz", "readyz"))
+        first.add_check("shutdown", self.shutdown_check, ("readyz",))
+        first.add_check("sched-handler-sync", self.handler_sync_check, ("readyz",))
+        for server in servers:
+            await server.start()
+            self.servers.append(server)
+
+    def leader_election_check(self) -> bool:
+        """HealthzAdaptor.Check: healthy until an elector exists, then its Check."""
+        elector = self.elector
+        failure = elector.check(LEADER_HEALTHZ_TIMEOUT) if elector is not None else None
+        if failure is not None:
+            raise CheckFailed(failure)
+        return True
+
+    def shutdown_check(self) -> bool:
+        # NewShutdownHealthz
+        if self.stop.is_set():
+            raise CheckFailed("process is shutting down")
+        return True
+
+    def handler_sync_check(self) -> bool:
+        if not self.handlers_synced.is_set():
+            raise CheckFailed("handlers are not fully synchronized")
+        return True
+
+    def serving_ssl_context(self) -> ssl.SSLContext:
+        """--tls-cert-file and --tls-private-key-file, else a self-signed
+        certificate made now and kept in memory (kube-scheduler writes its own
+        to --cert-dir)."""
+        options = self.options
+        if options.tls_cert_file and options.tls_private_key_file:
+            context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            context.minimum_version = ssl.TLSVersion.TLSv1_2
+            context.load_cert_chain(options.tls_cert_file, options.tls_private_key_file)
+            return context
+        cert, key = self_signed_serving_certificate(SELF_SIGNED_HOST, SELF_SIGNED_IPS)
+        log.info("Generated self-signed cert (in memory)")
+        return server_ssl_context(cert, key)
+
+    async def request_guard(self, client: KubeClient) -> RequestGuard:
+        """The delegated authenticator and authorizer: TokenReview and
+        SubjectAccessReview through --authentication-kubeconfig and
+        --authorization-kubeconfig, or through the scheduler's own connection."""
+        options = self.options
+        authn_client = await self._review_client(client, options.authentication_kubeconfig)
+        authz_client = await self._review_client(client, options.authorization_kubeconfig)
+        return RequestGuard(
+            CachedTokenAuthenticator(TokenReviewAuthenticator(authn_client)),
+            CachedPathAuthorizer(SubjectAccessReviewAuthorizer(authz_client)),
+            options.authorization_always_allow_paths,
+        )
+
+    async def _review_client(self, client: KubeClient, kubeconfig: str | None) -> KubeClient:
+        if not kubeconfig:
+            return client
+        review_client = KubeClient(await load_connection(kubeconfig))
+        self.review_clients.append(review_client)
+        return review_client
 
     async def _until(self, *waits: Awaitable[object]) -> None:
         """Wait for the first of `waits`, or for the stop signal."""
@@ -315,8 +435,10 @@ class Runner:
         for task in self.tasks:
             task.cancel()
         await asyncio.gather(*self.tasks, return_exceptions=True)
-        if self.server is not None:
-            await self.server.stop()
+        for server in self.servers:
+            await server.stop()
+        for review_client in self.review_clients:
+            await review_client.aclose()
         if self.client is not None:
             await self.client.aclose()
 
