@@ -13,7 +13,7 @@ from collections.abc import Iterable
 
 from kubesched.api.labels import selects
 from kubesched.api.objects import PodSpec, ResourceList, ResourceRequirements
-from kubesched.api.quantity import QuantityError, parse_quantity
+from kubesched.api.quantity import MAX_AMOUNT, MAX_MILLI_VALUE, QuantityError, parse_quantity
 from kubesched.api.workloads import DaemonSet, Job, StatefulSet, Workload
 
 
@@ -115,6 +115,11 @@ def _check_quantities(resources: ResourceList, path: str) -> tuple[str, str] | N
             return f"{path}.{name}", str(exc)
         if amount < 0:
             return f"{path}.{name}", f"must be greater than or equal to 0, got {quantity!r}"
+        if name == "cpu" and amount * 1000 > MAX_AMOUNT:
+            # The scheduler counts cpu in millicores (MilliValue), an int64 upstream.
+            return f"{path}.{name}", (
+                f"must be less than or equal to {MAX_MILLI_VALUE}m, got {quantity!r}"
+            )
     return None
 
 
