@@ -98,17 +98,20 @@ def _nanos(digits: str, power: int, binary: int) -> int:
     as ParseQuantity rounds to inf.Dec scale 9 (inf.RoundUp)."""
     shift = power + 9
     if shift >= 0:
-        return int(digits) * 2**binary * 10**shift
+        scale: int = 10**shift
+        return (int(digits) << binary) * scale
     below = -shift  # digits of `digits` below the nano place
     if below <= _GUARD_DIGITS:
-        return -(-(int(digits) << binary) // 10**below)
+        divisor: int = 10**below
+        return -(-(int(digits) << binary) // divisor)
     # A long fraction: keep _GUARD_DIGITS digits below the nano place. The dropped
     # tail f (0 < f < 1, the last digit is not 0) gives (kept + f) / M with the
-    # integer M = 5**binary * 10**(kept_below - binary), whose ceiling is
+    # integer M = 5**binary * 10**(_GUARD_DIGITS - binary), whose ceiling is
     # kept // M + 1 for any such f.
     dropped = below - _GUARD_DIGITS
     kept = int(digits[: len(digits) - dropped]) if len(digits) > dropped else 0
-    return kept // (5**binary * 10 ** (_GUARD_DIGITS - binary)) + 1
+    modulus: int = 5**binary * 10 ** (_GUARD_DIGITS - binary)
+    return kept // modulus + 1
 
 
 def parse_quantity(value: str | int | float) -> Fraction:
