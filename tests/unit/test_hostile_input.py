@@ -177,7 +177,7 @@ def test_the_text_report_reads_no_input_as_markup(tmp_path: Path) -> None:
     apiVersion: v1
     kind: Pod
     metadata: {name: "pod[/]:smile:[red]"}
-    spec: {nodeName: nowhere, containers: [{name: c, image: x, resources: {requests: {cpu: "[u]"}}}]}
+    spec: {nodeName: nw, containers: [{name: c, resources: {requests: {cpu: "[u]"}}}]}
     ---
     apiVersion: v1
     kind: "[link=x]Kind[/]"
@@ -314,10 +314,6 @@ leaderElection: {leaderElect: false}
         (
             "profiles:\n- plugins:\n    multiPoint:\n      enabled: [{name: NoSuchPlugin}]\n",
             "plugins.multiPoint: plugin 'NoSuchPlugin' does not exist",
-        ),
-        (
-            "profiles:\n- pluginConfig:\n  - {name: NodeResourcesFit, args: {scoringStrategy: 5}}\n",
-            "scoringStrategy",
         ),
         ("extenders:\n- {urlPrefix: 'http://127.0.0.1:1', filterVerb: filter}\n", "extenders:"),
     ],
