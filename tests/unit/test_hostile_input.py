@@ -55,7 +55,7 @@ def assert_problem(result: Result, *needles: str) -> dict[str, Any]:
     assert result.exception is None or isinstance(result.exception, SystemExit), result.output
     assert result.exit_code == 1, result.output
     assert "Traceback" not in result.output
-    document = json.loads(result.stdout)
+    document: dict[str, Any] = json.loads(result.stdout)
     assert len(document["problems"]) == 1, document["problems"]
     for needle in needles:
         assert needle in document["problems"][0]
@@ -168,6 +168,28 @@ def test_node_quantities_past_int64_are_a_problem(
     )
     result = simulate(tmp_path, bad, name="bad.json")
     assert_problem(result, "(Node n2)", f"field status.capacity.{resource}")
+
+
+def test_requests_adding_up_past_int64_saturate(tmp_path: Path) -> None:
+    big = "{memory: 4Ei, cpu: '4611686018427387'}"  # each half of int64 (cpu in milli)
+    pod = f"""
+    apiVersion: v1
+    kind: Pod
+    metadata: {{name: {{NAME}}}}
+    spec:
+      NODE
+      overhead: {big}
+      containers:
+      - {{name: a, resources: {{requests: {big}}}}}
+      - {{name: b, resources: {{requests: {big}}}}}
+    """
+    bound = pod.replace("{NAME}", "bound").replace("NODE", "nodeName: good-node")
+    pending = pod.replace("{NAME}", "pending").replace("NODE", "priority: 0")
+    result = simulate(tmp_path, bound + "---" + pending)
+    assert result.exit_code == 0, result.output
+    document = json.loads(result.stdout)
+    assert document["nodes"]["good-node"]["requested"]["memory"] == 2**63 - 1
+    assert document["placements"]["default/pending"] is None
 
 
 @pytest.mark.timeout(60)
