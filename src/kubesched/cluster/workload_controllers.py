@@ -193,7 +193,7 @@ class _Expander:
         """Whether `count` more pods stay within --max-pods; if not, the workload
         is a problem (naming the field that asks for them) and creates none, before
         any pod is built: a count of 2**31 costs nothing."""
-        if count <= self.room:
+        if count == 0 or count <= self.room:
             self.room -= count
             return True
         self.loader.problem(
