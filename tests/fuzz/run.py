@@ -119,6 +119,9 @@ def fuzz(n: int, timeout: float, seed: int, save: Path | None = None) -> Tally:
         name, data = case
         answer = worker.run(name, data, output, timeout)
         tally.cases += 1
+        if tally.cases % 250 == 0:
+            tally.seconds = time.monotonic() - started
+            print(f"... {tally.summary()}", file=sys.stderr, flush=True)
         if answer == "ok":
             return
         kind = answer.split()[0]
@@ -131,6 +134,8 @@ def fuzz(n: int, timeout: float, seed: int, save: Path | None = None) -> Tally:
 
     try:
         one()
+    except KeyboardInterrupt:  # Ctrl-C: the figures of the cases run so far
+        print("interrupted", file=sys.stderr)
     finally:
         worker.stop()
         tally.seconds = time.monotonic() - started
