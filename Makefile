@@ -81,3 +81,12 @@ diff: $(STAMP)
 	PYTHONPATH=$(if $(KUBESCHED_SRC),$(KUBESCHED_SRC):).$(if $(PYTHONPATH),:$(PYTHONPATH)) \
 	$(BIN)/python -m tests.differential.run -n $(N) --seed $(SEED) --size $(DIFF_SIZE) \
 		--jobs $(JOBS) $(if $(FEATURES),--features $(FEATURES)) $(if $(SHRINK),--shrink)
+
+# Fuzz loader -> simulate -> report with N mutated real manifests (tests/fuzz, docs/reliability.md
+# "Fuzzing"): each case in a worker subprocess (2 GiB of address space, FUZZ_TIMEOUT seconds);
+# prints the tracebacks, crashes, hangs and runs over 2 GiB; cases that gave one go to fuzz-results/.
+FUZZ_TIMEOUT ?= 30
+FUZZ_SEED ?= 1
+.PHONY: fuzz
+fuzz: $(STAMP)
+	$(BIN)/python -m tests.fuzz.run -n $(N) --timeout $(FUZZ_TIMEOUT) --seed $(FUZZ_SEED) --save fuzz-results

@@ -13,16 +13,18 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
 
 from kubesched.cli.report import as_document, print_report
-from kubesched.cluster.manifests import load_paths, pending_pods, running_pods
+from kubesched.cluster.manifests import DEFAULT_MAX_PODS, load_paths, pending_pods, running_pods
 from kubesched.framework.interfaces import Plugin
 from kubesched.framework.profile import ProfileConfig
-from kubesched.framework.registry import load_plugin_path
+from kubesched.framework.registry import Registry, load_plugin_path
 from kubesched.plugins.registry import default_registry
 from kubesched.simulator import simulate
 
 # Pods for the default scheduler, and for kubesched by name, are both simulated.
 SIMULATED_SCHEDULER_NAMES = ("default-scheduler", "kubesched")
 PROGRESS_THRESHOLD = 2000
+# Score weights are int32 upstream; 0 means the plugin's default weight.
+MAX_PLUGIN_WEIGHT = 2**31 - 1
 
 
 @click.group()
@@ -37,15 +39,20 @@ def main() -> None:
     "--filename",
     "paths",
     multiple=True,
-    type=click.Path(exists=True, path_type=Path),
-    help="Manifest file or folder (YAML or JSON); may be repeated.",
+    type=click.Path(exists=True, allow_dash=True, path_type=Path),
+    help="Manifest file or folder (YAML or JSON), - for stdin; may be repeated.",
 )
 @click.option(
     "--from-cluster",
     is_flag=True,
     help="Start from a live cluster's nodes and pods (read only), then add the -f manifests.",
 )
-@click.option("--kubeconfig", default=None, help="kubeconfig for --from-cluster.")
+@click.option(
+    "--kubeconfig",
+    type=click.Path(exists=True, dir_okay=False),
+    default=None,
+    help="kubeconfig for --from-cluster.",
+)
 @click.option("--context", default=None, help="kubeconfig context for --from-cluster.")
 @click.option("--seed", type=int, default=None, help="Seed for tie-breaks between best nodes.")
 @click.option(
@@ -68,6 +75,14 @@ def main() -> None:
 @click.option(
     "--percentage-of-nodes-to-score", type=click.IntRange(0, 100), default=0, show_default=True
 )
+@click.option(
+    "--max-pods",
+    type=click.IntRange(min=0),
+    default=DEFAULT_MAX_PODS,
+    show_default=True,
+    help="The most pods the simulation holds; a workload whose pods would go past it "
+    "is an error and is skipped.",
+)
 def simulate_command(
     paths: tuple[Path, ...],
     from_cluster: bool,
@@ -78,6 +93,7 @@ def simulate_command(
     plugins: tuple[str, ...],
     enabled: tuple[str, ...],
     percentage_of_nodes_to_score: int,
+    max_pods: int,
 ) -> None:
     """Schedule the pods of a cluster described in manifests, touching nothing."""
     err = Console(stderr=True)
@@ -91,7 +107,7 @@ def simulate_command(
         registry = default_registry(loaded)
     except ValueError as exc:  # two plugins of one name
         raise click.BadParameter(str(exc), param_hint="--plugin") from None
-    profiles = [_profile(name, enabled) for name in SIMULATED_SCHEDULER_NAMES]
+    profiles = [_profile(name, enabled, registry) for name in SIMULATED_SCHEDULER_NAMES]
 
     if not paths and not from_cluster:
         raise click.UsageError("give manifests with -f, or --from-cluster, or both")
@@ -105,7 +121,7 @@ def simulate_command(
             before = asyncio.run(read_cluster(kubeconfig, context))
         except Exception as exc:
             raise click.ClickException(f"cannot read the cluster: {exc}") from None
-    state = load_paths(paths, before)
+    state = load_paths(paths, before, max_pods)
     problems = [str(p) for p in state.problems]
     if output != "text":
         for problem in problems:
@@ -148,10 +164,19 @@ def simulate_command(
         sys.exit(1)
 
 
-@main.command("run")
+class _KlogFlags(click.Command):
+    """kube-scheduler's flags are pflag's, where `-v=4` is the shorthand with its
+    value; click would read `=4` as the value. Rewritten to `-v4` before parsing."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        args = [f"-v{arg[3:]}" if arg.startswith("-v=") else arg for arg in args]
+        return super().parse_args(ctx, args)
+
+
+@main.command("run", cls=_KlogFlags)
 @click.option(
     "--kubeconfig",
-    type=click.Path(dir_okay=False),
+    type=click.Path(exists=True, dir_okay=False),
     default=None,
     help="kubeconfig file (default: $KUBECONFIG, ~/.kube/config, or in-cluster).",
 )
@@ -248,9 +273,11 @@ def run_command(
     import asyncio
 
     from kubesched.config import ConfigError
+    from kubesched.framework.registry import UnknownPluginError
     from kubesched.kube.config import KubeConfigError
     from kubesched.kube.runner import RunOptions, run
     from kubesched.logs import configure_logging
+    from kubesched.plugins.helpers.args import ArgsError
     from kubesched.server.auth import always_allow_path_matcher
 
     if bool(tls_cert_file) != bool(tls_private_key_file):
@@ -286,18 +313,40 @@ def run_command(
     )
     try:
         code = asyncio.run(run(options))
-    except (ConfigError, KubeConfigError) as exc:
+    except (ConfigError, KubeConfigError, UnknownPluginError, ArgsError) as exc:
+        # A plugin's args are checked again when it is built (out-of-tree plugins
+        # only then): still the operator's mistake, one line.
         raise click.ClickException(str(exc)) from None
     sys.exit(code)
 
 
-def _profile(name: str, enabled: tuple[str, ...]) -> ProfileConfig:
+def _profile(name: str, enabled: tuple[str, ...], registry: Registry) -> ProfileConfig:
+    """The default profile plus the --enable'd plugins at multiPoint. A plugin that
+    is not registered, or a weight that is not an int32 (PluginConfig's Weight) of
+    at least 0, is a usage error (exit code 2), never a traceback."""
     from kubesched.framework.profile import PluginRef
 
     profile = ProfileConfig.default(name)
     for spec in enabled:
-        plugin, _, weight = spec.partition(":")
-        profile.plugins["multiPoint"].enabled.append(PluginRef(plugin, int(weight or 0)))
+        plugin, _, weight_text = spec.partition(":")
+        if plugin not in registry:
+            known = ", ".join(sorted(registry))
+            raise click.BadParameter(
+                f"{spec}: unknown plugin {plugin!r} (known: {known}; "
+                f"register others with --plugin)",
+                param_hint="--enable",
+            )
+        try:
+            weight = int(weight_text or 0)
+        except ValueError:
+            weight = -1
+        if not 0 <= weight <= MAX_PLUGIN_WEIGHT:
+            raise click.BadParameter(
+                f"{spec}: the weight must be an integer from 0 to {MAX_PLUGIN_WEIGHT}, "
+                f"got {weight_text!r}",
+                param_hint="--enable",
+            )
+        profile.plugins["multiPoint"].enabled.append(PluginRef(plugin, weight))
     return profile
 
 

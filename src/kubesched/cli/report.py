@@ -6,6 +6,7 @@ from typing import Any
 
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from kubesched.api.quantity import format_amount
 from kubesched.simulator import SimulationResult
@@ -79,10 +80,13 @@ def _usage(requested: int, allocatable: int, resource: str) -> str:
 def print_report(
     console: Console, result: SimulationResult, problems: list[str], notes: list[str]
 ) -> None:
+    """The text report. Every text from the input (names, kinds, reasons, problems)
+    goes in as a rich Text, never as a str: rich would read `[bold]` in a node's name
+    as markup (and fail on `[/]`), `:smile:` as an emoji code."""
     for note in notes:
-        console.print(f"[dim]note: {note}[/dim]", highlight=False)
+        console.print(Text(f"note: {note}", style="dim"))
     for problem in problems:
-        console.print(f"[red]error:[/red] {problem}", highlight=False)
+        console.print(Text.assemble(("error:", "red"), " ", problem))
 
     table = Table(title="Nodes", title_justify="left")
     table.add_column("node")
@@ -91,7 +95,7 @@ def print_report(
     table.add_column("memory requested/allocatable", justify="right")
     for u in sorted(result.nodes, key=lambda n: n.name):
         table.add_row(
-            u.name,
+            Text(u.name),
             f"{u.pods}/{u.allocatable.get('pods', 0)}",
             _usage(u.requested.get("cpu", 0), u.allocatable.get("cpu", 0), "cpu"),
             _usage(u.requested.get("memory", 0), u.allocatable.get("memory", 0), "memory"),
@@ -109,7 +113,7 @@ def print_report(
         pending.add_column("reason", overflow="fold")
         for reason, keys in sorted(by_reason.items(), key=lambda kv: -len(kv[1])):
             shown = "\n".join(keys[:3]) + (f"\n… {len(keys) - 3} more" if len(keys) > 3 else "")
-            pending.add_row(str(len(keys)), shown, reason)
+            pending.add_row(str(len(keys)), Text(shown), Text(reason))
         console.print(pending)
 
     if result.evicted:
@@ -117,7 +121,7 @@ def print_report(
         evicted.add_column("pod")
         evicted.add_column("event", overflow="fold")
         for key, message in evictions(result).items():
-            evicted.add_row(key, message)
+            evicted.add_row(Text(key), Text(message))
         console.print(evicted)
 
     total = len(result.placements)

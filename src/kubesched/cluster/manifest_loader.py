@@ -273,6 +273,8 @@ class _Loader:
         self.sources.setdefault(origin.source, len(self.sources))
         try:
             self.read_document(origin, obj)
+        except RecursionError:  # msgspec and the checks recurse into what they read
+            self.problem(origin, "", "", None, "nested too deeply to read")
         except Exception as exc:  # a safety net: one odd document must not stop the load
             self.problem(origin, "", "", None, f"cannot read: {type(exc).__name__}: {exc}")
 

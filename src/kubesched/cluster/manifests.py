@@ -84,6 +84,7 @@ from kubesched.framework.dra import DraState
 from kubesched.framework.storage import StorageState
 
 __all__ = [
+    "DEFAULT_MAX_PODS",
     "ClusterState",
     "LoadProblem",
     "builtin_priority_classes",
@@ -137,8 +138,16 @@ def running_pods(state: ClusterState) -> list[Pod]:
 # --- entry points ------------------------------------------------------------------
 
 
+# The most pods a load holds (input and created by the workloads): Kubernetes'
+# documented limit for large clusters ("no more than 150,000 total pods"). A
+# workload whose pods would go past it creates none and is a LoadProblem.
+DEFAULT_MAX_PODS = 150_000
+
+
 def load_paths(
-    paths: Sequence[str | Path], before: Iterable[tuple[str, int, object]] = ()
+    paths: Sequence[str | Path],
+    before: Iterable[tuple[str, int, object]] = (),
+    max_pods: int = DEFAULT_MAX_PODS,
 ) -> ClusterState:
     """Load files and folders (folders: *.yaml, *.yml, *.json, recursively, sorted
     by path; hidden files and folders skipped). "-" reads YAML from stdin.
@@ -150,16 +159,18 @@ def load_paths(
         for path in paths:
             for source, data, is_json in _read_path(path, loader):
                 loader.add_stream(source, data, is_json)
-        return _finish(loader)
+        return _finish(loader, max_pods)
 
 
-def load_documents(docs: Iterable[tuple[str, int, object]]) -> ClusterState:
+def load_documents(
+    docs: Iterable[tuple[str, int, object]], max_pods: int = DEFAULT_MAX_PODS
+) -> ClusterState:
     """Load already-parsed documents: (source, 1-based document index, object)."""
     loader = _Loader()
     with _gc_paused():
         for source, document, obj in docs:
             loader.add_document(_Origin(source, document), obj)
-        return _finish(loader)
+        return _finish(loader, max_pods)
 
 
 @contextlib.contextmanager
@@ -178,12 +189,12 @@ def _gc_paused() -> Iterator[None]:
 # --- after all documents -----------------------------------------------------------
 
 
-def _finish(loader: _Loader) -> ClusterState:
+def _finish(loader: _Loader, max_pods: int) -> ClusterState:
     classes = builtin_priority_classes()
     classes.update((name, pc) for name, (pc, _) in loader.priority_classes.items())
     namespaces = {name: ns for name, (ns, _) in loader.namespaces.items()}
 
-    expander = _Expander(loader)
+    expander = _Expander(loader, max_pods)
     items: list[_PodItem] = []
     for entry in loader.items:
         if isinstance(entry, _PodItem):

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kubesched.api.objects import Namespace, Node, Pod, PodDisruptionBudget
-from kubesched.config import SchedulerConfig, load_config
+from kubesched.config import SchedulerConfig, check_plugin_names, load_config
 from kubesched.framework.client import ClusterClient
 from kubesched.framework.clock import Clock, RealClock
 from kubesched.framework.handle import Listers
@@ -37,6 +37,7 @@ from kubesched.kube.storage import KubeVolumeWriter, storage_informers
 from kubesched.kube.workload_selectors import WorkloadSelectors, workload_selector_informers
 from kubesched.kube.writer import EventWriter, StatusWriter
 from kubesched.metrics import SchedulerMetrics, status_label
+from kubesched.plugins.registry import default_registry
 from kubesched.scheduler import Scheduler
 from kubesched.server import CheckFailed, HealthServer
 from kubesched.server.auth import (
@@ -445,6 +446,8 @@ class Runner:
 
 async def run(options: RunOptions) -> int:
     config = load_config(options.config) if options.config else default_config()
+    if options.config:
+        check_plugin_names(config, default_registry(), options.config)
     runner = Runner(options, config)
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):
