@@ -1,4 +1,4 @@
-"""kubesched simulate | run."""
+"""kubesched simulate | explain | capacity | run."""
 
 from __future__ import annotations
 
@@ -12,16 +12,17 @@ import yaml
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
 
+from kubesched.cli.options import (
+    load_manifests,
+    manifest_options,
+    scheduler_options,
+    scheduler_setup,
+    seed_note,
+)
 from kubesched.cli.report import as_document, print_report
-from kubesched.cluster.manifests import load_paths, pending_pods, running_pods
-from kubesched.framework.interfaces import Plugin
-from kubesched.framework.profile import ProfileConfig
-from kubesched.framework.registry import load_plugin_path
-from kubesched.plugins.registry import default_registry
+from kubesched.cluster.manifests import pending_pods, running_pods
 from kubesched.simulator import simulate
 
-# Pods for the default scheduler, and for kubesched by name, are both simulated.
-SIMULATED_SCHEDULER_NAMES = ("default-scheduler", "kubesched")
 PROGRESS_THRESHOLD = 2000
 
 
@@ -32,80 +33,30 @@ def main() -> None:
 
 
 @main.command("simulate")
-@click.option(
-    "-f",
-    "--filename",
-    "paths",
-    multiple=True,
-    type=click.Path(exists=True, path_type=Path),
-    help="Manifest file or folder (YAML or JSON); may be repeated.",
-)
-@click.option(
-    "--from-cluster",
-    is_flag=True,
-    help="Start from a live cluster's nodes and pods (read only), then add the -f manifests.",
-)
-@click.option("--kubeconfig", default=None, help="kubeconfig for --from-cluster.")
-@click.option("--context", default=None, help="kubeconfig context for --from-cluster.")
-@click.option("--seed", type=int, default=None, help="Seed for tie-breaks between best nodes.")
+@manifest_options
+@scheduler_options
 @click.option(
     "-o", "--output", type=click.Choice(["text", "json", "yaml"]), default="text", show_default=True
-)
-@click.option(
-    "--plugin",
-    "plugins",
-    multiple=True,
-    metavar="MODULE:CLASS",
-    help="Register a custom plugin class; enable it with --enable.",
-)
-@click.option(
-    "--enable",
-    "enabled",
-    multiple=True,
-    metavar="NAME[:WEIGHT]",
-    help="Enable a registered plugin at every extension point it implements.",
-)
-@click.option(
-    "--percentage-of-nodes-to-score", type=click.IntRange(0, 100), default=0, show_default=True
 )
 def simulate_command(
     paths: tuple[Path, ...],
     from_cluster: bool,
     kubeconfig: str | None,
     context: str | None,
-    seed: int | None,
-    output: str,
+    config_path: str | None,
     plugins: tuple[str, ...],
     enabled: tuple[str, ...],
-    percentage_of_nodes_to_score: int,
+    disabled: tuple[str, ...],
+    seed: str,
+    percentage_of_nodes_to_score: int | None,
+    output: str,
 ) -> None:
     """Schedule the pods of a cluster described in manifests, touching nothing."""
     err = Console(stderr=True)
-    loaded: list[type[Plugin]] = []
-    for target in plugins:
-        try:
-            loaded.append(load_plugin_path(target))
-        except Exception as exc:
-            raise click.BadParameter(f"{target}: {exc}", param_hint="--plugin") from None
-    try:
-        registry = default_registry(loaded)
-    except ValueError as exc:  # two plugins of one name
-        raise click.BadParameter(str(exc), param_hint="--plugin") from None
-    profiles = [_profile(name, enabled) for name in SIMULATED_SCHEDULER_NAMES]
-
-    if not paths and not from_cluster:
-        raise click.UsageError("give manifests with -f, or --from-cluster, or both")
-    before: list[tuple[str, int, object]] = []
-    if from_cluster:
-        import asyncio
-
-        from kubesched.kube.snapshot import read_cluster
-
-        try:
-            before = asyncio.run(read_cluster(kubeconfig, context))
-        except Exception as exc:
-            raise click.ClickException(f"cannot read the cluster: {exc}") from None
-    state = load_paths(paths, before)
+    setup = scheduler_setup(
+        config_path, plugins, enabled, disabled, seed, percentage_of_nodes_to_score
+    )
+    state = load_manifests(paths, from_cluster, kubeconfig, context)
     problems = [str(p) for p in state.problems]
     if output != "text":
         for problem in problems:
@@ -122,9 +73,9 @@ def simulate_command(
         result = simulate(
             state.nodes,
             pods,
-            profiles,
-            seed=seed,
-            percentage_of_nodes_to_score=percentage_of_nodes_to_score,
+            setup.profiles,
+            seed=setup.seed,
+            percentage_of_nodes_to_score=setup.percentage_of_nodes_to_score,
             progress=(
                 (lambda done, total: bar.update(task, completed=done, total=total))
                 if show_progress
@@ -134,16 +85,18 @@ def simulate_command(
             namespaces=state.namespaces,
             storage=state.storage,
             dra=state.dra,
-            registry=registry,
+            registry=setup.registry,
         )
 
+    notes = [*state.notes, seed_note(setup)]
     if output == "json":
-        json.dump(as_document(result, problems, state.notes), sys.stdout, indent=2)
+        json.dump(as_document(result, problems, notes, setup.seed), sys.stdout, indent=2)
         sys.stdout.write("\n")
     elif output == "yaml":
-        yaml.safe_dump(as_document(result, problems, state.notes), sys.stdout, sort_keys=False)
+        document = as_document(result, problems, notes, setup.seed)
+        yaml.safe_dump(document, sys.stdout, sort_keys=False)
     else:
-        print_report(Console(), result, problems, state.notes)
+        print_report(Console(), result, problems, notes)
     if problems:
         sys.exit(1)
 
@@ -209,16 +162,6 @@ def run_command(
     except (ConfigError, KubeConfigError) as exc:
         raise click.ClickException(str(exc)) from None
     sys.exit(code)
-
-
-def _profile(name: str, enabled: tuple[str, ...]) -> ProfileConfig:
-    from kubesched.framework.profile import PluginRef
-
-    profile = ProfileConfig.default(name)
-    for spec in enabled:
-        plugin, _, weight = spec.partition(":")
-        profile.plugins["multiPoint"].enabled.append(PluginRef(plugin, int(weight or 0)))
-    return profile
 
 
 if __name__ == "__main__":

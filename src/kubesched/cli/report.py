@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
+import msgspec
 from rich.console import Console
 from rich.table import Table
 
 from kubesched.api.quantity import format_amount
+from kubesched.framework.explain import ProfilePlugins
 from kubesched.simulator import SimulationResult
 
 
@@ -40,7 +42,9 @@ def allocated_devices(result: SimulationResult) -> dict[str, list[dict[str, str]
     return dict(sorted(found.items()))
 
 
-def as_document(result: SimulationResult, problems: list[str], notes: list[str]) -> dict[str, Any]:
+def as_document(
+    result: SimulationResult, problems: list[str], notes: list[str], seed: int | None = None
+) -> dict[str, Any]:
     """The machine-readable result: `placements` and `reasons` first, then details."""
     return {
         "placements": result.placements,
@@ -57,7 +61,10 @@ def as_document(result: SimulationResult, problems: list[str], notes: list[str])
             "attempts": result.attempts,
             "wallSeconds": round(result.wall_seconds, 3),
             "simulatedSeconds": round(result.simulated_seconds, 3),
+            "seed": seed,
         },
+        # The profiles that ran (by schedulerName) and their plugins.
+        "profiles": [msgspec.to_builtins(p) for p in result.profiles],
         "nodes": {
             u.name: {
                 "pods": u.pods,
@@ -71,6 +78,16 @@ def as_document(result: SimulationResult, problems: list[str], notes: list[str])
     }
 
 
+def profile_line(profile: ProfilePlugins) -> str:
+    """Which profile ran, with its filters and its score plugins' weights."""
+    scores = ", ".join(f"{name}×{weight}" for name, weight in profile.score.items())
+    post = f"; postFilter: {', '.join(profile.post_filter)}" if profile.post_filter else ""
+    return (
+        f"profile {profile.profile}: filter: {', '.join(profile.filter) or '-'}; "
+        f"score: {scores or '-'}{post}"
+    )
+
+
 def _usage(requested: int, allocatable: int, resource: str) -> str:
     pct = f"{100 * requested / allocatable:5.1f}%" if allocatable else "  n/a "
     return f"{format_amount(resource, requested)}/{format_amount(resource, allocatable)} {pct}"
@@ -81,6 +98,8 @@ def print_report(
 ) -> None:
     for note in notes:
         console.print(f"[dim]note: {note}[/dim]", highlight=False)
+    for profile in result.profiles:
+        console.print(profile_line(profile), highlight=False, markup=False)
     for problem in problems:
         console.print(f"[red]error:[/red] {problem}", highlight=False)
 
