@@ -12,6 +12,7 @@ import yaml
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
 
+from kubesched.cli.explain import explain_command
 from kubesched.cli.options import (
     load_manifests,
     manifest_options,
@@ -163,6 +164,8 @@ def run_command(
         raise click.ClickException(str(exc)) from None
     sys.exit(code)
 
+
+main.add_command(explain_command)
 
 if __name__ == "__main__":
     main()

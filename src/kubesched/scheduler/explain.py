@@ -26,7 +26,7 @@ from kubesched.framework.explain import (
 )
 from kubesched.framework.node_table import NodeTable, Rows
 from kubesched.framework.runtime import Framework
-from kubesched.framework.status import Code, Status
+from kubesched.framework.status import CODE_NAMES, Code, Status
 from kubesched.framework.types import PodInfo, QueuedPodInfo
 from kubesched.scheduler.base import SchedulerBase
 
@@ -165,7 +165,7 @@ def rejected_groups(
             group = groups[key] = RejectedNodes(
                 nodes=[],
                 plugin=plugin,
-                code=Code(code).name,
+                code=CODE_NAMES[code],
                 reasons=list(reasons.get(row, ())),
                 also_rejected_by={p: list(r) for p, r in sorted(also.items())},
             )
@@ -182,7 +182,7 @@ def rejected_groups(
             RejectedNodes(
                 nodes=left_out[: diagnosis.absent_count],
                 plugin=absent.plugin or "PreFilter",
-                code=Code(absent.code).name,
+                code=CODE_NAMES[absent.code],
                 reasons=list(absent.reasons),
             )
         )
