@@ -12,6 +12,7 @@ import yaml
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
 
+from kubesched.cli.capacity import capacity_command
 from kubesched.cli.explain import explain_command
 from kubesched.cli.options import (
     load_manifests,
@@ -166,6 +167,7 @@ def run_command(
 
 
 main.add_command(explain_command)
+main.add_command(capacity_command)
 
 if __name__ == "__main__":
     main()
