@@ -159,7 +159,13 @@ async def _capacity(
             )
             for i, template in enumerate(templates)
         ],
-        profiles=result.profiles,
+        # The profiles that ran: those of the copies and of the input's pods.
+        profiles=[
+            p
+            for p in result.profiles
+            if p.profile in {t.spec.scheduler_name for t in templates}
+            or p.profile in {pod.spec.scheduler_name for pod in result.pods.values()}
+        ],
         seed=seed,
         wall_seconds=round(time.perf_counter() - started, 3),
     )

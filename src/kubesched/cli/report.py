@@ -98,8 +98,10 @@ def print_report(
 ) -> None:
     for note in notes:
         console.print(f"[dim]note: {note}[/dim]", highlight=False)
+    used = {pod.spec.scheduler_name for pod in result.pods.values()}
     for profile in result.profiles:
-        console.print(profile_line(profile), highlight=False, markup=False)
+        if profile.profile in used:  # the profiles that scheduled something
+            console.print(profile_line(profile), highlight=False, markup=False)
     for problem in problems:
         console.print(f"[red]error:[/red] {problem}", highlight=False)
 
