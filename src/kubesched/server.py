@@ -18,18 +18,19 @@ A check is a plain ``() -> bool``; one that raises counts as failed.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 from aiohttp import web
 
 from kubesched.logs import V, kv
 from kubesched.metrics import SchedulerMetrics
 
-__all__ = ["Check", "HealthServer"]
+__all__ = ["Check", "Handler", "HealthServer"]
 
 log = logging.getLogger("kubesched.server")
 
 Check = Callable[[], bool]
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 _TEXT = "text/plain; charset=utf-8"
 _HEADERS = {"Content-Type": _TEXT, "X-Content-Type-Options": "nosniff"}
@@ -58,6 +59,7 @@ class HealthServer:
         self._health: dict[str, Check] = {}
         self._ready: dict[str, Check] = {}
         self._runner: web.AppRunner | None = None
+        self._more: list[tuple[str, Handler]] = []
 
     # --- checks ----------------------------------------------------------------
 
@@ -68,6 +70,10 @@ class HealthServer:
     def add_ready_check(self, name: str, fn: Check) -> None:
         """A readiness check, run by /readyz."""
         self._ready[name] = fn
+
+    def add_get(self, path: str, handler: Handler) -> None:
+        """One more GET endpoint on this port (before start): `run --explain`'s."""
+        self._more.append((path, handler))
 
     def _checks(self, endpoint: str) -> dict[str, Check]:
         checks = self._ready if endpoint == "readyz" else self._health
@@ -132,6 +138,8 @@ class HealthServer:
             app.router.add_get(f"/{endpoint}", self._root)
             app.router.add_get(f"/{endpoint}/{{check}}", self._single)
         app.router.add_get("/metrics", self._metrics)
+        for path, handler in self._more:
+            app.router.add_get(path, handler)
         return app
 
     # --- lifecycle -------------------------------------------------------------

@@ -303,3 +303,36 @@ def test_a_pod_not_in_the_input_is_a_clear_error(tmp_path: Path) -> None:
     result = CliRunner().invoke(main, ["explain", "nope", "-f", str(tmp_path / "in.yaml")])
     assert result.exit_code == 2
     assert "no pending pod default/nope in the input" in result.output
+
+
+def test_explaining_changes_no_placement() -> None:
+    """Explaining every pod of the example cluster (the other filters run again over
+    the rejected nodes, scores are copied) places every pod where a plain run does."""
+    from kubesched.cli.options import SIMULATED_SCHEDULER_NAMES
+    from kubesched.cluster.manifests import load_paths, pending_pods, running_pods
+    from kubesched.framework.profile import ProfileConfig
+    from kubesched.simulator import simulate
+
+    state = load_paths([Path(__file__).resolve().parents[2] / "examples" / "cluster"])
+    pods = [*running_pods(state), *pending_pods(state)]
+
+    def run(explain: list[str]) -> Any:
+        profiles = [ProfileConfig.default(n) for n in SIMULATED_SCHEDULER_NAMES]
+        return simulate(
+            state.nodes,
+            pods,
+            profiles,
+            seed=3,
+            pdbs=state.pdbs,
+            namespaces=state.namespaces,
+            storage=state.storage,
+            dra=state.dra,
+            explain=explain,
+        )
+
+    plain = run([])
+    explained = run([p.key for p in pending_pods(state)])
+    assert explained.placements == plain.placements
+    assert explained.reasons == plain.reasons
+    assert len(explained.explanations) == len(pending_pods(state))
+    assert not plain.explanations

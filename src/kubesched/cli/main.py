@@ -136,6 +136,27 @@ def simulate_command(
     "--logging-format", type=click.Choice(["text", "json"]), default="text", show_default=True
 )
 @click.option("-v", "--v", "verbosity", type=int, default=0, help="Log verbosity, as klog's -v.")
+@click.option(
+    "--plugin",
+    "plugins",
+    multiple=True,
+    metavar="MODULE:CLASS",
+    help="Register a custom plugin class; enable it in --config.",
+)
+@click.option(
+    "--explain",
+    is_flag=True,
+    help="Explain every scheduling attempt and serve each pod's last explanation at "
+    "/debug/explain/NAMESPACE/NAME on the health port (off by default: it costs time "
+    "per attempt).",
+)
+@click.option(
+    "--explain-keep",
+    type=click.IntRange(1),
+    default=1000,
+    show_default=True,
+    help="With --explain: how many pods' last explanations are kept.",
+)
 def run_command(
     kubeconfig: str | None,
     context: str | None,
@@ -146,6 +167,9 @@ def run_command(
     seed: int | None,
     logging_format: str,
     verbosity: int,
+    plugins: tuple[str, ...],
+    explain: bool,
+    explain_keep: int,
 ) -> None:
     """Schedule the pods of a real cluster (those whose schedulerName is ours)."""
     import asyncio
@@ -156,8 +180,18 @@ def run_command(
     from kubesched.logs import configure_logging
 
     configure_logging("json" if logging_format == "json" else "text", verbosity)
+    registry = scheduler_setup(None, plugins, (), (), "0", None).registry
     options = RunOptions(
-        kubeconfig, context, config_path, health_address, health_port, seed, leader_elect
+        kubeconfig,
+        context,
+        config_path,
+        health_address,
+        health_port,
+        seed,
+        leader_elect,
+        explain=explain,
+        explain_keep=explain_keep,
+        registry=registry,
     )
     try:
         code = asyncio.run(run(options))

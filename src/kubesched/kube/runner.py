@@ -23,12 +23,14 @@ from kubesched.framework.client import ClusterClient
 from kubesched.framework.clock import Clock, RealClock
 from kubesched.framework.handle import Listers
 from kubesched.framework.profile import ProfileConfig
+from kubesched.framework.registry import Registry
 from kubesched.framework.status import Status
 from kubesched.framework.waiting import WaitingPods
 from kubesched.kube.claims import KubeClaimWriter, dra_informers
 from kubesched.kube.client import KubeClient
 from kubesched.kube.cluster import KubeCluster
 from kubesched.kube.config import load_connection
+from kubesched.kube.explain_endpoint import DEFAULT_KEEP, ExplainStore
 from kubesched.kube.informer import Handlers, Informer
 from kubesched.kube.leader import LeaderElectionConfig, LeaderElector
 from kubesched.kube.storage import KubeVolumeWriter, storage_informers
@@ -55,6 +57,10 @@ class RunOptions:
     health_port: int = 10251
     seed: int | None = None
     leader_elect: bool | None = None  # None: as the configuration says
+    # `--explain`: explain every attempt, serve the last ones on the health port.
+    explain: bool = False
+    explain_keep: int = DEFAULT_KEEP
+    registry: Registry | None = None  # None: the default one (`--plugin` adds to it)
 
 
 def default_config() -> SchedulerConfig:
@@ -77,6 +83,7 @@ class Runner:
         self.server: HealthServer | None = None
         self.client: KubeClient | None = None
         self.scheduling = asyncio.Event()  # set while the scheduling loop runs
+        self.explained = ExplainStore(options.explain_keep) if options.explain else None
 
     def _spawn(self, coro: Awaitable[None], name: str) -> asyncio.Task[None]:
         task: asyncio.Task[None] = asyncio.ensure_future(coro)
@@ -177,6 +184,9 @@ class Runner:
         self.server.add_ready_check(
             "informer-sync", lambda: all(i.synced.is_set() for i in self.informers)
         )
+        if self.explained is not None:
+            for path, handler in self.explained.routes():
+                self.server.add_get(path, handler)
         await self.server.start()
         log.info("serving /healthz, /readyz and /metrics on port %d", self.server.port)
 
@@ -281,6 +291,8 @@ class Runner:
             observer=self.metrics,
             listers=listers,
             waiting_pods=WaitingPods(clock, observe=self.observe_permit_wait),
+            registry=self.options.registry,
+            explain_observer=self.explained,
         )
 
     def observe_permit_wait(self, status: Status, seconds: float) -> None:
