@@ -336,3 +336,52 @@ def test_explaining_changes_no_placement() -> None:
     assert explained.reasons == plain.reasons
     assert len(explained.explanations) == len(pending_pods(state))
     assert not plain.explanations
+
+
+def test_many_nodes_stay_readable_and_the_layout_follows_the_width() -> None:
+    """1,000 nodes of a few kinds: the text groups them (a screenful, not a line per
+    node); a wide terminal gets a column per score plugin, a narrow one stacks them."""
+    import io
+
+    from rich.console import Console
+
+    from bench.explain import cluster_documents
+    from kubesched.cli.explain_report import print_explanation
+    from kubesched.cluster.manifests import load_documents, pending_pods, running_pods
+    from kubesched.framework.profile import ProfileConfig
+    from kubesched.simulator import simulate
+
+    state = load_documents(cluster_documents(1000, 3))
+    pods = [*running_pods(state), *pending_pods(state)]
+    targets = [pods[-2].key, pods[-1].key]  # one scheduled, one that fits nowhere
+    result = simulate(
+        state.nodes,
+        pods,
+        [ProfileConfig.default("default-scheduler")],
+        seed=0,
+        explain=targets,
+        percentage_of_nodes_to_score=100,
+    )
+
+    def render(key: str, width: int) -> str:
+        out = io.StringIO()
+        explanation = result.explanations[key][-1]
+        print_explanation(
+            Console(file=out, width=width), explanation, final_node=None, total_attempts=1
+        )
+        return out.getvalue()
+
+    scheduled, rejected = result.explanations[targets[0]][-1], result.explanations[targets[1]][-1]
+    assert sum(len(g.nodes) for g in rejected.rejected) == 1000
+    assert len(rejected.rejected) <= 6  # 1,000 nodes, a handful of verdicts
+    assert sum(len(g.nodes) for g in scheduled.scored) == scheduled.feasible > 500
+    wide = render(targets[0], 250)
+    narrow = render(targets[0], 90)
+    assert len(wide.splitlines()) < 60 and len(render(targets[1], 250).splitlines()) < 30
+    # Wide: a column per plugin (its name in the header, bare figures in the cells).
+    assert "TaintToleration ┃" in wide and "0→100 ×3 = 300" in wide
+    assert "TaintToleration: 0→100" not in wide
+    # Narrow: each group's scores stacked in one column, named.
+    assert "TaintToleration: 0→100 ×3 = 300" in narrow
+    assert "TaintToleration ┃" not in narrow
+    assert "NodeUnschedulable (unresolvable)" in render(targets[1], 250)

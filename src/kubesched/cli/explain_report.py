@@ -71,7 +71,10 @@ def print_explanation(
             also = "\n".join(
                 f"{p}: {'; '.join(r) or '-'}" for p, r in group.also_rejected_by.items()
             )
-            code = "" if group.code == "Unschedulable" else f" ({group.code})"
+            # Unresolvable: preemption cannot help on these nodes (upstream's code).
+            code = {"Unschedulable": "", "UnschedulableAndUnresolvable": " (unresolvable)"}.get(
+                group.code, f" ({group.code})"
+            )
             table.add_row(
                 str(len(group.nodes)),
                 node_list(group.nodes, examples),
