@@ -64,6 +64,13 @@ bench: $(STAMP)
 	hack/build-k8s.sh >/dev/null && hack/build-etcd.sh >/dev/null
 	$(BIN)/python -m bench --workload $(WORKLOAD) --size $(SIZE) --mode $(BENCH_MODE) $(BENCH_ARGS)
 
+# What `kubesched explain` costs beyond the simulation on EXPLAIN_NODES nodes (bench/explain.py).
+EXPLAIN_NODES ?= 5000
+EXPLAIN_PODS  ?= 200
+.PHONY: bench-explain
+bench-explain: $(STAMP)
+	$(BIN)/python -m bench.explain --nodes $(EXPLAIN_NODES) --pods $(EXPLAIN_PODS) --repeat 3
+
 # Differential run against the real kube-scheduler (docs/differential.md): N generated
 # scenarios of series SEED on a control plane of its own; agreement rates, and each
 # disagreement written to tests/differential/regressions/. Every generator feature is on

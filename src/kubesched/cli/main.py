@@ -1,4 +1,4 @@
-"""kubesched simulate | run."""
+"""kubesched simulate | explain | capacity | run."""
 
 from __future__ import annotations
 
@@ -12,19 +12,20 @@ import yaml
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
 
+from kubesched.cli.capacity import capacity_command
+from kubesched.cli.explain import explain_command
+from kubesched.cli.options import (
+    load_manifests,
+    manifest_options,
+    scheduler_options,
+    scheduler_setup,
+    seed_note,
+)
 from kubesched.cli.report import as_document, print_report
-from kubesched.cluster.manifests import DEFAULT_MAX_PODS, load_paths, pending_pods, running_pods
-from kubesched.framework.interfaces import Plugin
-from kubesched.framework.profile import ProfileConfig
-from kubesched.framework.registry import Registry, load_plugin_path
-from kubesched.plugins.registry import default_registry
+from kubesched.cluster.manifests import pending_pods, running_pods
 from kubesched.simulator import simulate
 
-# Pods for the default scheduler, and for kubesched by name, are both simulated.
-SIMULATED_SCHEDULER_NAMES = ("default-scheduler", "kubesched")
 PROGRESS_THRESHOLD = 2000
-# Score weights are int32 upstream; 0 means the plugin's default weight.
-MAX_PLUGIN_WEIGHT = 2**31 - 1
 
 
 @click.group()
@@ -34,94 +35,31 @@ def main() -> None:
 
 
 @main.command("simulate")
-@click.option(
-    "-f",
-    "--filename",
-    "paths",
-    multiple=True,
-    type=click.Path(exists=True, allow_dash=True, path_type=Path),
-    help="Manifest file or folder (YAML or JSON), - for stdin; may be repeated.",
-)
-@click.option(
-    "--from-cluster",
-    is_flag=True,
-    help="Start from a live cluster's nodes and pods (read only), then add the -f manifests.",
-)
-@click.option(
-    "--kubeconfig",
-    type=click.Path(exists=True, dir_okay=False),
-    default=None,
-    help="kubeconfig for --from-cluster.",
-)
-@click.option("--context", default=None, help="kubeconfig context for --from-cluster.")
-@click.option("--seed", type=int, default=None, help="Seed for tie-breaks between best nodes.")
+@manifest_options
+@scheduler_options
 @click.option(
     "-o", "--output", type=click.Choice(["text", "json", "yaml"]), default="text", show_default=True
-)
-@click.option(
-    "--plugin",
-    "plugins",
-    multiple=True,
-    metavar="MODULE:CLASS",
-    help="Register a custom plugin class; enable it with --enable.",
-)
-@click.option(
-    "--enable",
-    "enabled",
-    multiple=True,
-    metavar="NAME[:WEIGHT]",
-    help="Enable a registered plugin at every extension point it implements.",
-)
-@click.option(
-    "--percentage-of-nodes-to-score", type=click.IntRange(0, 100), default=0, show_default=True
-)
-@click.option(
-    "--max-pods",
-    type=click.IntRange(min=0),
-    default=DEFAULT_MAX_PODS,
-    show_default=True,
-    help="The most pods the simulation holds; a workload whose pods would go past it "
-    "is an error and is skipped.",
 )
 def simulate_command(
     paths: tuple[Path, ...],
     from_cluster: bool,
     kubeconfig: str | None,
     context: str | None,
-    seed: int | None,
-    output: str,
+    max_pods: int,
+    config_path: str | None,
     plugins: tuple[str, ...],
     enabled: tuple[str, ...],
-    percentage_of_nodes_to_score: int,
-    max_pods: int,
+    disabled: tuple[str, ...],
+    seed: str,
+    percentage_of_nodes_to_score: int | None,
+    output: str,
 ) -> None:
     """Schedule the pods of a cluster described in manifests, touching nothing."""
     err = Console(stderr=True)
-    loaded: list[type[Plugin]] = []
-    for target in plugins:
-        try:
-            loaded.append(load_plugin_path(target))
-        except Exception as exc:
-            raise click.BadParameter(f"{target}: {exc}", param_hint="--plugin") from None
-    try:
-        registry = default_registry(loaded)
-    except ValueError as exc:  # two plugins of one name
-        raise click.BadParameter(str(exc), param_hint="--plugin") from None
-    profiles = [_profile(name, enabled, registry) for name in SIMULATED_SCHEDULER_NAMES]
-
-    if not paths and not from_cluster:
-        raise click.UsageError("give manifests with -f, or --from-cluster, or both")
-    before: list[tuple[str, int, object]] = []
-    if from_cluster:
-        import asyncio
-
-        from kubesched.kube.snapshot import read_cluster
-
-        try:
-            before = asyncio.run(read_cluster(kubeconfig, context))
-        except Exception as exc:
-            raise click.ClickException(f"cannot read the cluster: {exc}") from None
-    state = load_paths(paths, before, max_pods)
+    setup = scheduler_setup(
+        config_path, plugins, enabled, disabled, seed, percentage_of_nodes_to_score
+    )
+    state = load_manifests(paths, from_cluster, kubeconfig, context, max_pods)
     problems = [str(p) for p in state.problems]
     if output != "text":
         for problem in problems:
@@ -138,9 +76,9 @@ def simulate_command(
         result = simulate(
             state.nodes,
             pods,
-            profiles,
-            seed=seed,
-            percentage_of_nodes_to_score=percentage_of_nodes_to_score,
+            setup.profiles,
+            seed=setup.seed,
+            percentage_of_nodes_to_score=setup.percentage_of_nodes_to_score,
             progress=(
                 (lambda done, total: bar.update(task, completed=done, total=total))
                 if show_progress
@@ -150,16 +88,18 @@ def simulate_command(
             namespaces=state.namespaces,
             storage=state.storage,
             dra=state.dra,
-            registry=registry,
+            registry=setup.registry,
         )
 
+    notes = [*state.notes, seed_note(setup)]
     if output == "json":
-        json.dump(as_document(result, problems, state.notes), sys.stdout, indent=2)
+        json.dump(as_document(result, problems, notes, setup.seed), sys.stdout, indent=2)
         sys.stdout.write("\n")
     elif output == "yaml":
-        yaml.safe_dump(as_document(result, problems, state.notes), sys.stdout, sort_keys=False)
+        document = as_document(result, problems, notes, setup.seed)
+        yaml.safe_dump(document, sys.stdout, sort_keys=False)
     else:
-        print_report(Console(), result, problems, state.notes)
+        print_report(Console(), result, problems, notes)
     if problems:
         sys.exit(1)
 
@@ -251,6 +191,27 @@ class _KlogFlags(click.Command):
     "--logging-format", type=click.Choice(["text", "json"]), default="text", show_default=True
 )
 @click.option("-v", "--v", "verbosity", type=int, default=0, help="Log verbosity, as klog's -v.")
+@click.option(
+    "--plugin",
+    "plugins",
+    multiple=True,
+    metavar="MODULE:CLASS",
+    help="Register a custom plugin class; enable it in --config.",
+)
+@click.option(
+    "--explain",
+    is_flag=True,
+    help="Explain every scheduling attempt and serve each pod's last explanation at "
+    "/debug/explain/NAMESPACE/NAME on the secure port (off by default: it costs time "
+    "per attempt).",
+)
+@click.option(
+    "--explain-keep",
+    type=click.IntRange(1),
+    default=1000,
+    show_default=True,
+    help="With --explain: how many pods' last explanations are kept.",
+)
 def run_command(
     kubeconfig: str | None,
     context: str | None,
@@ -268,6 +229,9 @@ def run_command(
     seed: int | None,
     logging_format: str,
     verbosity: int,
+    plugins: tuple[str, ...],
+    explain: bool,
+    explain_keep: int,
 ) -> None:
     """Schedule the pods of a real cluster (those whose schedulerName is ours)."""
     import asyncio
@@ -295,6 +259,7 @@ def run_command(
             str(exc), param_hint="--authorization-always-allow-paths"
         ) from None
     configure_logging("json" if logging_format == "json" else "text", verbosity)
+    registry = scheduler_setup(None, plugins, (), (), "0", None).registry
     options = RunOptions(
         kubeconfig=kubeconfig,
         context=context,
@@ -310,6 +275,9 @@ def run_command(
         authentication_kubeconfig=authentication_kubeconfig,
         authorization_kubeconfig=authorization_kubeconfig,
         authorization_always_allow_paths=always_allow,
+        explain=explain,
+        explain_keep=explain_keep,
+        registry=registry,
     )
     try:
         code = asyncio.run(run(options))
@@ -320,35 +288,8 @@ def run_command(
     sys.exit(code)
 
 
-def _profile(name: str, enabled: tuple[str, ...], registry: Registry) -> ProfileConfig:
-    """The default profile plus the --enable'd plugins at multiPoint. A plugin that
-    is not registered, or a weight that is not an int32 (PluginConfig's Weight) of
-    at least 0, is a usage error (exit code 2), never a traceback."""
-    from kubesched.framework.profile import PluginRef
-
-    profile = ProfileConfig.default(name)
-    for spec in enabled:
-        plugin, _, weight_text = spec.partition(":")
-        if plugin not in registry:
-            known = ", ".join(sorted(registry))
-            raise click.BadParameter(
-                f"{spec}: unknown plugin {plugin!r} (known: {known}; "
-                f"register others with --plugin)",
-                param_hint="--enable",
-            )
-        try:
-            weight = int(weight_text or 0)
-        except ValueError:
-            weight = -1
-        if not 0 <= weight <= MAX_PLUGIN_WEIGHT:
-            raise click.BadParameter(
-                f"{spec}: the weight must be an integer from 0 to {MAX_PLUGIN_WEIGHT}, "
-                f"got {weight_text!r}",
-                param_hint="--enable",
-            )
-        profile.plugins["multiPoint"].enabled.append(PluginRef(plugin, weight))
-    return profile
-
+main.add_command(explain_command)
+main.add_command(capacity_command)
 
 if __name__ == "__main__":
     main()

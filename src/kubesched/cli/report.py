@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
+import msgspec
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
 from kubesched.api.quantity import format_amount
+from kubesched.framework.explain import ProfilePlugins
 from kubesched.simulator import SimulationResult
 
 
@@ -41,7 +43,9 @@ def allocated_devices(result: SimulationResult) -> dict[str, list[dict[str, str]
     return dict(sorted(found.items()))
 
 
-def as_document(result: SimulationResult, problems: list[str], notes: list[str]) -> dict[str, Any]:
+def as_document(
+    result: SimulationResult, problems: list[str], notes: list[str], seed: int | None = None
+) -> dict[str, Any]:
     """The machine-readable result: `placements` and `reasons` first, then details."""
     return {
         "placements": result.placements,
@@ -58,7 +62,10 @@ def as_document(result: SimulationResult, problems: list[str], notes: list[str])
             "attempts": result.attempts,
             "wallSeconds": round(result.wall_seconds, 3),
             "simulatedSeconds": round(result.simulated_seconds, 3),
+            "seed": seed,
         },
+        # The profiles that ran (by schedulerName) and their plugins.
+        "profiles": [msgspec.to_builtins(p) for p in result.profiles],
         "nodes": {
             u.name: {
                 "pods": u.pods,
@@ -70,6 +77,16 @@ def as_document(result: SimulationResult, problems: list[str], notes: list[str])
         "problems": problems,
         "notes": notes,
     }
+
+
+def profile_line(profile: ProfilePlugins) -> str:
+    """Which profile ran, with its filters and its score plugins' weights."""
+    scores = ", ".join(f"{name}×{weight}" for name, weight in profile.score.items())
+    post = f"; postFilter: {', '.join(profile.post_filter)}" if profile.post_filter else ""
+    return (
+        f"profile {profile.profile}: filter: {', '.join(profile.filter) or '-'}; "
+        f"score: {scores or '-'}{post}"
+    )
 
 
 def _usage(requested: int, allocatable: int, resource: str) -> str:
@@ -85,6 +102,10 @@ def print_report(
     as markup (and fail on `[/]`), `:smile:` as an emoji code."""
     for note in notes:
         console.print(Text(f"note: {note}", style="dim"))
+    used = {pod.spec.scheduler_name for pod in result.pods.values()}
+    for profile in result.profiles:
+        if profile.profile in used:  # the profiles that scheduled something
+            console.print(Text(profile_line(profile)))
     for problem in problems:
         console.print(Text.assemble(("error:", "red"), " ", problem))
 

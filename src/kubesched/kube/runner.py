@@ -24,6 +24,7 @@ from kubesched.framework.client import ClusterClient
 from kubesched.framework.clock import Clock, RealClock
 from kubesched.framework.handle import Listers
 from kubesched.framework.profile import ProfileConfig
+from kubesched.framework.registry import Registry
 from kubesched.framework.status import Status
 from kubesched.framework.waiting import WaitingPods
 from kubesched.kube.claims import KubeClaimWriter, dra_informers
@@ -31,6 +32,7 @@ from kubesched.kube.client import KubeClient
 from kubesched.kube.cluster import KubeCluster
 from kubesched.kube.config import load_connection
 from kubesched.kube.delegated_auth import SubjectAccessReviewAuthorizer, TokenReviewAuthenticator
+from kubesched.kube.explain_endpoint import DEFAULT_KEEP, ExplainStore
 from kubesched.kube.informer import Handlers, Informer
 from kubesched.kube.leader import LeaderElectionConfig, LeaderElector
 from kubesched.kube.storage import KubeVolumeWriter, storage_informers
@@ -83,6 +85,10 @@ class RunOptions:
     authentication_kubeconfig: str | None = None
     authorization_kubeconfig: str | None = None
     authorization_always_allow_paths: tuple[str, ...] = ALWAYS_ALLOW_PATHS
+    # `--explain`: explain every attempt, serve the last ones on the secure port.
+    explain: bool = False
+    explain_keep: int = DEFAULT_KEEP
+    registry: Registry | None = None  # None: the default one (`--plugin` adds to it)
 
 
 def default_config() -> SchedulerConfig:
@@ -109,6 +115,7 @@ class Runner:
         self.scheduling = asyncio.Event()  # set while the scheduling loop runs
         # Set once every informer has delivered its initial list: "sched-handler-sync".
         self.handlers_synced = asyncio.Event()
+        self.explained = ExplainStore(options.explain_keep) if options.explain else None
 
     def _spawn(self, coro: Awaitable[None], name: str) -> asyncio.Task[None]:
         task: asyncio.Task[None] = asyncio.ensure_future(coro)
@@ -263,15 +270,21 @@ class Runner:
         options = self.options
         servers: list[HealthServer] = []
         if options.secure_port:
-            servers.append(
-                HealthServer(
-                    self.metrics,
-                    options.bind_address,
-                    options.secure_port,
-                    ssl_context=self.serving_ssl_context(),
-                    guard=await self.request_guard(client),
-                )
+            secure = HealthServer(
+                self.metrics,
+                options.bind_address,
+                options.secure_port,
+                ssl_context=self.serving_ssl_context(),
+                guard=await self.request_guard(client),
             )
+            # --explain: behind the same authentication and authorization as
+            # /metrics (a non-resource path, as kube-scheduler's /debug/ ones).
+            if self.explained is not None:
+                for path, handler in self.explained.routes():
+                    secure.add_get(path, handler)
+            servers.append(secure)
+        elif self.explained is not None:
+            log.warning("--explain needs the secure port: explanations are not served")
         if options.health_port is not None:
             servers.append(
                 HealthServer(
@@ -402,6 +415,8 @@ class Runner:
             observer=self.metrics,
             listers=listers,
             waiting_pods=WaitingPods(clock, observe=self.observe_permit_wait),
+            registry=self.options.registry,
+            explain_observer=self.explained,
         )
 
     def observe_permit_wait(self, status: Status, seconds: float) -> None:
@@ -447,7 +462,7 @@ class Runner:
 async def run(options: RunOptions) -> int:
     config = load_config(options.config) if options.config else default_config()
     if options.config:
-        check_plugin_names(config, default_registry(), options.config)
+        check_plugin_names(config, options.registry or default_registry(), options.config)
     runner = Runner(options, config)
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import logging
 import ssl
-from collections.abc import Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 
 from aiohttp import web
 
@@ -33,11 +33,12 @@ from kubesched.logs import V, kv
 from kubesched.metrics import SchedulerMetrics
 from kubesched.server.auth import RequestGuard
 
-__all__ = ["Check", "CheckFailed", "HealthServer"]
+__all__ = ["Check", "CheckFailed", "Handler", "HealthServer"]
 
 log = logging.getLogger("kubesched.server")
 
 Check = Callable[[], bool]
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 ENDPOINTS = ("healthz", "livez", "readyz")
 
 
@@ -93,6 +94,7 @@ class HealthServer:
             checks if checks is not None else {endpoint: {} for endpoint in ENDPOINTS}
         )
         self._runner: web.AppRunner | None = None
+        self._more: list[tuple[str, Handler]] = []
 
     # --- checks ----------------------------------------------------------------
 
@@ -109,6 +111,10 @@ class HealthServer:
     def add_ready_check(self, name: str, fn: Check) -> None:
         """A readiness check, run by /readyz."""
         self.add_check(name, fn, ("readyz",))
+
+    def add_get(self, path: str, handler: Handler) -> None:
+        """One more GET endpoint on this port (before start): `run --explain`'s."""
+        self._more.append((path, handler))
 
     def _checks(self, endpoint: str) -> dict[str, Check]:
         # InstallPathHandler: an endpoint with no checks gets "ping".
@@ -175,6 +181,8 @@ class HealthServer:
             app.router.add_get(f"/{endpoint}/{{check}}", self._single)
         if self.serve_metrics:
             app.router.add_get("/metrics", self._metrics)
+        for path, handler in self._more:
+            app.router.add_get(path, handler)
         return app
 
     # --- lifecycle -------------------------------------------------------------
