@@ -42,6 +42,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tests.chaos.checks import (
+    count_error_lines,
     count_tracebacks,
     lost_pods,
     overcommitted_nodes,
@@ -153,10 +154,11 @@ class Killer(threading.Thread):
     """Keeps two replicas running and, while `killing` is set, kills the leader every
     KILL_EVERY seconds (a tick with no live leader holding the lease kills nobody)."""
 
-    def __init__(self, replicas: Replicas, api: AdminApi, chaos: Chaos, every: float) -> None:
+    def __init__(self, replicas: Replicas, chaos: Chaos, every: float) -> None:
         super().__init__(name="killer", daemon=True)
         self.replicas = replicas
-        self.api = api
+        # A client of its own: the main thread's is replaced on each apiserver restart.
+        self.api = AdminApi(replicas.cp)
         self.chaos = chaos
         self.every = every
         self.killing = threading.Event()
@@ -200,14 +202,15 @@ def run(cp: ControlPlane, api: AdminApi, workdir: Path, args: argparse.Namespace
     logs = workdir / "logs"
     logs.mkdir(exist_ok=True)
     config = lease_config(workdir / "config.yaml", args.lease_duration)
-    replicas = Replicas(cp, logs, 2, "--config", str(config))
+    # -v 4: the text log carries the traceback of every exception kubesched logs.
+    replicas = Replicas(cp, logs, 2, "--config", str(config), "-v", "4")
     replicas.fill()
     for replica in replicas.live:
         replica.process.wait_ready(60)
     api.wait_for(
         lambda: replicas.leader(api, LEASE_NAMESPACE, LEASE), timeout=60, message="a leader"
     )
-    killer = Killer(replicas, api, chaos, args.kill_every)
+    killer = Killer(replicas, chaos, args.kill_every)
     killer.start()
     killer.killing.set()
 
@@ -267,12 +270,14 @@ def run(cp: ControlPlane, api: AdminApi, workdir: Path, args: argparse.Namespace
     events = list_all(api, f"/apis/events.k8s.io/v1/namespaces/{NAMESPACE}/events")
     killer.done.set()
     killer.join(30)
+    killer.api.close()
     with killer.lock:
         replicas.stop()
     ledger.stop()
     twice = scheduled_twice(events, ledger.ledger)
     over = overcommitted_nodes(pods, nodes)
     tracebacks = count_tracebacks(replicas.logs())
+    errors = count_error_lines(replicas.logs())
     bound = sum(1 for p in pods if p["spec"].get("nodeName"))
     relists = sum(text.count("is gone, listing again") for text in replicas.logs())
 
@@ -284,6 +289,7 @@ def run(cp: ControlPlane, api: AdminApi, workdir: Path, args: argparse.Namespace
         ("pods bound twice", len(twice)),
         ("nodes overcommitted", len({o.node for o in over})),
         ("tracebacks in kubesched logs", tracebacks),
+        ("error lines (E...) in the logs", errors),
         ("pods at the end", len(pods)),
         ("  bound", bound),
         ("  pending (no room)", len(pods) - bound - len(lost)),

@@ -15,6 +15,7 @@ scheduler's code would share its bugs); only the Quantity parser is kubesched's.
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -25,6 +26,7 @@ from kubesched.api.quantity import resource_amount
 # The resources overcommit and fit are judged on (the pods count is one per pod).
 CHECKED_RESOURCES = ("cpu", "memory", "pods")
 TRACEBACK = "Traceback (most recent call last)"
+ERROR_LINE = re.compile(r"^E\d{4} ", re.MULTILINE)
 
 Amounts = dict[str, int]
 Obj = Mapping[str, Any]
@@ -214,6 +216,11 @@ def scheduled_twice(events: Iterable[Obj], ledger: BindingLedger) -> set[str]:
 
 def count_tracebacks(logs: Iterable[str]) -> int:
     return sum(text.count(TRACEBACK) for text in logs)
+
+
+def count_error_lines(logs: Iterable[str]) -> int:
+    """Lines klog's text format writes at error level (E<mmdd> ...)."""
+    return sum(len(ERROR_LINE.findall(text)) for text in logs)
 
 
 def slope(samples: Sequence[tuple[float, float]]) -> float:

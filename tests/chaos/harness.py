@@ -155,15 +155,24 @@ def create_pod(
             return str(created["metadata"]["uid"])
         except (httpx.TransportError, ApiError) as exc:
             if isinstance(exc, ApiError) and exc.code == 409:
-                current = retrying(lambda: api.get_pod(namespace, name), f"get pod {name}")
-                uid = str(current["metadata"]["uid"])
-                if uid != replaces:
+                uid = _uid_of(api, namespace, name)
+                if uid not in ("", replaces):
                     return uid
             elif not transient(exc):
                 raise
             if time.monotonic() > deadline:
                 raise RuntimeError(f"create pod {namespace}/{name}: {exc}") from exc
             time.sleep(0.2)
+
+
+def _uid_of(api: AdminApi, namespace: str, name: str) -> str:
+    """The UID of the pod NAME ("" if there is none, or the apiserver is not there)."""
+    try:
+        return str(api.get_pod(namespace, name)["metadata"]["uid"])
+    except (httpx.TransportError, ApiError) as exc:
+        if transient(exc) or (isinstance(exc, ApiError) and exc.code == 404):
+            return ""
+        raise
 
 
 def delete_pod(api: AdminApi, namespace: str, name: str) -> bool:

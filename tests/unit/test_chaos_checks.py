@@ -9,6 +9,7 @@ import pytest
 
 from tests.chaos.checks import (
     BindingLedger,
+    count_error_lines,
     count_tracebacks,
     lost_pods,
     overcommitted_nodes,
@@ -177,6 +178,16 @@ def test_tracebacks_are_counted_across_logs() -> None:
     crash = "E boom\nTraceback (most recent call last):\n  File ...\nValueError: x\n"
     assert count_tracebacks([crash * 2, "I all fine\n", crash]) == 3
     assert count_tracebacks(["Traceback mentioned in a message\n"]) == 0
+
+
+def test_error_lines_are_klogs_e_lines() -> None:
+    log = (
+        'I1126 10:00:00.000000   1 a.py:1] "fine"\n'
+        'E1126 10:00:00.000000   1 a.py:2] "Error scheduling pod" err="boom"\n'
+        'W1126 10:00:00.000000   1 a.py:3] "E1126 in a message"\n'
+        'E1126 10:00:01.000000   1 a.py:4] "again"\n'
+    )
+    assert count_error_lines([log, log]) == 4
 
 
 def test_slope_is_the_least_squares_growth() -> None:
