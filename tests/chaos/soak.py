@@ -105,6 +105,37 @@ class Sampler(threading.Thread):
                 return
 
 
+class Deleter(threading.Thread):
+    """Deletes each pod when its time comes, beside the creating loop (a client of its
+    own, so that creates and deletes each get the full rate)."""
+
+    def __init__(self, cp: ControlPlane) -> None:
+        super().__init__(name="deleter", daemon=True)
+        self.api = AdminApi(cp)
+        self.expiring: list[tuple[float, str]] = []
+        self.lock = threading.Lock()
+        self.done = threading.Event()
+        self.deleted = 0
+        self.gone_before = 0  # preemption victims kubesched had deleted
+
+    def expire(self, at: float, name: str) -> None:
+        with self.lock:
+            heapq.heappush(self.expiring, (at, name))
+
+    def run(self) -> None:
+        while not self.done.is_set():
+            with self.lock:
+                due = self.expiring and self.expiring[0][0] <= time.monotonic()
+                name = heapq.heappop(self.expiring)[1] if due else ""
+            if not name:
+                time.sleep(0.05)
+                continue
+            if delete_pod(self.api, NAMESPACE, name):
+                self.deleted += 1
+            else:
+                self.gone_before += 1
+
+
 def run(cp: ControlPlane, api: AdminApi, workdir: Path, args: argparse.Namespace) -> int:
     rng = random.Random(args.seed)
     retrying(lambda: api.create_namespace(NAMESPACE), "create namespace")
@@ -134,8 +165,9 @@ def run(cp: ControlPlane, api: AdminApi, workdir: Path, args: argparse.Namespace
 
     started = time.monotonic()
     end = started + args.minutes * 60
-    expiring: list[tuple[float, str]] = []
-    created = deleted = gone_before = 0
+    deleter = Deleter(cp)
+    deleter.start()
+    created = 0
     next_report = started + 60
     t0 = started
     while time.monotonic() < end and kubesched.proc.poll() is None:
@@ -154,19 +186,16 @@ def run(cp: ControlPlane, api: AdminApi, workdir: Path, args: argparse.Namespace
         name = f"s-{created:07d}"
         create_pod(api, NAMESPACE, name, shape)
         created += 1
-        heapq.heappush(expiring, (time.monotonic() + rng.uniform(0.67, 1.33) * args.lifetime, name))
-        while expiring and expiring[0][0] <= time.monotonic():
-            _, old = heapq.heappop(expiring)
-            if delete_pod(api, NAMESPACE, old):
-                deleted += 1
-            else:
-                gone_before += 1  # a preemption victim kubesched deleted
+        deleter.expire(time.monotonic() + rng.uniform(0.67, 1.33) * args.lifetime, name)
         if time.monotonic() >= next_report:
             next_report += 60
             rss = sampler.samples[-1][1] if sampler.samples else 0.0
             minute = (time.monotonic() - started) / 60
             say(f"{minute:5.1f} min: {created} pods created, kubesched RSS {rss:.1f} MiB")
     churned = time.monotonic() - started
+    deleter.done.set()
+    deleter.join(30)
+    deleter.api.close()
     died = kubesched.proc.poll() is not None
     sampler.done.set()
     sampler.join(15)
@@ -185,8 +214,8 @@ def run(cp: ControlPlane, api: AdminApi, workdir: Path, args: argparse.Namespace
         ("minutes churned", f"{churned / 60:.1f}"),
         ("pods created", created),
         ("  per second", f"{created / churned:.1f}"),
-        ("pods deleted by the churn", deleted),
-        ("pods gone before (preempted)", gone_before),
+        ("pods deleted by the churn", deleter.deleted),
+        ("pods gone before (preempted)", deleter.gone_before),
         ("binds logged by kubesched", bound_lines),
         ("pods left at the end", len(pods)),
         ("  pending", sum(1 for p in pods if not p["spec"].get("nodeName"))),
