@@ -38,6 +38,7 @@ import tempfile
 import threading
 import time
 import traceback
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -186,7 +187,10 @@ class Killer(threading.Thread):
                 self.chaos.note(f"killed the leader (pid {leader.process.proc.pid}) with SIGKILL")
 
 
-def run(cp: ControlPlane, api: AdminApi, workdir: Path, args: argparse.Namespace) -> int:
+def run(
+    cp: ControlPlane, api: AdminApi, workdir: Path, args: argparse.Namespace, cleanup: ExitStack
+) -> int:
+    """The run; CLEANUP stops what it starts even if it fails half-way."""
     rng = random.Random(args.seed)
     chaos = Chaos()
     retrying(lambda: api.create_namespace(NAMESPACE), "create namespace")
@@ -199,11 +203,13 @@ def run(cp: ControlPlane, api: AdminApi, workdir: Path, args: argparse.Namespace
 
     ledger = LedgerWatch(api, NAMESPACE)
     ledger.start()
+    cleanup.callback(ledger.stop)
     logs = workdir / "logs"
     logs.mkdir(exist_ok=True)
     config = lease_config(workdir / "config.yaml", args.lease_duration)
     # -v 4: the text log carries the traceback of every exception kubesched logs.
     replicas = Replicas(cp, logs, 2, "--config", str(config), "-v", "4")
+    cleanup.callback(replicas.stop)
     replicas.fill()
     for replica in replicas.live:
         replica.process.wait_ready(60)
@@ -212,6 +218,7 @@ def run(cp: ControlPlane, api: AdminApi, workdir: Path, args: argparse.Namespace
     )
     killer = Killer(replicas, chaos, args.kill_every)
     killer.start()
+    cleanup.callback(killer.done.set)
     killer.killing.set()
 
     chaos.started = time.monotonic()
@@ -322,8 +329,12 @@ def main(argv: list[str] | None = None) -> int:
     workdir = Path(tempfile.mkdtemp(prefix="kubesched-chaos-"))
     say(f"working in {workdir}")
     try:
-        with fresh_control_plane(workdir) as cp, AdminApi(cp) as api:
-            code = run(cp, api, workdir, args)
+        with (
+            fresh_control_plane(workdir) as cp,
+            AdminApi(cp) as api,
+            ExitStack() as cleanup,
+        ):
+            code = run(cp, api, workdir, args, cleanup)
     except Exception:
         traceback.print_exc()
         print(f"chaos: the run itself failed (logs in {workdir})", file=sys.stderr)

@@ -290,7 +290,7 @@ def vm_rss_kib(pid: int) -> int | None:
     return None
 
 
-LEADER = re.compile(r"became leader: lease \S+ as (\S+)")
+LEADER = re.compile(r"became leader: lease \S+ as ([^\s\"]+)")
 
 
 @dataclass

@@ -30,6 +30,7 @@ import tempfile
 import threading
 import time
 import traceback
+from contextlib import ExitStack
 from pathlib import Path
 
 from tests.chaos.checks import count_tracebacks, slope, table
@@ -136,7 +137,10 @@ class Deleter(threading.Thread):
                 self.gone_before += 1
 
 
-def run(cp: ControlPlane, api: AdminApi, workdir: Path, args: argparse.Namespace) -> int:
+def run(
+    cp: ControlPlane, api: AdminApi, workdir: Path, args: argparse.Namespace, cleanup: ExitStack
+) -> int:
+    """The run; CLEANUP stops what it starts even if it fails half-way."""
     rng = random.Random(args.seed)
     retrying(lambda: api.create_namespace(NAMESPACE), "create namespace")
     retrying(
@@ -156,17 +160,20 @@ def run(cp: ControlPlane, api: AdminApi, workdir: Path, args: argparse.Namespace
     logs = workdir / "logs"
     logs.mkdir(exist_ok=True)
     replicas = Replicas(cp, logs, 1, "--no-leader-elect")
+    cleanup.callback(replicas.stop)
     replicas.fill()
     kubesched = replicas.live[0].process
     kubesched.wait_ready(60)
     sampler = Sampler(kubesched.proc.pid)
     sampler.start()
+    cleanup.callback(sampler.done.set)
     say(f"kubesched pid {kubesched.proc.pid}; churning for {args.minutes:g} minutes")
 
     started = time.monotonic()
     end = started + args.minutes * 60
     deleter = Deleter(cp)
     deleter.start()
+    cleanup.callback(deleter.done.set)
     created = 0
     next_report = started + 60
     t0 = started
@@ -249,8 +256,12 @@ def main(argv: list[str] | None = None) -> int:
     workdir = Path(tempfile.mkdtemp(prefix="kubesched-soak-"))
     say(f"working in {workdir}")
     try:
-        with fresh_control_plane(workdir) as cp, AdminApi(cp) as api:
-            code = run(cp, api, workdir, args)
+        with (
+            fresh_control_plane(workdir) as cp,
+            AdminApi(cp) as api,
+            ExitStack() as cleanup,
+        ):
+            code = run(cp, api, workdir, args, cleanup)
     except Exception:
         traceback.print_exc()
         print(f"soak: the run itself failed (logs in {workdir})", file=sys.stderr)
