@@ -166,6 +166,17 @@ class Killer(threading.Thread):
         self.done = threading.Event()
         self.lock = threading.Lock()
 
+    def wait_all_ready(self, timeout: float) -> bool:
+        """Wait until every live replica answers /readyz (its informers synced)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            with self.lock:
+                ready = all(r.ready() for r in self.replicas.live)
+            if ready:
+                return True
+            time.sleep(0.5)
+        return False
+
     def run(self) -> None:
         next_kill = time.monotonic() + self.every
         while not self.done.wait(0.5):
@@ -244,11 +255,20 @@ def run(
             chaos.recreated += 1
         if apiserver_kills and done >= apiserver_kills[0][0]:
             _, compact = apiserver_kills.pop(0)
-            chaos.note("killing kube-apiserver" + (", compacting etcd while down" * compact))
+            # Both replicas watching first (a replica still starting has no watch to
+            # resume): otherwise the 410 after the compaction would meet nobody.
+            killer.killing.clear()
+            ready = killer.wait_all_ready(timeout=90)
+            chaos.note(
+                "killing kube-apiserver"
+                + (", compacting etcd while down" * compact)
+                + ("" if ready else " (not every replica was ready)")
+            )
             api.restart_apiserver(hard=True, compact=compact)
             chaos.apiserver_restarts += 1
             chaos.compactions += compact
             chaos.note("kube-apiserver is back")
+            killer.killing.set()
         if not live_compacted and done >= LIVE_COMPACTION_AT:
             live_compacted = True
             revision = retrying(lambda: compact_etcd(cp), "compact etcd")
@@ -274,7 +294,17 @@ def run(
     chaos.note(f"settled: {len(lost)} pending pods fit somewhere")
     wall = time.monotonic() - chaos.started
 
-    events = list_all(api, f"/apis/events.k8s.io/v1/namespaces/{NAMESPACE}/events")
+    # The leader writes its events at its own pace (a rate limit, behind the binds):
+    # wait until no more come before counting them.
+    events_path = f"/apis/events.k8s.io/v1/namespaces/{NAMESPACE}/events"
+    events = list_all(api, events_path)
+    quiet_since = time.monotonic()
+    while time.monotonic() - quiet_since < 10 and time.monotonic() < deadline + 120:
+        time.sleep(2)
+        more = list_all(api, events_path)
+        if len(more) != len(events):
+            quiet_since = time.monotonic()
+        events = more
     killer.done.set()
     killer.join(30)
     killer.api.close()

@@ -298,6 +298,12 @@ class Replica:
     process: KubeschedProcess
     identity: str = ""  # its lease identity, once it has led
 
+    def ready(self) -> bool:
+        try:
+            return self.process.get("/readyz").status_code == 200
+        except httpx.HTTPError:
+            return False
+
     def lease_identity(self) -> str:
         if not self.identity:
             match = LEADER.search(self.process.log())
