@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: run test lint typecheck unit integration venv clean cluster-up cluster-down
+.PHONY: run test lint typecheck unit integration venv clean cluster-up cluster-down chaos soak
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -97,3 +97,18 @@ FUZZ_SEED ?= 1
 .PHONY: fuzz
 fuzz: $(STAMP)
 	$(BIN)/python -m tests.fuzz.run -n $(N) --timeout $(FUZZ_TIMEOUT) --seed $(FUZZ_SEED) --save fuzz-results
+
+# Hardening runs (docs/reliability.md), each on a control plane of its own; exit non-zero on
+# a finding. chaos: two leader-elected `kubesched run` replicas under a steady pod load,
+# the leader killed every 10 s, kube-apiserver killed twice, etcd compacted, pods
+# re-created; counts lost pods, double binds, overcommitted nodes, tracebacks.
+# soak: one replica under pod churn for SOAK_MINUTES; fails if its RSS keeps growing.
+CHAOS_PODS   ?= 2000
+SOAK_MINUTES ?= 30
+chaos: $(STAMP)
+	hack/build-k8s.sh >/dev/null && hack/build-etcd.sh >/dev/null
+	$(BIN)/python -m tests.chaos.chaos --pods $(CHAOS_PODS)
+
+soak: $(STAMP)
+	hack/build-k8s.sh >/dev/null && hack/build-etcd.sh >/dev/null
+	$(BIN)/python -m tests.chaos.soak --minutes $(SOAK_MINUTES)
