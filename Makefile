@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.installed
 LOCK   := requirements.lock
 UV     := $(BIN)/uv
 
-.PHONY: run test lint typecheck unit integration venv clean cluster-up cluster-down lock lock-check readme
+.PHONY: run test lint typecheck unit integration venv clean cluster-up cluster-down chaos soak lock lock-check readme
 
 # The venv holds exactly requirements.lock, then kubesched itself (editable, no deps).
 # uv is pinned in the lock too: pip installs that version, `uv pip sync` keeps it.
@@ -90,6 +90,13 @@ bench: $(STAMP)
 	hack/build-k8s.sh >/dev/null && hack/build-etcd.sh >/dev/null
 	$(BIN)/python -m bench --workload $(WORKLOAD) --size $(SIZE) --mode $(BENCH_MODE) $(BENCH_ARGS)
 
+# What `kubesched explain` costs beyond the simulation on EXPLAIN_NODES nodes (bench/explain.py).
+EXPLAIN_NODES ?= 5000
+EXPLAIN_PODS  ?= 200
+.PHONY: bench-explain
+bench-explain: $(STAMP)
+	$(BIN)/python -m bench.explain --nodes $(EXPLAIN_NODES) --pods $(EXPLAIN_PODS) --repeat 3
+
 # Differential run against the real kube-scheduler (docs/differential.md): N generated
 # scenarios of series SEED on a control plane of its own; agreement rates, and each
 # disagreement written to tests/differential/regressions/. Every generator feature is on
@@ -107,3 +114,27 @@ diff: $(STAMP)
 	PYTHONPATH=$(if $(KUBESCHED_SRC),$(KUBESCHED_SRC):).$(if $(PYTHONPATH),:$(PYTHONPATH)) \
 	$(BIN)/python -m tests.differential.run -n $(N) --seed $(SEED) --size $(DIFF_SIZE) \
 		--jobs $(JOBS) $(if $(FEATURES),--features $(FEATURES)) $(if $(SHRINK),--shrink)
+
+# Fuzz loader -> simulate -> report with N mutated real manifests (tests/fuzz, docs/reliability.md
+# "Fuzzing"): each case in a worker subprocess (2 GiB of address space, FUZZ_TIMEOUT seconds);
+# prints the tracebacks, crashes, hangs and runs over 2 GiB; cases that gave one go to fuzz-results/.
+FUZZ_TIMEOUT ?= 30
+FUZZ_SEED ?= 1
+.PHONY: fuzz
+fuzz: $(STAMP)
+	$(BIN)/python -m tests.fuzz.run -n $(N) --timeout $(FUZZ_TIMEOUT) --seed $(FUZZ_SEED) --save fuzz-results
+
+# Hardening runs (docs/reliability.md), each on a control plane of its own; exit non-zero on
+# a finding. chaos: two leader-elected `kubesched run` replicas under a steady pod load,
+# the leader killed every 10 s, kube-apiserver killed twice, etcd compacted, pods
+# re-created; counts lost pods, double binds, overcommitted nodes, tracebacks.
+# soak: one replica under pod churn for SOAK_MINUTES; fails if its RSS keeps growing.
+CHAOS_PODS   ?= 2000
+SOAK_MINUTES ?= 30
+chaos: $(STAMP)
+	hack/build-k8s.sh >/dev/null && hack/build-etcd.sh >/dev/null
+	$(BIN)/python -m tests.chaos.chaos --pods $(CHAOS_PODS)
+
+soak: $(STAMP)
+	hack/build-k8s.sh >/dev/null && hack/build-etcd.sh >/dev/null
+	$(BIN)/python -m tests.chaos.soak --minutes $(SOAK_MINUTES)

@@ -3,8 +3,9 @@
 Both get the same KubeSchedulerConfiguration (bench.workloads.scheduler_config:
 client QPS/burst 5000, no leader election) except for the profile's
 schedulerName, log verbosity 1, and serve /metrics on a free loopback port.
-kube-scheduler serves it over HTTPS; `--authorization-always-allow-paths`
-and `--authentication-skip-lookup` let an unauthenticated client scrape it.
+Both serve it over HTTPS on their secure port; `--authorization-always-allow-paths`
+(and kube-scheduler's `--authentication-skip-lookup`) let an unauthenticated
+client scrape it.
 """
 
 from __future__ import annotations
@@ -60,11 +61,10 @@ class SchedulerProcess:
 
     @property
     def base_url(self) -> str:
-        scheme = "https" if self.kind == KUBE_SCHEDULER else "http"
-        return f"{scheme}://127.0.0.1:{self.port}"
+        return f"https://127.0.0.1:{self.port}"
 
     def get(self, path: str, timeout: float = 10.0) -> httpx.Response:
-        # kube-scheduler's serving certificate is self-signed (--cert-dir).
+        # Both serving certificates are self-signed (kube-scheduler's in --cert-dir).
         with httpx.Client(verify=False, timeout=timeout) as client:
             return client.get(self.base_url + path)
 
@@ -177,8 +177,9 @@ def start_scheduler(
             "run",
             f"--config={config}",
             f"--kubeconfig={kubeconfig}",
-            f"--health-port={port}",
-            "--health-address=127.0.0.1",
+            "--authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics",
+            "--bind-address=127.0.0.1",
+            f"--secure-port={port}",
             "--no-leader-elect",
             f"--seed={seed}",
             f"--v={VERBOSITY}",

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
@@ -20,12 +20,14 @@ from kubesched.cluster.memory import InMemoryCluster, RecordedEvent
 from kubesched.cluster.volume_writer import InMemoryVolumeWriter
 from kubesched.framework.clock import SimClock
 from kubesched.framework.dra import DraState
+from kubesched.framework.explain import Explanation, ProfilePlugins
 from kubesched.framework.fit_error import Diagnosis
 from kubesched.framework.handle import Listers
 from kubesched.framework.profile import ProfileConfig
 from kubesched.framework.registry import Registry
 from kubesched.framework.storage import StorageState
 from kubesched.scheduler import Scheduler
+from kubesched.scheduler.explain import profile_plugins
 
 # Simulated runs yield to binding tasks this often, as a real scheduler would
 # between cycles, so that bind events reach the queue in a realistic order.
@@ -87,6 +89,21 @@ class OutcomeRecorder:
         return sum(o.attempts for o in self.outcomes.values())
 
 
+class ExplainRecorder:
+    """The ExplainObserver of `kubesched explain`: every attempt of the pods asked
+    about, in order, explained as the attempt saw the cluster."""
+
+    def __init__(self, keys: Collection[str]) -> None:
+        self.keys = frozenset(keys)
+        self.explanations: dict[str, list[Explanation]] = {}
+
+    def wants(self, key: str) -> bool:
+        return key in self.keys
+
+    def explained(self, explanation: Explanation) -> None:
+        self.explanations.setdefault(explanation.pod, []).append(explanation)
+
+
 @dataclass(slots=True)
 class NodeUsage:
     name: str
@@ -112,6 +129,10 @@ class SimulationResult:
     # The ResourceClaims as the simulation left them (allocated, reserved, released),
     # by namespace/name; empty without DRA objects.
     claims: dict[str, ResourceClaim] = field(default_factory=dict)
+    # The profiles that ran, with their plugins (by schedulerName).
+    profiles: list[ProfilePlugins] = field(default_factory=list)
+    # Every attempt of the pods asked to be explained, by pod key.
+    explanations: dict[str, list[Explanation]] = field(default_factory=dict)
 
     @property
     def scheduled(self) -> int:
@@ -131,40 +152,65 @@ def simulate(
     namespaces: Mapping[str, Namespace] | None = None,
     registry: Registry | None = None,
     dra: DraState | None = None,
+    explain: Collection[str] = (),
 ) -> SimulationResult:
     """Schedule `pods` (in queue order; those with spec.nodeName already run) on `nodes`.
     `pdbs` (with their status) are what preemption respects where it can; `dra` holds
-    the DRA objects (the pods' claims made from their templates already)."""
-    return asyncio.run(
-        _simulate(
-            nodes,
-            pods,
-            profiles,
-            seed,
-            percentage_of_nodes_to_score,
-            progress,
-            pdbs,
-            storage,
-            namespaces,
-            registry,
-            dra,
-        )
-    )
+    the DRA objects (the pods' claims made from their templates already); every
+    attempt of the pods in `explain` (keys) is explained in the result."""
+    world = World(nodes, pods, profiles, pdbs, storage, namespaces, registry, dra)
+    return asyncio.run(_simulate(world, seed, percentage_of_nodes_to_score, progress, explain))
+
+
+@dataclass(slots=True)
+class World:
+    """What a simulation starts from."""
+
+    nodes: Sequence[Node]
+    pods: Sequence[Pod]
+    profiles: Sequence[ProfileConfig]
+    pdbs: Sequence[PodDisruptionBudget] = ()
+    storage: StorageState | None = None
+    namespaces: Mapping[str, Namespace] | None = None
+    registry: Registry | None = None
+    dra: DraState | None = None
+
+
+@dataclass(slots=True)
+class Session:
+    """A simulated cluster with its scheduler, ready to be driven."""
+
+    world: World
+    clock: SimClock
+    cluster: InMemoryCluster
+    listers: Listers
+    scheduler: Scheduler
+    recorder: OutcomeRecorder
+    explainer: ExplainRecorder
 
 
 async def _simulate(
-    nodes: Sequence[Node],
-    pods: Sequence[Pod],
-    profiles: Sequence[ProfileConfig],
+    world: World,
     seed: int | None,
     percentage: int,
     progress: Progress | None,
-    pdbs: Sequence[PodDisruptionBudget] = (),
-    storage: StorageState | None = None,
-    namespaces: Mapping[str, Namespace] | None = None,
-    registry: Registry | None = None,
-    dra: DraState | None = None,
+    explain: Collection[str] = (),
 ) -> SimulationResult:
+    session = start_session(world, seed, percentage, explain)
+    scheduler = session.scheduler
+    started = time.perf_counter()
+    total = len(scheduler.queue.active) + len(scheduler.queue.unschedulable)
+    await run_until_quiet(scheduler, session.clock, progress, total)
+    return session_result(session, time.perf_counter() - started)
+
+
+def start_session(
+    world: World, seed: int | None, percentage: int, explain: Collection[str] = ()
+) -> Session:
+    """The in-memory cluster of `world`, watched by a Scheduler (inside a running
+    event loop: binding cycles are tasks)."""
+    nodes, pods, profiles = world.nodes, world.pods, world.profiles
+    pdbs, storage, namespaces, dra = world.pdbs, world.storage, world.namespaces, world.dra
     clock = SimClock()
     cluster = InMemoryCluster()
     for node in nodes:
@@ -187,6 +233,7 @@ async def _simulate(
     claim_writer = InMemoryClaimWriter(listers.dra, now=lambda: _timestamp(clock))
     listers.dra.writer = claim_writer
     recorder = OutcomeRecorder()
+    explainer = ExplainRecorder(explain)
     scheduler = Scheduler(
         profiles,
         cluster,
@@ -195,7 +242,8 @@ async def _simulate(
         percentage_of_nodes_to_score=percentage,
         outcome_observer=recorder,
         listers=listers,
-        registry=registry,
+        registry=world.registry,
+        explain_observer=explainer if explain else None,
     )
     if storage is not None:
         # Every change to the volume objects reaches the queue as the informers' would.
@@ -203,7 +251,6 @@ async def _simulate(
     # Claims, slices and classes reach the queue too, for DynamicResources' hints.
     if dra is not None:
         listers.dra.subscribe(scheduler.queue.on_event)
-    started = time.perf_counter()
     cluster.watch(scheduler)
     if dra is not None:
         # Deleted pods (preemption's victims) release their claims, after the scheduler
@@ -211,10 +258,12 @@ async def _simulate(
         cluster.watchers.append(
             ResourceClaimController(claim_writer, cluster.pods, lambda: _timestamp(clock))
         )
-    total = len(scheduler.queue.active) + len(scheduler.queue.unschedulable)
-    await run_until_quiet(scheduler, clock, progress, total)
-    wall = time.perf_counter() - started
+    return Session(world, clock, cluster, listers, scheduler, recorder, explainer)
 
+
+def session_result(session: Session, wall: float) -> SimulationResult:
+    """Where the session's pods are, and why the others are not."""
+    cluster, scheduler, recorder = session.cluster, session.scheduler, session.recorder
     placements: dict[str, str | None] = {}
     reasons: dict[str, str] = {}
     unhandled: dict[str, str] = {}
@@ -253,12 +302,14 @@ async def _simulate(
         usage,
         recorder.attempts,
         wall,
-        clock.now(),
+        session.clock.now(),
         unhandled,
         list(cluster.evicted),
         list(cluster.events),
         dict(cluster.pods),
-        {claim.key: claim for claim in listers.dra.list_claims()},
+        {claim.key: claim for claim in session.listers.dra.list_claims()},
+        [profile_plugins(fw) for fw in scheduler.frameworks.values()],
+        session.explainer.explanations,
     )
 
 

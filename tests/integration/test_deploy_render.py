@@ -266,7 +266,7 @@ def test_kustomize_servicemonitor_component(
     assert (
         monitor["spec"]["selector"]["matchLabels"].items() <= service["metadata"]["labels"].items()
     )
-    assert [e["port"] for e in monitor["spec"]["endpoints"]] == [
-        p["name"] for p in service["spec"]["ports"]
+    assert [(e["port"], e["scheme"]) for e in monitor["spec"]["endpoints"]] == [
+        (p["name"], "https") for p in service["spec"]["ports"]
     ]
     assert kinds(dry_run(kubectl, control_plane, rendered)) == kinds(objects)

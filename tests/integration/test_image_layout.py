@@ -110,7 +110,7 @@ def test_kubesched_runs_from_the_image_venv_in_cluster(
             f"mount --bind {shlex.quote(str(image_venv))} {shlex.quote(str(image_venv))}",
             f"mount -o remount,bind,ro {shlex.quote(str(image_venv))}",
             f"exec kubesched run --config {shlex.quote(str(tmp_path / 'config.yaml'))}"
-            f" --health-port {port} --health-address 127.0.0.1 -v 2",
+            f" --secure-port {port} --bind-address 127.0.0.1 -v 2",
         ]
     )
     env = {

@@ -1,5 +1,6 @@
 """deploy/rbac.yaml on a real kube-apiserver: kubesched's ServiceAccount can do
-what a scheduler does and nothing else.
+what a scheduler does (and what its secure port delegates: TokenReviews and
+SubjectAccessReviews) and nothing else.
 
 Checked three ways: SubjectAccessReview as admin, SelfSubjectAccessReview with
 the ServiceAccount's token, and real requests with that token.
@@ -69,6 +70,9 @@ ALLOWED = [
     ("create", "leases", COORD, SA_NAMESPACE, ""),
     ("get", "leases", COORD, SA_NAMESPACE, LEASE),
     ("update", "leases", COORD, SA_NAMESPACE, LEASE),
+    # The secure port's delegated authentication and authorization.
+    ("create", "tokenreviews", "authentication.k8s.io", "", ""),
+    ("create", "subjectaccessreviews", "authorization.k8s.io", "", ""),
 ]
 
 DENIED = [
@@ -100,6 +104,8 @@ DENIED = [
     ("list", "resourceclaimtemplates", "resource.k8s.io", "", ""),
     ("update", "resourceslices", "resource.k8s.io", "", "s"),
     ("update", "resourceclaims/status", "resource.k8s.io", "team-a", "c"),
+    ("create", "localsubjectaccessreviews", "authorization.k8s.io", "team-a", ""),
+    ("get", "configmaps", "", "kube-system", "extension-apiserver-authentication"),
 ]
 
 
@@ -354,6 +360,13 @@ def test_kubesched_runs_with_exactly_the_deployed_role(
     try:
         proc.wait_ready()
         api.wait_for(lambda: "became leader" in proc.log(), timeout=30)
+        # The leader's checks, and /metrics through its own TokenReview and
+        # SubjectAccessReview (the ClusterRole's create verbs).
+        assert proc.get("/healthz?verbose").text == "[+]leaderElection ok\nhealthz check passed\n"
+        assert proc.get("/readyz?verbose").text == (
+            "[+]leaderElection ok\n[+]shutdown ok\n[+]sched-handler-sync ok\nreadyz check passed\n"
+        )
+        assert proc.metrics().status_code == 200
         api.create_pod(namespace, "fits", cpu="100m")
         api.create_pod(namespace, "too-big", cpu="64")
         api.wait_for(lambda: api.node_of(namespace, "fits"), timeout=20)

@@ -112,7 +112,7 @@ def test_200_pods_over_50_nodes_bound_as_simulate_predicts(
     assert set(placed.values()) <= set(nodes)
     assert placed == {n: predicted[f"{namespace}/{n}"] for n in names}
     assert all(count == 1 for count in proc.bound().values())
-    metrics = proc.get("/metrics").text
+    metrics = proc.metrics().text
     assert (
         'scheduler_schedule_attempts_total{profile="kubesched",result="scheduled"} 200.0' in metrics
     )
@@ -187,7 +187,7 @@ def install_permit_plugin(site: Path) -> None:
 def scrape(proc: KubeschedProcess) -> dict[str, list[Sample]]:
     """Exposed metric name -> its samples (histograms: _bucket, _count, _sum)."""
     families: dict[str, list[Sample]] = {}
-    for family in text_string_to_metric_families(proc.get("/metrics").text):
+    for family in text_string_to_metric_families(proc.metrics().text):
         name = f"{family.name}_total" if family.type == "counter" else family.name
         families[name] = list(family.samples)
     return families

@@ -54,6 +54,9 @@ ALLOWED_CLUSTER_VERBS: dict[tuple[str, str], set[str]] = {
     ("resource.k8s.io", "resourceclaims/binding"): {"patch"},
     ("resource.k8s.io", "resourceslices"): READ,
     ("resource.k8s.io", "deviceclasses"): READ,
+    # The secure port's delegated authentication and authorization.
+    ("authentication.k8s.io", "tokenreviews"): {"create"},
+    ("authorization.k8s.io", "subjectaccessreviews"): {"create"},
 }
 
 
@@ -220,14 +223,14 @@ def test_deployment_security_context(deployment: dict[str, Any]) -> None:
     assert not pod.get("hostNetwork") and not pod.get("hostPID") and not pod.get("hostIPC")
 
 
-def test_deployment_probes_use_the_http_health_port(deployment: dict[str, Any]) -> None:
+def test_deployment_probes_use_the_secure_port(deployment: dict[str, Any]) -> None:
     (container,) = deployment["spec"]["template"]["spec"]["containers"]
-    assert container["ports"] == [
-        {"name": "http-health", "containerPort": 10251, "protocol": "TCP"}
-    ]
+    assert container["ports"] == [{"name": "https", "containerPort": 10259, "protocol": "TCP"}]
+    # No plain-HTTP port: --health-port is not given.
+    assert "--health-port" not in container["command"]
     for probe, path in (("livenessProbe", "/healthz"), ("readinessProbe", "/readyz")):
         get = container[probe]["httpGet"]
-        assert get == {"path": path, "port": "http-health", "scheme": "HTTP"}, probe
+        assert get == {"path": path, "port": "https", "scheme": "HTTPS"}, probe
 
 
 def test_deployment_mounts_the_config(deployment: dict[str, Any]) -> None:

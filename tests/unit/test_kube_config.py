@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import base64
+import os
+import ssl
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -66,3 +70,76 @@ def test_exec_credential_plugin(tmp_path: Path) -> None:
 def test_missing_kubeconfig_is_a_clear_error(tmp_path: Path) -> None:
     with pytest.raises(KubeConfigError, match="cannot load"):
         asyncio.run(load_connection(str(tmp_path / "nope"), in_cluster=False))
+
+
+def inline_credentials_kubeconfig(tmp_path: Path, key_data: str | None = None) -> Path:
+    from kubesched.server.tls import self_signed_serving_certificate
+
+    cert, key = self_signed_serving_certificate("admin")
+    path = tmp_path / "kubeconfig"
+    b64 = lambda data: base64.standard_b64encode(data).decode()  # noqa: E731
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "clusters": [
+                    {
+                        "name": "c",
+                        "cluster": {
+                            "server": "https://127.0.0.1:6443",
+                            "certificate-authority-data": b64(cert),
+                        },
+                    }
+                ],
+                "users": [
+                    {
+                        "name": "u",
+                        "user": {
+                            "client-certificate-data": b64(cert),
+                            "client-key-data": key_data or b64(key),
+                        },
+                    }
+                ],
+                "contexts": [{"name": "ctx", "context": {"cluster": "c", "user": "u"}}],
+                "current-context": "ctx",
+            }
+        )
+    )
+    return path
+
+
+def test_inline_client_certificate_never_touches_the_temp_dir(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """kube-scheduler keeps a kubeconfig's certificates and key in memory; the
+    loader's temporary files would outlive a kill -9 in $TMPDIR."""
+    tmpdir = tmp_path / "tmp"
+    tmpdir.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(tmpdir))
+    kubeconfig_path = inline_credentials_kubeconfig(tmp_path)
+
+    conn = asyncio.run(load_connection(str(kubeconfig_path)))
+    assert isinstance(conn.ssl_context, ssl.SSLContext)
+    # The CA data made it in.
+    (ca,) = conn.ssl_context.get_ca_certs()
+    assert str(ca["subject"]).startswith("((('commonName', 'admin-ca@")
+    assert list(tmpdir.iterdir()) == []
+    # Reloading (a 401 re-reads the kubeconfig) works the same.
+    asyncio.run(conn.reload())
+    assert list(tmpdir.iterdir()) == []
+    # No memory file is left open either.
+    assert not [fd for fd in os.listdir("/proc/self/fd") if "memfd:" in _link(fd)]
+
+
+def _link(fd: str) -> str:
+    try:
+        return os.readlink(f"/proc/self/fd/{fd}")
+    except OSError:
+        return ""
+
+
+def test_bad_inline_key_names_the_field(tmp_path: Path) -> None:
+    path = inline_credentials_kubeconfig(tmp_path, key_data="not base64!")
+    with pytest.raises(KubeConfigError, match=r"user 'u': client-key-data is not valid base64"):
+        asyncio.run(load_connection(str(path)))

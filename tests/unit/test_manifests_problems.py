@@ -91,8 +91,8 @@ def test_missing_kind(tmp_path: Path) -> None:
             "quantities must match",
         ),
         (
-            "  containers: [{name: c, resources: {limits: {cpu: abc}}}]\n",
-            "spec.containers[0].resources.limits.cpu",
+            "  initContainers: [{name: i, resources: {limits: {cpu: abc}}}]\n",
+            "spec.initContainers[0].resources.limits.cpu",
             "quantities must match",
         ),
     ],
@@ -205,7 +205,7 @@ def test_statefulset_and_daemonset_skip_pods_already_running(tmp_path: Path) -> 
     metadata:
       name: db-1
       ownerReferences: [{apiVersion: apps/v1, kind: StatefulSet, name: db, controller: true}]
-    spec: {nodeName: n1}
+    spec: {nodeName: n1, containers: [{name: c}]}
     ---
     apiVersion: v1
     kind: Pod
@@ -213,7 +213,7 @@ def test_statefulset_and_daemonset_skip_pods_already_running(tmp_path: Path) -> 
       name: agent-abcde
       namespace: kube-system
       ownerReferences: [{apiVersion: apps/v1, kind: DaemonSet, name: agent, controller: true}]
-    spec: {nodeName: n3}
+    spec: {nodeName: n3, containers: [{name: c}]}
     """
     text = textwrap.dedent(sts) + "---\n" + DAEMONSET.replace("EXTRA", "") + NODES_AFTER
     state = load(tmp_path, text)
@@ -253,7 +253,7 @@ def test_an_unexpected_error_costs_only_its_document(monkeypatch: pytest.MonkeyP
     state = load_documents(
         [
             ("m", 1, {**pod, "metadata": {"name": "bad"}, "spec": {"nodeName": "boom"}}),
-            ("m", 2, {**pod, "metadata": {"name": "ok"}}),
+            ("m", 2, {**pod, "metadata": {"name": "ok"}, "spec": {"containers": [{"name": "c"}]}}),
         ]
     )
     assert names(state.pods) == ["default/ok"]

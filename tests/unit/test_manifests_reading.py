@@ -29,7 +29,12 @@ def test_document_numbers_count_empty_documents(tmp_path: Path) -> None:
 
 
 def test_json_file_and_json_stream(tmp_path: Path) -> None:
-    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "j1"}}
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "j1"},
+        "spec": {"containers": [{"name": "c"}]},
+    }
     node = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "jn"}}
     one = tmp_path / "one.json"
     one.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": [pod, node]}))
@@ -56,12 +61,13 @@ def test_list_expands_items_and_typed_lists_infer_kind(tmp_path: Path) -> None:
         kind: List
         items:
         - {apiVersion: v1, kind: Node, metadata: {name: n1}}
-        - {apiVersion: v1, kind: Pod, metadata: {name: p1}}
+        - {apiVersion: v1, kind: Pod, metadata: {name: p1}, spec: {containers: [{name: c}]}}
         ---
         apiVersion: v1
         kind: PodList
         items:
         - metadata: {name: p2, namespace: team}
+          spec: {containers: [{name: c}]}
         - metadata: {name: p3}
           spec: {containers: [{name: c, resources: {limits: {memory: 1Qi}}}]}
         ---
@@ -85,7 +91,14 @@ def test_folders_are_read_recursively_sorted_by_name(tmp_path: Path) -> None:
     write(tmp_path, pod_doc("a"), "a.yml")
     write(tmp_path, pod_doc("c"), "sub/c.yaml")
     (tmp_path / "sub" / "d.json").write_text(
-        json.dumps({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "d"}})
+        json.dumps(
+            {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "metadata": {"name": "d"},
+                "spec": {"containers": [{"name": "c"}]},
+            }
+        )
     )
     write(tmp_path, pod_doc("hidden"), ".git/x.yaml")
     write(tmp_path, pod_doc("readme"), "README.md")
@@ -103,7 +116,16 @@ def test_missing_path_is_a_problem_and_others_still_load(tmp_path: Path) -> None
 def test_load_documents_takes_parsed_objects() -> None:
     state = load_documents(
         [
-            ("mem", 1, {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "x"}}),
+            (
+                "mem",
+                1,
+                {
+                    "apiVersion": "v1",
+                    "kind": "Pod",
+                    "metadata": {"name": "x"},
+                    "spec": {"containers": [{"name": "c"}]},
+                },
+            ),
             ("mem", 2, None),
             ("mem", 3, {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n"}}),
         ]
@@ -120,14 +142,17 @@ def test_defaults_namespace_scheduler_phase_uid_and_generate_name(tmp_path: Path
     apiVersion: v1
     kind: Pod
     metadata: {generateName: batch-}
+    spec: {containers: [{name: c}]}
     ---
     apiVersion: v1
     kind: Pod
     metadata: {generateName: batch-}
+    spec: {containers: [{name: c}]}
     ---
     apiVersion: v1
     kind: Pod
     metadata: {name: plain}
+    spec: {containers: [{name: c}]}
     """
     state = load(tmp_path, text)
     first, second, plain = state.pods
@@ -166,6 +191,7 @@ def test_namespaces_get_name_label_and_implicit_ones_exist(tmp_path: Path) -> No
         apiVersion: v1
         kind: Pod
         metadata: {name: p, namespace: other}
+        spec: {containers: [{name: c}]}
         """,
     )
     assert state.namespaces["team"].metadata.labels == {

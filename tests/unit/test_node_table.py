@@ -104,7 +104,7 @@ def test_cache_assume_forget_and_confirm() -> None:
     pod = PodInfo(make_pod("p", cpu="1"))
     cache.assume_pod(pod, "n")
     assert cache.is_assumed("default/p") and cache.table.requested[row, CPU] == 1000
-    cache.forget_pod("default/p")
+    cache.forget_pod(pod)
     assert cache.table.requested[row, CPU] == 0
     cache.assume_pod(pod, "n")
     cache.add_pod(PodInfo(make_pod("p", cpu="1", node_name="n")))  # the bind came back

@@ -13,6 +13,7 @@ from kubesched.framework.profile import PluginRef, PluginSet, ProfileConfig
 from kubesched.framework.registry import register
 from kubesched.framework.status import Status
 from kubesched.framework.types import PodInfo
+from kubesched.plugins.defaultpreemption import DefaultPreemption
 from kubesched.scheduler import Scheduler
 from kubesched.simulator import run_until_quiet
 from kubesched.testing import make_node, make_pod
@@ -86,3 +87,55 @@ def test_a_failed_pod_is_forgotten_once_bound_or_deleted() -> None:
     assert failed == ["queue", "last failure"]
     assert bound == []
     assert deleted == []
+
+
+def _per_pod_state(sched: Scheduler) -> dict[str, int]:
+    """Everything the scheduler keeps per pod, by size."""
+    queue = sched.queue
+    fw = sched.frameworks["default-scheduler"]
+    preemption = fw.instances["DefaultPreemption"]
+    assert isinstance(preemption, DefaultPreemption)
+    return {
+        "queue": len(queue.pending_pods()) + len(queue.in_flight),
+        "in-flight marks": len(queue._in_flight_marks),
+        "in-flight events": len(queue.in_flight_events),
+        "last failures": len(sched.last_failures),
+        "nominations": len(sched.nominator._node_of),
+        "waiting": len(sched.waiting_pods._pods),
+        "assumed": len(sched.cache.assumed),
+        "placed": len(sched.cache.placed),
+        "orphans": len(sched.cache._orphans),
+        "binding tasks": len(sched.binding_tasks),
+        "preemption amounts": len(preemption._amounts),
+        "preemption victims": len(preemption._last_victim),
+    }
+
+
+def test_nothing_per_pod_outlives_many_pods_scheduled_preempted_and_deleted() -> None:
+    async def scenario() -> tuple[dict[str, int], int]:
+        clock = SimClock()
+        nodes = {f"n{i}": make_node(f"n{i}", cpu="2") for i in range(4)}
+        cluster = InMemoryCluster(nodes=nodes)
+        sched = Scheduler([ProfileConfig.default()], cluster, clock=clock, seed=1)
+        cluster.watch(sched)
+        for wave in range(6):
+            # Each wave outranks the last and needs more than is free: preemption.
+            for i in range(12):
+                cluster.add_pod(make_pod(f"w{wave}-{i}", cpu="1", priority=wave * 10 + i % 3))
+            await run_until_quiet(sched, clock)
+            if wave % 2:
+                # Deleted while some are still pending, some bound.
+                for key in [k for k in cluster.pods if k.startswith(f"default/w{wave - 1}-")]:
+                    cluster.remove_pod(key)
+                await run_until_quiet(sched, clock)
+        evicted = len(cluster.evicted)
+        # A node goes before its pods do (they wait as orphans, then go too).
+        cluster.delete_node("n0")
+        for key in list(cluster.pods):
+            cluster.remove_pod(key)
+        await run_until_quiet(sched, clock)
+        return _per_pod_state(sched), evicted
+
+    state, evicted = asyncio.run(scenario())
+    assert evicted > 0  # preemption ran
+    assert state == dict.fromkeys(state, 0)

@@ -92,3 +92,47 @@ def test_format_amount() -> None:
     assert format_amount("cpu", 2000) == "2"
     assert format_amount("cpu", 250) == "250m"
     assert format_amount("memory", 32 * 1024**3) == "32Gi"
+
+
+@pytest.mark.timeout(30)
+@pytest.mark.parametrize(
+    "text", ["1e999999999", "1E+2147483647", "9" * 5000, "1e9223372036854775807"]
+)
+def test_huge_quantities_are_refused_at_once(text: str) -> None:
+    with pytest.raises(QuantityError, match="too large"):
+        parse_quantity(text)
+
+
+def test_an_exponent_past_int64_is_a_bad_suffix() -> None:
+    with pytest.raises(QuantityError, match="unable to parse quantity's suffix"):
+        parse_quantity("1e9223372036854775808")
+
+
+@pytest.mark.timeout(30)
+@pytest.mark.parametrize(
+    ("text", "nanos"),
+    [
+        ("1e-999999999", 1),  # rounded up to 1n, as ParseQuantity rounds (inf.RoundUp)
+        ("0." + "0" * 5000 + "1", 1),
+        ("0.5n", 1),
+        ("-0.5n", -1),
+        ("1." + "0" * 5000 + "1", 10**9 + 1),
+        ("1.5Gi", 3 * 2**29 * 10**9),
+    ],
+)
+def test_quantities_are_rounded_up_to_a_nano_in_bounded_time(text: str, nanos: int) -> None:
+    assert parse_quantity(text) == Fraction(nanos, 10**9)
+
+
+def test_quantities_hold_int64() -> None:
+    assert parse_quantity("9223372036854775807") == 2**63 - 1
+    assert parse_quantity(2**63 - 1) == 2**63 - 1
+    assert parse_quantity("8Ei") == 2**63 - 1  # ParseQuantity caps BinarySI at maxAllowed
+    for too_large in ("9223372036854775808", 2**63, "10E", "1e19"):
+        with pytest.raises(QuantityError, match="too large"):
+            parse_quantity(too_large)
+
+
+def test_only_ascii_digits_are_digits() -> None:
+    with pytest.raises(QuantityError, match="quantities must match"):
+        parse_quantity("١٢")

@@ -128,6 +128,7 @@ class Toleration(_Api):
 
 
 class ContainerPort(_Api):
+    name: str = ""
     container_port: int = 0
     host_port: int = 0
     protocol: str = "TCP"

@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping
 from functools import lru_cache
 
 from kubesched.api.objects import Container, Pod, ResourceList
-from kubesched.api.quantity import resource_amount
+from kubesched.api.quantity import MAX_AMOUNT, resource_amount
 
 # Requests assumed for scoring when a container states none
 # (pkg/scheduler/util.DefaultMilliCPURequest and DefaultMemoryRequest).
@@ -104,7 +104,9 @@ def pod_requests(pod: Pod) -> Amounts:
     total.update(_pod_level(pod))
     if pod.spec.overhead:
         _add(total, amounts(pod.spec.overhead))
-    return {name: amount for name, amount in total.items() if amount}
+    # Each amount fits int64 but their sum may not: it saturates there (upstream's
+    # int64 sum would wrap), since the node table holds int64.
+    return {name: min(amount, MAX_AMOUNT) for name, amount in total.items() if amount}
 
 
 def _with_defaults(reqs: Amounts) -> Amounts:
@@ -127,4 +129,4 @@ def non_zero_requests(pod: Pod, pod_level: bool = True) -> tuple[int, int]:
         total.update(_pod_level(pod))
     if pod.spec.overhead:
         _add(total, amounts(pod.spec.overhead))
-    return total.get("cpu", 0), total.get("memory", 0)
+    return min(total.get("cpu", 0), MAX_AMOUNT), min(total.get("memory", 0), MAX_AMOUNT)

@@ -7,9 +7,13 @@ forgets it. Assigned pods seen from the cluster are added here too.
 
 from __future__ import annotations
 
-from kubesched.api.objects import Node
-from kubesched.framework.node_table import NodeTable
+import logging
+
+from kubesched.api.objects import Node, same_pod
+from kubesched.framework.node_table import NodeTable, UnrepresentableNode
 from kubesched.framework.types import PodInfo
+
+log = logging.getLogger("kubesched.cache")
 
 
 class Cache:
@@ -23,7 +27,15 @@ class Cache:
     # --- nodes -----------------------------------------------------------------
 
     def add_node(self, node: Node) -> None:
-        row = self.table.upsert_node(node)
+        try:
+            row = self.table.upsert_node(node)
+        except UnrepresentableNode as exc:
+            # Refused whole, never half-written: the node is kept out of the table
+            # (as a node not seen yet), so no pod goes there; its pods wait as
+            # orphans until a representable version of it comes.
+            log.error("%s", exc)
+            self.remove_node(node.metadata.name)
+            return
         for pod in self._orphans.pop(node.metadata.name, {}).values():
             self.table.add_pod(pod, row)
 
@@ -60,7 +72,11 @@ class Cache:
         pod, node_name = found
         row = self.table.row_of(node_name)
         if row is None:
-            self._orphans.get(node_name, {}).pop(key, None)
+            orphans = self._orphans.get(node_name)
+            if orphans is not None:
+                orphans.pop(key, None)
+                if not orphans:  # a node gone with its last pod: nothing to keep
+                    del self._orphans[node_name]
         else:
             self.table.remove_pod(pod, row)
         return pod
@@ -69,7 +85,14 @@ class Cache:
         self._place(pod, node_name)
         self.assumed[pod.key] = node_name
 
-    def forget_pod(self, key: str) -> None:
+    def forget_pod(self, pod: PodInfo) -> None:
+        """ForgetPod: drop the pod's assumption, if the pod assumed under its key is
+        this very pod (not a pod created again under its name meanwhile; upstream's
+        cache keys pods by UID)."""
+        key = pod.key
+        found = self.placed.get(key)
+        if found is not None and not same_pod(found[0].pod, pod.pod):
+            return
         if self.assumed.pop(key, None) is not None:
             self._unplace(key)
 

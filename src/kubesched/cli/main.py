@@ -1,4 +1,4 @@
-"""kubesched simulate | run."""
+"""kubesched simulate | explain | capacity | run."""
 
 from __future__ import annotations
 
@@ -13,17 +13,19 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
 
 from kubesched import KUBERNETES_VERSION, __version__
+from kubesched.cli.capacity import capacity_command
+from kubesched.cli.explain import explain_command
+from kubesched.cli.options import (
+    load_manifests,
+    manifest_options,
+    scheduler_options,
+    scheduler_setup,
+    seed_note,
+)
 from kubesched.cli.report import as_document, print_report
-from kubesched.cluster.manifests import load_paths, pending_pods, running_pods
-from kubesched.config import ConfigError, load_config
-from kubesched.framework.interfaces import Plugin
-from kubesched.framework.profile import UNKNOWN_PLUGIN_HINT, ProfileConfig, unknown_plugins
-from kubesched.framework.registry import Registry, load_plugin_path
-from kubesched.plugins.registry import default_registry
+from kubesched.cluster.manifests import pending_pods, running_pods
 from kubesched.simulator import simulate
 
-# Pods for the default scheduler, and for kubesched by name, are both simulated.
-SIMULATED_SCHEDULER_NAMES = ("default-scheduler", "kubesched")
 PROGRESS_THRESHOLD = 2000
 
 
@@ -47,115 +49,32 @@ def version_command(output: str) -> None:
     click.echo(f"Kubernetes {KUBERNETES_VERSION}")
 
 
-_PLUGIN_HELP = (
-    "Load a plugin class (MODULE:CLASS or path/to/file.py:CLASS), as an installed package's "
-    "`kubesched.plugins` entry point would; enable it in the configuration or with --enable. "
-    "May be repeated."
-)
-
-
-def _registry(plugins: tuple[str, ...]) -> Registry:
-    """The default registry (in-tree, installed, registered in code) and the --plugin classes."""
-    loaded: list[type[Plugin]] = []
-    for target in plugins:
-        try:
-            loaded.append(load_plugin_path(target))
-        except Exception as exc:
-            raise click.BadParameter(f"{target}: {exc}", param_hint="--plugin") from None
-    try:
-        return default_registry(loaded)
-    except ValueError as exc:  # two plugins of one name
-        raise click.BadParameter(str(exc), param_hint="--plugin") from None
-
-
 @main.command("simulate")
-@click.option(
-    "-f",
-    "--filename",
-    "paths",
-    multiple=True,
-    type=click.Path(exists=True, path_type=Path),
-    help="Manifest file or folder (YAML or JSON); may be repeated.",
-)
-@click.option(
-    "--from-cluster",
-    is_flag=True,
-    help="Start from a live cluster's nodes and pods (read only), then add the -f manifests.",
-)
-@click.option("--kubeconfig", default=None, help="kubeconfig for --from-cluster.")
-@click.option("--context", default=None, help="kubeconfig context for --from-cluster.")
-@click.option("--seed", type=int, default=None, help="Seed for tie-breaks between best nodes.")
+@manifest_options
+@scheduler_options
 @click.option(
     "-o", "--output", type=click.Choice(["text", "json", "yaml"]), default="text", show_default=True
-)
-@click.option(
-    "--config",
-    "config_path",
-    type=click.Path(exists=True, dir_okay=False),
-    default=None,
-    help="KubeSchedulerConfiguration file: its profiles (and their plugins) schedule the pods "
-    "instead of the default profiles for default-scheduler and kubesched.",
-)
-@click.option("--plugin", "plugins", multiple=True, metavar="MODULE:CLASS", help=_PLUGIN_HELP)
-@click.option(
-    "--enable",
-    "enabled",
-    multiple=True,
-    metavar="NAME[:WEIGHT]",
-    help="Enable a registered plugin at every extension point it implements.",
-)
-@click.option(
-    "--percentage-of-nodes-to-score", type=click.IntRange(0, 100), default=0, show_default=True
 )
 def simulate_command(
     paths: tuple[Path, ...],
     from_cluster: bool,
     kubeconfig: str | None,
     context: str | None,
-    seed: int | None,
-    output: str,
+    max_pods: int,
     config_path: str | None,
     plugins: tuple[str, ...],
     enabled: tuple[str, ...],
-    percentage_of_nodes_to_score: int,
+    disabled: tuple[str, ...],
+    seed: str,
+    percentage_of_nodes_to_score: int | None,
+    output: str,
 ) -> None:
     """Schedule the pods of a cluster described in manifests, touching nothing."""
     err = Console(stderr=True)
-    registry = _registry(plugins)
-    if config_path is None:
-        profiles = [
-            _profile(ProfileConfig.default(name), enabled) for name in SIMULATED_SCHEDULER_NAMES
-        ]
-    else:
-        try:
-            config = load_config(config_path)
-        except ConfigError as exc:
-            raise click.BadParameter(str(exc), param_hint="--config") from None
-        profiles = [_profile(profile, enabled) for profile in config.profiles]
-        if percentage_of_nodes_to_score == 0:
-            percentage_of_nodes_to_score = config.percentage_of_nodes_to_score
-    for profile in profiles:
-        missing = unknown_plugins(profile, registry)
-        if missing:
-            raise click.BadParameter(
-                f"profile {profile.scheduler_name!r} enables {', '.join(missing)}: "
-                f"{UNKNOWN_PLUGIN_HINT}",
-                param_hint="--config" if config_path else "--enable",
-            )
-
-    if not paths and not from_cluster:
-        raise click.UsageError("give manifests with -f, or --from-cluster, or both")
-    before: list[tuple[str, int, object]] = []
-    if from_cluster:
-        import asyncio
-
-        from kubesched.kube.snapshot import read_cluster
-
-        try:
-            before = asyncio.run(read_cluster(kubeconfig, context))
-        except Exception as exc:
-            raise click.ClickException(f"cannot read the cluster: {exc}") from None
-    state = load_paths(paths, before)
+    setup = scheduler_setup(
+        config_path, plugins, enabled, disabled, seed, percentage_of_nodes_to_score
+    )
+    state = load_manifests(paths, from_cluster, kubeconfig, context, max_pods)
     problems = [str(p) for p in state.problems]
     if output != "text":
         for problem in problems:
@@ -172,9 +91,9 @@ def simulate_command(
         result = simulate(
             state.nodes,
             pods,
-            profiles,
-            seed=seed,
-            percentage_of_nodes_to_score=percentage_of_nodes_to_score,
+            setup.profiles,
+            seed=setup.seed,
+            percentage_of_nodes_to_score=setup.percentage_of_nodes_to_score,
             progress=(
                 (lambda done, total: bar.update(task, completed=done, total=total))
                 if show_progress
@@ -184,24 +103,35 @@ def simulate_command(
             namespaces=state.namespaces,
             storage=state.storage,
             dra=state.dra,
-            registry=registry,
+            registry=setup.registry,
         )
 
+    notes = [*state.notes, seed_note(setup)]
     if output == "json":
-        json.dump(as_document(result, problems, state.notes), sys.stdout, indent=2)
+        json.dump(as_document(result, problems, notes, setup.seed), sys.stdout, indent=2)
         sys.stdout.write("\n")
     elif output == "yaml":
-        yaml.safe_dump(as_document(result, problems, state.notes), sys.stdout, sort_keys=False)
+        document = as_document(result, problems, notes, setup.seed)
+        yaml.safe_dump(document, sys.stdout, sort_keys=False)
     else:
-        print_report(Console(), result, problems, state.notes)
+        print_report(Console(), result, problems, notes)
     if problems:
         sys.exit(1)
 
 
-@main.command("run")
+class _KlogFlags(click.Command):
+    """kube-scheduler's flags are pflag's, where `-v=4` is the shorthand with its
+    value; click would read `=4` as the value. Rewritten to `-v4` before parsing."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        args = [f"-v{arg[3:]}" if arg.startswith("-v=") else arg for arg in args]
+        return super().parse_args(ctx, args)
+
+
+@main.command("run", cls=_KlogFlags)
 @click.option(
     "--kubeconfig",
-    type=click.Path(dir_okay=False),
+    type=click.Path(exists=True, dir_okay=False),
     default=None,
     help="kubeconfig file (default: $KUBECONFIG, ~/.kube/config, or in-cluster).",
 )
@@ -214,13 +144,58 @@ def simulate_command(
     help="KubeSchedulerConfiguration file.",
 )
 @click.option(
+    "--bind-address",
+    default="0.0.0.0",
+    show_default=True,
+    help="The address the secure port listens on.",
+)
+@click.option(
+    "--secure-port",
+    type=click.IntRange(0, 65535),
+    default=10259,
+    show_default=True,
+    help="HTTPS port of /healthz, /livez, /readyz and /metrics (0: none).",
+)
+@click.option(
+    "--tls-cert-file",
+    type=click.Path(exists=True, dir_okay=False),
+    default=None,
+    help="Serving certificate (chain) PEM; without it a self-signed one is made in memory.",
+)
+@click.option(
+    "--tls-private-key-file",
+    type=click.Path(exists=True, dir_okay=False),
+    default=None,
+    help="The private key of --tls-cert-file.",
+)
+@click.option(
+    "--authentication-kubeconfig",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="kubeconfig for TokenReviews (default: the scheduler's own connection).",
+)
+@click.option(
+    "--authorization-kubeconfig",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="kubeconfig for SubjectAccessReviews (default: the scheduler's own connection).",
+)
+@click.option(
+    "--authorization-always-allow-paths",
+    default="/healthz,/readyz,/livez",
+    show_default=True,
+    help="Comma-separated paths served without authorization ('*' at the end: a prefix).",
+)
+@click.option(
     "--health-port",
     type=click.IntRange(0, 65535),
-    default=10251,
-    show_default=True,
-    help="Port of /healthz, /readyz and /metrics (0: any free port).",
+    default=None,
+    help="Plain-HTTP port of /healthz, /livez and /readyz only, no authentication "
+    "(0: any free port). Off unless given.",
 )
-@click.option("--health-address", default="0.0.0.0", show_default=True)
+@click.option(
+    "--health-address", default="0.0.0.0", show_default=True, help="Address of --health-port."
+)
 @click.option(
     "--leader-elect/--no-leader-elect",
     default=None,
@@ -231,53 +206,105 @@ def simulate_command(
     "--logging-format", type=click.Choice(["text", "json"]), default="text", show_default=True
 )
 @click.option("-v", "--v", "verbosity", type=int, default=0, help="Log verbosity, as klog's -v.")
-@click.option("--plugin", "plugins", multiple=True, metavar="MODULE:CLASS", help=_PLUGIN_HELP)
+@click.option(
+    "--plugin",
+    "plugins",
+    multiple=True,
+    metavar="MODULE:CLASS",
+    help="Register a custom plugin class; enable it in --config.",
+)
+@click.option(
+    "--explain",
+    is_flag=True,
+    help="Explain every scheduling attempt and serve each pod's last explanation at "
+    "/debug/explain/NAMESPACE/NAME on the secure port (off by default: it costs time "
+    "per attempt).",
+)
+@click.option(
+    "--explain-keep",
+    type=click.IntRange(1),
+    default=1000,
+    show_default=True,
+    help="With --explain: how many pods' last explanations are kept.",
+)
 def run_command(
     kubeconfig: str | None,
     context: str | None,
     config_path: str | None,
-    health_port: int,
+    bind_address: str,
+    secure_port: int,
+    tls_cert_file: str | None,
+    tls_private_key_file: str | None,
+    authentication_kubeconfig: str | None,
+    authorization_kubeconfig: str | None,
+    authorization_always_allow_paths: str,
+    health_port: int | None,
     health_address: str,
     leader_elect: bool | None,
     seed: int | None,
     logging_format: str,
     verbosity: int,
     plugins: tuple[str, ...],
+    explain: bool,
+    explain_keep: int,
 ) -> None:
     """Schedule the pods of a real cluster (those whose schedulerName is ours)."""
     import asyncio
 
+    from kubesched.config import ConfigError
+    from kubesched.framework.registry import UnknownPluginError
     from kubesched.kube.config import KubeConfigError
     from kubesched.kube.runner import RunOptions, run
     from kubesched.logs import configure_logging
+    from kubesched.plugins.helpers.args import ArgsError
+    from kubesched.server.auth import always_allow_path_matcher
 
+    if bool(tls_cert_file) != bool(tls_private_key_file):
+        raise click.BadParameter(
+            "--tls-cert-file and --tls-private-key-file go together",
+            param_hint="--tls-cert-file",
+        )
+    always_allow = tuple(
+        p.strip() for p in authorization_always_allow_paths.split(",") if p.strip()
+    )
+    try:
+        always_allow_path_matcher(always_allow)
+    except ValueError as exc:
+        raise click.BadParameter(
+            str(exc), param_hint="--authorization-always-allow-paths"
+        ) from None
     configure_logging("json" if logging_format == "json" else "text", verbosity)
+    registry = scheduler_setup(None, plugins, (), (), "0", None).registry
     options = RunOptions(
-        kubeconfig,
-        context,
-        config_path,
-        health_address,
-        health_port,
-        seed,
-        leader_elect,
-        registry=_registry(plugins),
+        kubeconfig=kubeconfig,
+        context=context,
+        config=config_path,
+        health_host=health_address,
+        health_port=health_port,
+        seed=seed,
+        leader_elect=leader_elect,
+        bind_address=bind_address,
+        secure_port=secure_port,
+        tls_cert_file=tls_cert_file,
+        tls_private_key_file=tls_private_key_file,
+        authentication_kubeconfig=authentication_kubeconfig,
+        authorization_kubeconfig=authorization_kubeconfig,
+        authorization_always_allow_paths=always_allow,
+        explain=explain,
+        explain_keep=explain_keep,
+        registry=registry,
     )
     try:
         code = asyncio.run(run(options))
-    except (ConfigError, KubeConfigError) as exc:
+    except (ConfigError, KubeConfigError, UnknownPluginError, ArgsError) as exc:
+        # A plugin's args are checked again when it is built (out-of-tree plugins
+        # only then): still the operator's mistake, one line.
         raise click.ClickException(str(exc)) from None
     sys.exit(code)
 
 
-def _profile(profile: ProfileConfig, enabled: tuple[str, ...]) -> ProfileConfig:
-    """`profile` with the --enable plugins added to its multiPoint set."""
-    from kubesched.framework.profile import PluginRef
-
-    for spec in enabled:
-        plugin, _, weight = spec.partition(":")
-        profile.plugins["multiPoint"].enabled.append(PluginRef(plugin, int(weight or 0)))
-    return profile
-
+main.add_command(explain_command)
+main.add_command(capacity_command)
 
 if __name__ == "__main__":
     main()

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
+import msgspec
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from kubesched.api.quantity import format_amount
+from kubesched.framework.explain import ProfilePlugins
 from kubesched.simulator import SimulationResult
 
 
@@ -40,7 +43,9 @@ def allocated_devices(result: SimulationResult) -> dict[str, list[dict[str, str]
     return dict(sorted(found.items()))
 
 
-def as_document(result: SimulationResult, problems: list[str], notes: list[str]) -> dict[str, Any]:
+def as_document(
+    result: SimulationResult, problems: list[str], notes: list[str], seed: int | None = None
+) -> dict[str, Any]:
     """The machine-readable result: `placements` and `reasons` first, then details."""
     return {
         "placements": result.placements,
@@ -57,7 +62,10 @@ def as_document(result: SimulationResult, problems: list[str], notes: list[str])
             "attempts": result.attempts,
             "wallSeconds": round(result.wall_seconds, 3),
             "simulatedSeconds": round(result.simulated_seconds, 3),
+            "seed": seed,
         },
+        # The profiles that ran (by schedulerName) and their plugins.
+        "profiles": [msgspec.to_builtins(p) for p in result.profiles],
         "nodes": {
             u.name: {
                 "pods": u.pods,
@@ -71,6 +79,16 @@ def as_document(result: SimulationResult, problems: list[str], notes: list[str])
     }
 
 
+def profile_line(profile: ProfilePlugins) -> str:
+    """Which profile ran, with its filters and its score plugins' weights."""
+    scores = ", ".join(f"{name}×{weight}" for name, weight in profile.score.items())
+    post = f"; postFilter: {', '.join(profile.post_filter)}" if profile.post_filter else ""
+    return (
+        f"profile {profile.profile}: filter: {', '.join(profile.filter) or '-'}; "
+        f"score: {scores or '-'}{post}"
+    )
+
+
 def _usage(requested: int, allocatable: int, resource: str) -> str:
     pct = f"{100 * requested / allocatable:5.1f}%" if allocatable else "  n/a "
     return f"{format_amount(resource, requested)}/{format_amount(resource, allocatable)} {pct}"
@@ -79,10 +97,17 @@ def _usage(requested: int, allocatable: int, resource: str) -> str:
 def print_report(
     console: Console, result: SimulationResult, problems: list[str], notes: list[str]
 ) -> None:
+    """The text report. Every text from the input (names, kinds, reasons, problems)
+    goes in as a rich Text, never as a str: rich would read `[bold]` in a node's name
+    as markup (and fail on `[/]`), `:smile:` as an emoji code."""
     for note in notes:
-        console.print(f"[dim]note: {note}[/dim]", highlight=False)
+        console.print(Text(f"note: {note}", style="dim"))
+    used = {pod.spec.scheduler_name for pod in result.pods.values()}
+    for profile in result.profiles:
+        if profile.profile in used:  # the profiles that scheduled something
+            console.print(Text(profile_line(profile)))
     for problem in problems:
-        console.print(f"[red]error:[/red] {problem}", highlight=False)
+        console.print(Text.assemble(("error:", "red"), " ", problem))
 
     table = Table(title="Nodes", title_justify="left")
     table.add_column("node")
@@ -91,7 +116,7 @@ def print_report(
     table.add_column("memory requested/allocatable", justify="right")
     for u in sorted(result.nodes, key=lambda n: n.name):
         table.add_row(
-            u.name,
+            Text(u.name),
             f"{u.pods}/{u.allocatable.get('pods', 0)}",
             _usage(u.requested.get("cpu", 0), u.allocatable.get("cpu", 0), "cpu"),
             _usage(u.requested.get("memory", 0), u.allocatable.get("memory", 0), "memory"),
@@ -109,7 +134,7 @@ def print_report(
         pending.add_column("reason", overflow="fold")
         for reason, keys in sorted(by_reason.items(), key=lambda kv: -len(kv[1])):
             shown = "\n".join(keys[:3]) + (f"\n… {len(keys) - 3} more" if len(keys) > 3 else "")
-            pending.add_row(str(len(keys)), shown, reason)
+            pending.add_row(str(len(keys)), Text(shown), Text(reason))
         console.print(pending)
 
     if result.evicted:
@@ -117,7 +142,7 @@ def print_report(
         evicted.add_column("pod")
         evicted.add_column("event", overflow="fold")
         for key, message in evictions(result).items():
-            evicted.add_row(key, message)
+            evicted.add_row(Text(key), Text(message))
         console.print(evicted)
 
     total = len(result.placements)

@@ -28,8 +28,6 @@ from kubesched.api.objects import (
 )
 from kubesched.api.workloads import DaemonSet, Deployment, Job, ReplicaSet, StatefulSet, Workload
 from kubesched.cluster.admission import (
-    BUILTIN_PRIORITY_CLASSES,
-    HIGHEST_USER_DEFINABLE_PRIORITY,
     NAMESPACE_NAME_LABEL,
     PREEMPT_LOWER_PRIORITY,
 )
@@ -48,6 +46,21 @@ from kubesched.cluster.manifest_validation import (
     _check_workload,
     _type_word,
     _validation_field,
+)
+from kubesched.cluster.validation.field_errors import FieldError, FieldErrors
+from kubesched.cluster.validation.names_labels import (
+    name_is_dns_label,
+    name_is_dns_subdomain,
+    validate_annotations,
+    validate_label_selector,
+    validate_labels,
+    validate_object_meta,
+)
+from kubesched.cluster.validation.pod_spec import validate_pod_spec
+from kubesched.cluster.validation.scheduling_objects import (
+    validate_node,
+    validate_pdb,
+    validate_priority_class,
 )
 from kubesched.cluster.volume_manifests import (
     CLUSTER_SCOPED_STORAGE,
@@ -117,6 +130,28 @@ class _Origin:
     def __str__(self) -> str:
         where = f"{self.source} document {self.document}"
         return where if self.item is None else f"{where}, item {self.item}"
+
+
+def _first(errors: FieldErrors) -> FieldError | None:
+    """The first problem the apiserver's validation finds (it lists them all; the
+    loader reports one line per skipped object)."""
+    return next(errors, None)
+
+
+def _validate_workload(workload: Workload) -> FieldErrors:
+    """ValidateDeployment/ReplicaSet/StatefulSet/DaemonSet/Job: the name (a DNS
+    label for StatefulSets, whose pods are named after them), the selector, and
+    the pod template (ValidatePodTemplateSpec: its labels, annotations and spec)."""
+    meta = workload.metadata
+    check = name_is_dns_label if isinstance(workload, StatefulSet) else name_is_dns_subdomain
+    yield from validate_object_meta(meta, check, namespaced=True)
+    yield from validate_label_selector(workload.spec.selector, "spec.selector")
+    template = workload.spec.template
+    yield from validate_labels(template.metadata.labels, "spec.template.metadata.labels")
+    yield from validate_annotations(
+        template.metadata.annotations, "spec.template.metadata.annotations"
+    )
+    yield from validate_pod_spec(template.spec, template.metadata.labels, "spec.template.spec")
 
 
 def _parse_time(text: str) -> datetime:
@@ -238,6 +273,8 @@ class _Loader:
         self.sources.setdefault(origin.source, len(self.sources))
         try:
             self.read_document(origin, obj)
+        except RecursionError:  # msgspec and the checks recurse into what they read
+            self.problem(origin, "", "", None, "nested too deeply to read")
         except Exception as exc:  # a safety net: one odd document must not stop the load
             self.problem(origin, "", "", None, f"cannot read: {type(exc).__name__}: {exc}")
 
@@ -327,6 +364,19 @@ class _Loader:
             self.problem(origin, kind, _raw_name(obj, kind), path, message)
             return None
 
+    def invalid_meta(self, origin: _Origin, kind: str, meta: ObjectMeta) -> bool:
+        """ValidateObjectMeta for the storage and DRA kinds (DNS-subdomain names);
+        a missing name is left to their own checks."""
+        if not meta.name:
+            return False
+        namespaced = kind not in _CLUSTER_SCOPED
+        error = _first(validate_object_meta(meta, name_is_dns_subdomain, namespaced=namespaced))
+        if error is None:
+            return False
+        name = f"{meta.namespace or 'default'}/{meta.name}" if namespaced else meta.name
+        self.problem(origin, kind, name, *error)
+        return True
+
     def check_time(
         self, origin: _Origin, kind: str, meta: ObjectMeta, name: str
     ) -> tuple[bool, datetime | None]:
@@ -373,7 +423,11 @@ class _Loader:
         ok, created = self.check_time(origin, "Pod", meta, name)
         if not ok:
             return
-        error = _check_pod_spec(pod.spec, "spec")
+        error = (
+            _check_pod_spec(pod.spec, "spec")
+            or _first(validate_object_meta(meta, name_is_dns_subdomain, namespaced=True))
+            or _first(validate_pod_spec(pod.spec, meta.labels, "spec"))
+        )
         if error is not None:
             self.problem(origin, "Pod", name, *error)
             return
@@ -401,8 +455,10 @@ class _Loader:
         status = node.status
         if not status.allocatable and status.capacity:
             status.allocatable = dict(status.capacity)  # SetDefaults_NodeStatus
-        error = _check_quantities(status.capacity, "status.capacity") or _check_quantities(
-            status.allocatable, "status.allocatable"
+        error = (
+            _check_quantities(status.capacity, "status.capacity")
+            or _check_quantities(status.allocatable, "status.allocatable")
+            or _first(validate_node(node))
         )
         if error is not None:
             self.problem(origin, "Node", meta.name, *error)
@@ -430,28 +486,14 @@ class _Loader:
         if not name:
             self.problem(origin, "PriorityClass", "", "metadata.name", "name is required")
             return
-        builtin = BUILTIN_PRIORITY_CLASSES.get(name)
-        error: tuple[str, str] | None = None
-        if name.startswith("system-") and builtin is None:
-            error = (
-                "metadata.name",
-                "priority class names with 'system-' prefix are reserved for system use only",
-            )
-        elif builtin is not None and pc.value != builtin:
-            error = ("value", f"the system priority class {name} has value {builtin}")
-        elif builtin is None and pc.value > HIGHEST_USER_DEFINABLE_PRIORITY:
-            error = (
-                "value",
-                f"maximum allowed value of a user defined priority is "
-                f"{HIGHEST_USER_DEFINABLE_PRIORITY}",
-            )
-        elif name in self.priority_classes:
+        error = _first(validate_priority_class(pc))
+        if error is None and name in self.priority_classes:
             error = (
                 "metadata.name",
                 f"duplicate: a PriorityClass named {name} was already loaded from "
                 f"{self.priority_classes[name][1]}",
             )
-        elif pc.global_default:
+        elif error is None and pc.global_default:
             other = next((p for p, _ in self.priority_classes.values() if p.global_default), None)
             if other is not None:
                 error = (
@@ -475,6 +517,10 @@ class _Loader:
         name = ns.metadata.name
         if not name:
             self.problem(origin, "Namespace", "", "metadata.name", "name is required")
+            return
+        error = _first(validate_object_meta(ns.metadata, name_is_dns_label, namespaced=False))
+        if error is not None:
+            self.problem(origin, "Namespace", name, *error)
             return
         if name in self.namespaces:
             self.problem(
@@ -502,6 +548,10 @@ class _Loader:
             self.problem(origin, "PodDisruptionBudget", "", "metadata.name", "name is required")
             return
         key = f"{meta.namespace}/{meta.name}"
+        error = _first(validate_pdb(pdb, obj.get("spec")))
+        if error is not None:
+            self.problem(origin, "PodDisruptionBudget", key, *error)
+            return
         if key in self.pdbs:
             self.problem(
                 origin,
@@ -520,6 +570,8 @@ class _Loader:
         decoded = self.decode(origin, obj, kind, STORAGE_KINDS[kind][0])
         if decoded is None:
             return
+        if self.invalid_meta(origin, kind, decoded.metadata):
+            return
         problem = self.storage_objects.add(kind, decoded, str(origin))
         if problem is not None:
             meta = decoded.metadata
@@ -535,6 +587,8 @@ class _Loader:
             return
         decoded = self.decode(origin, obj, kind, DRA_KINDS[kind][0])
         if decoded is None:
+            return
+        if self.invalid_meta(origin, kind, decoded.metadata):
             return
         problem = self.dra_objects.add(kind, decoded, obj, str(origin))
         if problem is not None:
@@ -569,7 +623,7 @@ class _Loader:
         ok, created = self.check_time(origin, kind, meta, key)
         if not ok:
             return
-        error = _check_workload(workload)
+        error = _check_workload(workload) or _first(_validate_workload(workload))
         if error is not None:
             self.problem(origin, kind, key, *error)
             return

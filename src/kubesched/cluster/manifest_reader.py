@@ -19,12 +19,19 @@ from typing import Protocol
 import msgspec
 import yaml
 
-try:
-    from yaml import CSafeLoader as _SafeLoader
-except ImportError:  # pragma: no cover - PyYAML built without libyaml
-    from yaml import SafeLoader as _SafeLoader  # type: ignore[assignment]
+from kubesched.api.bounded_yaml import (
+    MAX_DEPTH,
+    DuplicateKeyError,
+    YamlLoader,
+    may_exceed_limits,
+    yaml_limits,
+)
 
 MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
+
+# What one input may cost, reported as a problem of its file, never a crash
+# (issue #12); the depth and aliasing limits are bounded_yaml's.
+MAX_INPUT_BYTES = 1 << 30  # one file, or stdin
 
 
 class _Reports(Protocol):
@@ -35,20 +42,13 @@ class _Reports(Protocol):
     def file_problem(self, source: str, message: str) -> None: ...
 
 
-class _YamlLoader(_SafeLoader):
-    """The safe loader without YAML 1.1 timestamps: `creationTimestamp:
-    2024-01-01T00:00:00Z` stays the string the API (and msgspec) expects."""
-
-
-_YamlLoader.yaml_implicit_resolvers = {
-    first: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:timestamp"]
-    for first, resolvers in _SafeLoader.yaml_implicit_resolvers.items()
-}
-
-
 def _read_path(path: str | Path, loader: _Reports) -> Iterator[tuple[str, bytes, bool]]:
     if str(path) == "-":
-        yield "<stdin>", sys.stdin.buffer.read(), False
+        data = sys.stdin.buffer.read(MAX_INPUT_BYTES + 1)
+        if len(data) > MAX_INPUT_BYTES:
+            loader.file_problem("<stdin>", _too_large())
+            return
+        yield "<stdin>", data, False
         return
     path = Path(path)
     if path.is_dir():
@@ -77,11 +77,18 @@ def _manifest_files(root: Path) -> list[Path]:
 
 def _read_file(path: Path, loader: _Reports) -> Iterator[tuple[str, bytes, bool]]:
     try:
+        if path.stat().st_size > MAX_INPUT_BYTES:
+            loader.file_problem(str(path), _too_large())
+            return
         data = path.read_bytes()
     except OSError as exc:
         loader.file_problem(str(path), f"cannot read: {exc.strerror or exc}")
         return
     yield str(path), data, path.suffix.lower() == ".json"
+
+
+def _too_large() -> str:
+    return f"larger than {MAX_INPUT_BYTES >> 20} MiB, the most one input may hold"
 
 
 def _yaml_documents(text: str, report: Callable[[int, str], None]) -> Iterator[tuple[int, object]]:
@@ -109,13 +116,19 @@ def _yaml_documents(text: str, report: Callable[[int, str], None]) -> Iterator[t
                 whole = True
     if whole:
         starts = [0]
+    check_limits = may_exceed_limits(text, lines)
     index = 0
     for k, start in enumerate(starts):
         end = starts[k + 1] if k + 1 < len(starts) else len(lines)
         complete = newline_at_end or k + 1 < len(starts)  # the last line ends with "\n"
         chunk = "\n".join(lines[start:end]) + ("\n" if complete else "")
+        refused = yaml_limits(chunk) if check_limits else None
+        if refused is not None:
+            index += 1
+            report(index, refused)
+            continue
         try:
-            for obj in yaml.load_all(chunk, Loader=_YamlLoader):
+            for obj in yaml.load_all(chunk, Loader=YamlLoader):
                 index += 1
                 yield index, obj
         except Exception as exc:  # PyYAML raises KeyError & co. on some odd input too
@@ -125,6 +138,8 @@ def _yaml_documents(text: str, report: Callable[[int, str], None]) -> Iterator[t
 
 def _yaml_error(exc: Exception, first_line: int) -> str:
     """A one-line message for a PyYAML error; `first_line` is where its text began."""
+    if isinstance(exc, DuplicateKeyError):
+        return f"strict decoding error: line {first_line + exc.line + 1}: {exc}"
     if not isinstance(exc, yaml.MarkedYAMLError):
         return f"YAML error: {type(exc).__name__}: {exc}"
     detail = exc.problem or "invalid YAML"
@@ -151,6 +166,9 @@ def _json_documents(
         obj = msgspec.json.decode(data)
     except msgspec.DecodeError:
         pass
+    except RecursionError:  # msgspec stops at the interpreter's recursion limit
+        report(1, f"JSON nested too deeply (the limit is about {MAX_DEPTH} levels)")
+        return
     else:
         yield 1, obj
         return
@@ -175,6 +193,6 @@ def _json_documents(
             report(index, f"JSON syntax error at line {exc.lineno}, column {exc.colno}: {exc.msg}")
             return
         except RecursionError:
-            report(index, "JSON nested too deeply")
+            report(index, f"JSON nested too deeply (the limit is about {MAX_DEPTH} levels)")
             return
         yield index, obj

@@ -13,8 +13,10 @@ from collections.abc import Iterable
 
 from kubesched.api.labels import selects
 from kubesched.api.objects import PodSpec, ResourceList, ResourceRequirements
-from kubesched.api.quantity import QuantityError, parse_quantity
+from kubesched.api.quantity import MAX_AMOUNT, MAX_MILLI_VALUE, QuantityError, parse_quantity
 from kubesched.api.workloads import DaemonSet, Job, StatefulSet, Workload
+
+MAX_INT32 = 2**31 - 1  # replicas, parallelism, completions, ordinals.start are int32
 
 
 def _type_word(obj: object) -> str:
@@ -115,6 +117,11 @@ def _check_quantities(resources: ResourceList, path: str) -> tuple[str, str] | N
             return f"{path}.{name}", str(exc)
         if amount < 0:
             return f"{path}.{name}", f"must be greater than or equal to 0, got {quantity!r}"
+        if name == "cpu" and amount * 1000 > MAX_AMOUNT:
+            # The scheduler counts cpu in millicores (MilliValue), an int64 upstream.
+            return f"{path}.{name}", (
+                f"must be less than or equal to {MAX_MILLI_VALUE}m, got {quantity!r}"
+            )
     return None
 
 
@@ -173,9 +180,14 @@ def _check_workload(workload: Workload) -> tuple[str, str] | None:
             )
     elif not isinstance(workload, DaemonSet):
         counts = [("replicas", workload.spec.replicas)]
+    if isinstance(workload, StatefulSet) and workload.spec.ordinals is not None:
+        counts.append(("ordinals.start", workload.spec.ordinals.start))
     for name, count in counts:
         if count is not None and count < 0:
             return f"spec.{name}", f"must be greater than or equal to 0, got {count}"
+        if count is not None and count > MAX_INT32:
+            # An int32 field: the apiserver cannot decode a larger number into it.
+            return f"spec.{name}", f"must be less than or equal to {MAX_INT32}, got {count}"
     if isinstance(workload, StatefulSet):
         for i, claim in enumerate(workload.spec.volume_claim_templates):
             if not claim.metadata.name:

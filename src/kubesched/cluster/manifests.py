@@ -25,7 +25,9 @@ What the apiserver and the controllers would do is done here too:
 
 Bad input never raises and never costs other objects: each bad object is one
 LoadProblem naming file, document, object and field, and is skipped. A YAML
-syntax error costs only its document: reading resumes at the next `---`.
+syntax error costs only its document: reading resumes at the next `---`. A
+mapping that names one key twice is refused, as the apiserver's strict decoding
+does (PyYAML would keep the last value).
 
 Speed: JSON is decoded by msgspec; YAML by PyYAML's C loader (libyaml, its
 pure-Python loader where libyaml is missing), document by document; then
@@ -43,8 +45,10 @@ budgets' status, storage). The steps live beside it:
 
 - manifest_reader: files, folders and stdin into YAML and JSON documents;
 - manifest_loader: documents into typed objects, or LoadProblems;
-- manifest_validation: the checks of those objects, and the field paths of
-  decoding errors;
+- manifest_validation: quantities, workloads' counts and selectors, and the field
+  paths of decoding errors;
+- validation/: the apiserver's validation of every object read (names, labels,
+  annotations, pod specs, affinity, spread, taints, PriorityClasses, PDBs);
 - workload_controllers: the pods the workload controllers create;
 - admission: Priority admission, built-in PriorityClasses, implicit namespaces;
 - volume_manifests: the storage objects and what their controllers do;
@@ -80,6 +84,7 @@ from kubesched.framework.dra import DraState
 from kubesched.framework.storage import StorageState
 
 __all__ = [
+    "DEFAULT_MAX_PODS",
     "ClusterState",
     "LoadProblem",
     "builtin_priority_classes",
@@ -133,8 +138,16 @@ def running_pods(state: ClusterState) -> list[Pod]:
 # --- entry points ------------------------------------------------------------------
 
 
+# The most pods a load holds (input and created by the workloads): Kubernetes'
+# documented limit for large clusters ("no more than 150,000 total pods"). A
+# workload whose pods would go past it creates none and is a LoadProblem.
+DEFAULT_MAX_PODS = 150_000
+
+
 def load_paths(
-    paths: Sequence[str | Path], before: Iterable[tuple[str, int, object]] = ()
+    paths: Sequence[str | Path],
+    before: Iterable[tuple[str, int, object]] = (),
+    max_pods: int = DEFAULT_MAX_PODS,
 ) -> ClusterState:
     """Load files and folders (folders: *.yaml, *.yml, *.json, recursively, sorted
     by path; hidden files and folders skipped). "-" reads YAML from stdin.
@@ -146,16 +159,18 @@ def load_paths(
         for path in paths:
             for source, data, is_json in _read_path(path, loader):
                 loader.add_stream(source, data, is_json)
-        return _finish(loader)
+        return _finish(loader, max_pods)
 
 
-def load_documents(docs: Iterable[tuple[str, int, object]]) -> ClusterState:
+def load_documents(
+    docs: Iterable[tuple[str, int, object]], max_pods: int = DEFAULT_MAX_PODS
+) -> ClusterState:
     """Load already-parsed documents: (source, 1-based document index, object)."""
     loader = _Loader()
     with _gc_paused():
         for source, document, obj in docs:
             loader.add_document(_Origin(source, document), obj)
-        return _finish(loader)
+        return _finish(loader, max_pods)
 
 
 @contextlib.contextmanager
@@ -174,12 +189,12 @@ def _gc_paused() -> Iterator[None]:
 # --- after all documents -----------------------------------------------------------
 
 
-def _finish(loader: _Loader) -> ClusterState:
+def _finish(loader: _Loader, max_pods: int) -> ClusterState:
     classes = builtin_priority_classes()
     classes.update((name, pc) for name, (pc, _) in loader.priority_classes.items())
     namespaces = {name: ns for name, (ns, _) in loader.namespaces.items()}
 
-    expander = _Expander(loader)
+    expander = _Expander(loader, max_pods)
     items: list[_PodItem] = []
     for entry in loader.items:
         if isinstance(entry, _PodItem):

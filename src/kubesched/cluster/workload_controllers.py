@@ -14,6 +14,7 @@ nodes it is for is decided with kubesched.api's node affinity and taints.
 from __future__ import annotations
 
 import hashlib
+import itertools
 from collections import defaultdict
 
 import msgspec
@@ -75,7 +76,7 @@ def _template_hash(raw: object, template: PodTemplateSpec) -> str:
     in decimal (zero-padded to 10 digits) and safe-encoded, as ComputeHash does."""
     try:
         data = msgspec.json.encode(raw, order="sorted")
-    except (TypeError, ValueError, OverflowError):
+    except (TypeError, ValueError, OverflowError, RecursionError):
         data = msgspec.json.encode(template, order="sorted")
     value = int.from_bytes(hashlib.blake2b(data, digest_size=4).digest(), "big")
     return _safe_encode(f"{value:010d}")
@@ -152,8 +153,11 @@ def _daemon_target(pod: Pod) -> str | None:
 class _Expander:
     """Creates the pods workload controllers would, minus those already there."""
 
-    def __init__(self, loader: _Loader) -> None:
+    def __init__(self, loader: _Loader, max_pods: int) -> None:
         self.loader = loader
+        self.max_pods = max_pods
+        # Pods that may still be created: the limit less the pods in the input.
+        self.room = max_pods - sum(isinstance(entry, _PodItem) for entry in loader.items)
         self.reconciled = 0
         self.skipped_deployments: list[tuple[str, str, _Origin]] = []
         # Pods in the input by their controller: (namespace, kind, name) -> pods.
@@ -184,6 +188,23 @@ class _Expander:
         ]
         self.reconciled += len(pods)
         return pods
+
+    def make_room(self, item: _WorkloadItem, count: int, field: str | None) -> bool:
+        """Whether `count` more pods stay within --max-pods; if not, the workload
+        is a problem (naming the field that asks for them) and creates none, before
+        any pod is built: a count of 2**31 costs nothing."""
+        if count == 0 or count <= self.room:
+            self.room -= count
+            return True
+        self.loader.problem(
+            item.origin,
+            item.workload.kind,
+            item.key,
+            field,
+            f"{count} pods would go past the limit of {self.max_pods} pods in the "
+            f"simulation (raise it with --max-pods); the {item.workload.kind} was skipped",
+        )
+        return False
 
     def expand(self, item: _WorkloadItem) -> list[_PodItem]:
         workload = item.workload
@@ -256,6 +277,8 @@ class _Expander:
         labels: dict[str, str],
         owner: OwnerReference,
     ) -> list[_PodItem]:
+        if not self.make_room(item, count, "spec.replicas"):
+            return []
         namespace = item.workload.metadata.namespace
         prefix = f"{rs_name}-"
         return [
@@ -318,6 +341,8 @@ class _Expander:
         replicas = 1 if spec.replicas is None else spec.replicas
         pods: list[_PodItem] = []
         selector_labels = spec.selector.match_labels if spec.selector is not None else {}
+        if not self.make_room(item, max(0, replicas - len(present)), "spec.replicas"):
+            return []
         for ordinal in range(start, start + replicas):
             for claim_template in spec.volume_claim_templates:
                 self.loader.stateful_set_claims.append(
@@ -365,10 +390,16 @@ class _Expander:
         tolerations = _daemon_tolerations(template.spec)
         prefix = f"{meta.name}-"
         pods: list[_PodItem] = []
-        for node in self.loader.nodes:
+        nodes = [
+            node
+            for node in self.loader.nodes
+            if node.metadata.name not in covered
+            and _daemon_should_run(template.spec, tolerations, node)
+        ]
+        if not self.make_room(item, len(nodes), None):
+            return []
+        for node in nodes:
             node_name = node.metadata.name
-            if node_name in covered or not _daemon_should_run(template.spec, tolerations, node):
-                continue
             pod_spec = msgspec.structs.replace(
                 template.spec,
                 tolerations=tolerations,
@@ -393,6 +424,8 @@ class _Expander:
         if spec.completions is not None:
             want = min(want, max(0, spec.completions - len(succeeded)))
         count = max(0, want - len(live))
+        if not self.make_room(item, count, "spec.parallelism"):
+            return []
         labels = dict(template.metadata.labels)
         if not spec.manual_selector:
             labels.update(
@@ -408,7 +441,9 @@ class _Expander:
         pods: list[_PodItem] = []
         if spec.completion_mode == "Indexed":
             used = {p.metadata.annotations.get(index_key) for p in (*succeeded, *live)}
-            indexes = [i for i in range(spec.completions or 0) if str(i) not in used][:count]
+            # Lazily: completions may be 2**31 - 1; only `count` indexes are taken.
+            free = (i for i in range(spec.completions or 0) if str(i) not in used)
+            indexes = list(itertools.islice(free, count))
             for index in indexes:
                 prefix = f"{meta.name}-{index}-"
                 name = self.generated_name(meta.namespace, prefix, f"{meta.namespace}/{prefix}")

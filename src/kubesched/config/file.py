@@ -8,6 +8,7 @@ merged into the default plugin set as upstream's mergePlugins does.
 from __future__ import annotations
 
 import re
+from collections.abc import Container
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -15,6 +16,7 @@ from typing import Any
 import msgspec
 import yaml
 
+from kubesched.api.bounded_yaml import YamlLimitError, load_bounded
 from kubesched.config.plugin_args import plugin_args_errors
 from kubesched.framework.profile import (
     DEFAULT_MULTI_POINT,
@@ -228,6 +230,13 @@ def parse_config(data: object, source: str = "config") -> SchedulerConfig:
         path = match.group(1) if match else ""
         detail = text[: match.start()] if match else text
         raise ConfigError(f"{source}: {path + ': ' if path else ''}{detail}") from None
+    if cfg.extenders:
+        # Not supported yet: refused, not ignored, since a scheduler that skips its
+        # extenders places pods where the operator's policy would not.
+        raise ConfigError(
+            f"{source}: extenders: Unsupported value: kubesched does not call scheduler "
+            f"extenders; remove the {len(cfg.extenders)} extenders"
+        )
     if cfg.api_version != API_VERSION or cfg.kind != KIND:
         raise ConfigError(
             f"{source}: apiVersion/kind must be {API_VERSION}/{KIND}, "
@@ -286,7 +295,23 @@ def load_config(path: str | Path) -> SchedulerConfig:
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from None
     try:
-        data = yaml.safe_load(text)
+        data = load_bounded(text)
+    except YamlLimitError as exc:
+        raise ConfigError(f"{path}: {exc}") from None
     except yaml.YAMLError as exc:
-        raise ConfigError(f"{path}: invalid YAML: {exc}") from None
+        raise ConfigError(f"{path}: invalid YAML: {' '.join(str(exc).split())}") from None
     return parse_config(data, str(path))
+
+
+def check_plugin_names(config: SchedulerConfig, registered: Container[str], source: str) -> None:
+    """Each plugin a profile enables exists: refused with the file, before the
+    scheduler connects, as NewFramework refuses it when the profile is built
+    ("%s %q does not exist")."""
+    for profile in config.profiles:
+        for point, plugin_set in profile.plugins.items():
+            for ref in plugin_set.enabled:
+                if ref.name not in registered:
+                    raise ConfigError(
+                        f"{source}: profile {profile.scheduler_name!r}: plugins.{point}: "
+                        f"plugin {ref.name!r} does not exist"
+                    )

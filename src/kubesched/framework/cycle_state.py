@@ -14,7 +14,13 @@ class CycleState:
     made for every attempt so nothing leaks between pods.
     """
 
-    __slots__ = ("_data", "record_plugin_metrics", "skip_filter_plugins", "skip_score_plugins")
+    __slots__ = (
+        "_data",
+        "explain",
+        "record_plugin_metrics",
+        "skip_filter_plugins",
+        "skip_score_plugins",
+    )
 
     def __init__(self) -> None:
         self._data: dict[str, Any] = {}
@@ -23,6 +29,9 @@ class CycleState:
         # Whether this attempt's plugin durations are observed (SetRecordPluginMetrics
         # upstream: ScheduleOne samples pluginMetricsSamplePercent of the cycles).
         self.record_plugin_metrics = False
+        # What this attempt computed, kept for an explanation when one is asked for
+        # (a framework.explain.CycleCapture); None, the rule, keeps nothing.
+        self.explain: Any = None
 
     def write(self, key: str, value: object) -> None:
         self._data[key] = value

@@ -92,6 +92,8 @@ class Handle:
     parallelism: int = 16
     # Ask the queue to retry pods (used by plugins that free or reserve resources).
     activate: Callable[[list[str]], None] = lambda keys: None
+    # Activate after an API error that came after the attempt: retried after backoff.
+    retry_after_error: Callable[[list[str]], None] = lambda keys: None
     # PVs, PVCs, StorageClasses and CSI objects, for the volume plugins.
     storage: StorageState = field(default_factory=StorageState)
     # ResourceClaims, templates, DeviceClasses and ResourceSlices, for DynamicResources.

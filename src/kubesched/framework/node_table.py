@@ -133,6 +133,33 @@ def normalized_image_name(name: str) -> str:
     return name
 
 
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+
+
+class UnrepresentableNode(ValueError):
+    """A node with an amount the table's int64 columns cannot hold (e.g. cpu
+    2^63-1, which the apiserver accepts: 1000 times that in milli-CPU)."""
+
+    def __init__(self, node: str, field: str, quantity: str) -> None:
+        self.node = node
+        self.field = field
+        super().__init__(
+            f'node "{node}": {field}: {quantity} is too large for a 64-bit integer '
+            "(cpu is counted in milli-CPU); the node is not used until it changes"
+        )
+
+
+def check_representable(node: Node) -> None:
+    """Raise UnrepresentableNode for the first allocatable amount outside int64."""
+    field = "allocatable" if node.status.allocatable else "capacity"
+    resources = node.status.allocatable or node.status.capacity
+    for resource, amount in amounts(resources).items():
+        if not INT64_MIN <= amount <= INT64_MAX:
+            raise UnrepresentableNode(
+                node.metadata.name, f"status.{field}[{resource}]", str(resources[resource])
+            )
+
+
 class NodeTable:
     """All nodes of the cluster as columns, with the pods placed on them."""
 
@@ -228,7 +255,10 @@ class NodeTable:
     # --- nodes -----------------------------------------------------------------
 
     def upsert_node(self, node: Node) -> int:
-        """Add a node or refresh its columns; its pods stay where they are."""
+        """Add a node or refresh its columns; its pods stay where they are. Raises
+        UnrepresentableNode, with nothing written, for a node whose amounts do not
+        fit the int64 columns."""
+        check_representable(node)
         name = node.metadata.name
         row = self.index.get(name)
         if row is None:

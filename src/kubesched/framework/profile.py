@@ -67,17 +67,6 @@ class ProfileConfig:
         return cls(scheduler_name, {"multiPoint": PluginSet(list(DEFAULT_MULTI_POINT))})
 
 
-def unknown_plugins(profile: ProfileConfig, registry: Registry) -> list[str]:
-    """The plugins `profile` enables that `registry` lacks, sorted: kube-scheduler refuses
-    to start on them (NewFramework's '%q does not exist'); checked before any pod is read
-    so that a misspelt name or a plugin package not installed is one clear error."""
-    enabled = {ref.name for plugins in profile.plugins.values() for ref in plugins.enabled}
-    return sorted(enabled - set(registry))
-
-
-UNKNOWN_PLUGIN_HINT = "not built in, not installed (entry point), not loaded with --plugin"
-
-
 @dataclass(slots=True)
 class ResolvedProfile:
     """Plugin names per extension point, in run order, and score weights."""

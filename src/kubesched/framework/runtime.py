@@ -29,6 +29,7 @@ import numpy.typing as npt
 
 from kubesched.framework import interfaces as ifc
 from kubesched.framework.cycle_state import CycleState
+from kubesched.framework.explain import CycleCapture, ScoreCapture
 from kubesched.framework.fit_error import Diagnosis
 from kubesched.framework.handle import Handle
 from kubesched.framework.metrics_recorder import records
@@ -546,8 +547,11 @@ class Framework:
         counting = self.recording
         sample = self.recording and state.record_plugin_metrics
         started = 0.0
+        capture: CycleCapture | None = state.explain
         for plugin in self.score:
             if plugin.name in skipped:
+                if capture is not None:
+                    capture.score_skipped.append(plugin.name)
                 continue
             if counting:  # instrumentedScorePlugin, called once per node upstream
                 self._score_evaluations[plugin.name](len(rows))
@@ -555,6 +559,7 @@ class Framework:
                 started = perf_counter()
             try:
                 scores = np.asarray(plugin.score(state, pod, nodes, rows), dtype=np.int64)
+                raw = scores.copy() if capture is not None else scores
                 plugin.normalize_scores(state, pod, scores)
             except Exception as exc:
                 raise PluginError(plugin.name, "Score", exc) from exc
@@ -571,6 +576,8 @@ class Framework:
                     f"the range of [{ifc.MIN_NODE_SCORE}, {ifc.MAX_NODE_SCORE}] after normalizing",
                 )
             weight = self.weights.get(plugin.name, 1)
+            if capture is not None:
+                capture.scores.append(ScoreCapture(plugin.name, weight, raw, scores))
             weighted = scores * weight if weight != 1 else scores
             by_plugin[plugin.name] = weighted
             total += weighted

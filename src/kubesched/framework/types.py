@@ -19,7 +19,17 @@ class HostPort:
 class PodInfo:
     """A pod with what every cycle needs computed once: requests, ports, priority."""
 
-    __slots__ = ("host_ports", "key", "non_zero_cpu", "non_zero_memory", "pod", "requests")
+    # __weakref__: caches of per-pod derived data (DefaultPreemption's amounts) key
+    # on the PodInfo weakly, so they never outlive it.
+    __slots__ = (
+        "__weakref__",
+        "host_ports",
+        "key",
+        "non_zero_cpu",
+        "non_zero_memory",
+        "pod",
+        "requests",
+    )
 
     def __init__(self, pod: Pod, like: PodInfo | None = None) -> None:
         """`like`: an earlier PodInfo of the same pod; what it worked out from the

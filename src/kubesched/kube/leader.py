@@ -152,6 +152,18 @@ class LeaderElector:
         self._observe(updated)
         return True
 
+    def check(self, max_tolerable_expired_lease: float) -> str | None:
+        """Why /healthz should fail, or None: LeaderElector.Check (client-go). A
+        leader that has not renewed its lease for leaseDuration plus the tolerance
+        is stuck (it should have stepped down); a candidate is always healthy."""
+        if not self.is_leader.is_set():
+            return None
+        if time.monotonic() - self._observed_at > (
+            self.config.lease_duration + max_tolerable_expired_lease
+        ):
+            return f"failed election to renew leadership on lease {self.config.name}"
+        return None
+
     def _observe(self, lease: Lease) -> None:
         self._observed = lease
         self._observed_at = time.monotonic()

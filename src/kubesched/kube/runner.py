@@ -12,17 +12,18 @@ import asyncio
 import contextlib
 import logging
 import signal
+import ssl
 import time
 from collections.abc import Awaitable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from kubesched.api.objects import Namespace, Node, Pod, PodDisruptionBudget
-from kubesched.config import ConfigError, SchedulerConfig, load_config
+from kubesched.config import SchedulerConfig, check_plugin_names, load_config
 from kubesched.framework.client import ClusterClient
 from kubesched.framework.clock import Clock, RealClock
 from kubesched.framework.handle import Listers
-from kubesched.framework.profile import UNKNOWN_PLUGIN_HINT, ProfileConfig, unknown_plugins
+from kubesched.framework.profile import ProfileConfig
 from kubesched.framework.registry import Registry
 from kubesched.framework.status import Status
 from kubesched.framework.waiting import WaitingPods
@@ -30,6 +31,8 @@ from kubesched.kube.claims import KubeClaimWriter, dra_informers
 from kubesched.kube.client import KubeClient
 from kubesched.kube.cluster import KubeCluster
 from kubesched.kube.config import load_connection
+from kubesched.kube.delegated_auth import SubjectAccessReviewAuthorizer, TokenReviewAuthenticator
+from kubesched.kube.explain_endpoint import DEFAULT_KEEP, ExplainStore
 from kubesched.kube.informer import Handlers, Informer
 from kubesched.kube.leader import LeaderElectionConfig, LeaderElector
 from kubesched.kube.storage import KubeVolumeWriter, storage_informers
@@ -38,7 +41,14 @@ from kubesched.kube.writer import EventWriter, StatusWriter
 from kubesched.metrics import SchedulerMetrics, status_label
 from kubesched.plugins.registry import default_registry
 from kubesched.scheduler import Scheduler
-from kubesched.server import HealthServer
+from kubesched.server import CheckFailed, HealthServer
+from kubesched.server.auth import (
+    ALWAYS_ALLOW_PATHS,
+    CachedPathAuthorizer,
+    CachedTokenAuthenticator,
+    RequestGuard,
+)
+from kubesched.server.tls import self_signed_serving_certificate, server_ssl_context
 
 log = logging.getLogger("kubesched.run")
 
@@ -46,6 +56,14 @@ DEFAULT_SCHEDULER_NAME = "kubesched"
 BIND_DRAIN_SECONDS = 30.0
 # Pods that are done hold no resources: the scheduler never needs to see them.
 LIVE_PODS = "status.phase!=Succeeded,status.phase!=Failed"
+# The leader-election watchdog's tolerance past the lease duration
+# (NewLeaderHealthzAdaptor(time.Second * 20) in kube-scheduler's options).
+LEADER_HEALTHZ_TIMEOUT = 20.0
+# kube-scheduler's secure serving: --secure-port, and the name its
+# self-signed certificate is for (MaybeDefaultWithSelfSignedCerts("localhost", ...)).
+SECURE_PORT = 10259
+SELF_SIGNED_HOST = "localhost"
+SELF_SIGNED_IPS = ("127.0.0.1",)
 
 
 @dataclass
@@ -53,12 +71,24 @@ class RunOptions:
     kubeconfig: str | None = None
     context: str | None = None
     config: str | None = None
+    # The plain-HTTP health port (/healthz, /livez, /readyz only; no /metrics):
+    # off unless given (upstream removed its insecure port).
     health_host: str = "0.0.0.0"
-    health_port: int = 10251
+    health_port: int | None = None
     seed: int | None = None
     leader_elect: bool | None = None  # None: as the configuration says
-    # The plugins the profiles may name: in-tree, installed (entry points), --plugin.
-    registry: Registry | None = field(default=None, kw_only=True)
+    # The secure port, as kube-scheduler's flags; port 0: none.
+    bind_address: str = "0.0.0.0"
+    secure_port: int = SECURE_PORT
+    tls_cert_file: str | None = None
+    tls_private_key_file: str | None = None
+    authentication_kubeconfig: str | None = None
+    authorization_kubeconfig: str | None = None
+    authorization_always_allow_paths: tuple[str, ...] = ALWAYS_ALLOW_PATHS
+    # `--explain`: explain every attempt, serve the last ones on the secure port.
+    explain: bool = False
+    explain_keep: int = DEFAULT_KEEP
+    registry: Registry | None = None  # None: the default one (`--plugin` adds to it)
 
 
 def default_config() -> SchedulerConfig:
@@ -78,9 +108,14 @@ class Runner:
         self.scheduler: Scheduler | None = None
         self.elector: LeaderElector | None = None
         self.informers: list[Informer[Any]] = []
-        self.server: HealthServer | None = None
+        self.servers: list[HealthServer] = []
         self.client: KubeClient | None = None
+        # Review clients of their own (--authentication/authorization-kubeconfig).
+        self.review_clients: list[KubeClient] = []
         self.scheduling = asyncio.Event()  # set while the scheduling loop runs
+        # Set once every informer has delivered its initial list: "sched-handler-sync".
+        self.handlers_synced = asyncio.Event()
+        self.explained = ExplainStore(options.explain_keep) if options.explain else None
 
     def _spawn(self, coro: Awaitable[None], name: str) -> asyncio.Task[None]:
         task: asyncio.Task[None] = asyncio.ensure_future(coro)
@@ -177,12 +212,10 @@ class Runner:
             claims = dra_informers(client, listers.dra)
             self.informers.extend(claims)
 
-        self.server = HealthServer(self.metrics, self.options.health_host, self.options.health_port)
-        self.server.add_ready_check(
-            "informer-sync", lambda: all(i.synced.is_set() for i in self.informers)
+        leader_elect = (
+            cfg.leader_elect if self.options.leader_elect is None else self.options.leader_elect
         )
-        await self.server.start()
-        log.info("serving /healthz, /readyz and /metrics on port %d", self.server.port)
+        await self.start_servers(client, leader_elect)
 
         self._spawn(events.run(), "events")
         self._spawn(statuses.run(), "statuses")
@@ -199,10 +232,9 @@ class Runner:
             await self._until(informer.synced.wait())
         self._spawn(pods.run(), "informer-pods")
         await self._until(pods.synced.wait())
+        if all(informer.synced.is_set() for informer in self.informers):
+            self.handlers_synced.set()
 
-        leader_elect = (
-            cfg.leader_elect if self.options.leader_elect is None else self.options.leader_elect
-        )
         if leader_elect and not self.stop.is_set():
             self.elector = LeaderElector(
                 client,
@@ -229,6 +261,104 @@ class Runner:
                 exit_code = 1
         await self._shutdown()
         return exit_code
+
+    async def start_servers(self, client: KubeClient, leader_elect: bool) -> None:
+        """The secure port (and the plain health port if asked), with
+        kube-scheduler's checks (Run in cmd/kube-scheduler/app/server.go):
+        /healthz "leaderElection" (with leader election; else "ping"), /livez
+        "ping", /readyz "leaderElection", "shutdown" and "sched-handler-sync"."""
+        options = self.options
+        servers: list[HealthServer] = []
+        if options.secure_port:
+            secure = HealthServer(
+                self.metrics,
+                options.bind_address,
+                options.secure_port,
+                ssl_context=self.serving_ssl_context(),
+                guard=await self.request_guard(client),
+            )
+            # --explain: behind the same authentication and authorization as
+            # /metrics (a non-resource path, as kube-scheduler's /debug/ ones).
+            if self.explained is not None:
+                for path, handler in self.explained.routes():
+                    secure.add_get(path, handler)
+            servers.append(secure)
+        elif self.explained is not None:
+            log.warning("--explain needs the secure port: explanations are not served")
+        if options.health_port is not None:
+            servers.append(
+                HealthServer(
+                    self.metrics,
+                    options.health_host,
+                    options.health_port,
+                    serve_metrics=False,
+                    checks=servers[0].checks if servers else None,
+                )
+            )
+        if not servers:
+            log.warning("Serving neither the secure port nor the health port")
+            return
+        first = servers[0]
+        if leader_elect:
+            first.add_check("leaderElection", self.leader_election_check, ("healthz", "readyz"))
+        first.add_check("shutdown", self.shutdown_check, ("readyz",))
+        first.add_check("sched-handler-sync", self.handler_sync_check, ("readyz",))
+        for server in servers:
+            await server.start()
+            self.servers.append(server)
+
+    def leader_election_check(self) -> bool:
+        """HealthzAdaptor.Check: healthy until an elector exists, then its Check."""
+        elector = self.elector
+        failure = elector.check(LEADER_HEALTHZ_TIMEOUT) if elector is not None else None
+        if failure is not None:
+            raise CheckFailed(failure)
+        return True
+
+    def shutdown_check(self) -> bool:
+        # NewShutdownHealthz
+        if self.stop.is_set():
+            raise CheckFailed("process is shutting down")
+        return True
+
+    def handler_sync_check(self) -> bool:
+        if not self.handlers_synced.is_set():
+            raise CheckFailed("handlers are not fully synchronized")
+        return True
+
+    def serving_ssl_context(self) -> ssl.SSLContext:
+        """--tls-cert-file and --tls-private-key-file, else a self-signed
+        certificate made now and kept in memory (kube-scheduler writes its own
+        to --cert-dir)."""
+        options = self.options
+        if options.tls_cert_file and options.tls_private_key_file:
+            context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            context.minimum_version = ssl.TLSVersion.TLSv1_2
+            context.load_cert_chain(options.tls_cert_file, options.tls_private_key_file)
+            return context
+        cert, key = self_signed_serving_certificate(SELF_SIGNED_HOST, SELF_SIGNED_IPS)
+        log.info("Generated self-signed cert (in memory)")
+        return server_ssl_context(cert, key)
+
+    async def request_guard(self, client: KubeClient) -> RequestGuard:
+        """The delegated authenticator and authorizer: TokenReview and
+        SubjectAccessReview through --authentication-kubeconfig and
+        --authorization-kubeconfig, or through the scheduler's own connection."""
+        options = self.options
+        authn_client = await self._review_client(client, options.authentication_kubeconfig)
+        authz_client = await self._review_client(client, options.authorization_kubeconfig)
+        return RequestGuard(
+            CachedTokenAuthenticator(TokenReviewAuthenticator(authn_client)),
+            CachedPathAuthorizer(SubjectAccessReviewAuthorizer(authz_client)),
+            options.authorization_always_allow_paths,
+        )
+
+    async def _review_client(self, client: KubeClient, kubeconfig: str | None) -> KubeClient:
+        if not kubeconfig:
+            return client
+        review_client = KubeClient(await load_connection(kubeconfig))
+        self.review_clients.append(review_client)
+        return review_client
 
     async def _until(self, *waits: Awaitable[object]) -> None:
         """Wait for the first of `waits`, or for the stop signal."""
@@ -286,6 +416,7 @@ class Runner:
             listers=listers,
             waiting_pods=WaitingPods(clock, observe=self.observe_permit_wait),
             registry=self.options.registry,
+            explain_observer=self.explained,
         )
 
     def observe_permit_wait(self, status: Status, seconds: float) -> None:
@@ -320,22 +451,18 @@ class Runner:
         for task in self.tasks:
             task.cancel()
         await asyncio.gather(*self.tasks, return_exceptions=True)
-        if self.server is not None:
-            await self.server.stop()
+        for server in self.servers:
+            await server.stop()
+        for review_client in self.review_clients:
+            await review_client.aclose()
         if self.client is not None:
             await self.client.aclose()
 
 
 async def run(options: RunOptions) -> int:
     config = load_config(options.config) if options.config else default_config()
-    registry = options.registry if options.registry is not None else default_registry()
-    for profile in config.profiles:
-        missing = unknown_plugins(profile, registry)
-        if missing:
-            raise ConfigError(
-                f"{options.config or 'the default configuration'}: profile "
-                f"{profile.scheduler_name!r} enables {', '.join(missing)}: {UNKNOWN_PLUGIN_HINT}"
-            )
+    if options.config:
+        check_plugin_names(config, options.registry or default_registry(), options.config)
     runner = Runner(options, config)
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):

@@ -62,7 +62,14 @@ class TokenBucket:
             await asyncio.sleep((1 - self.tokens) / self.rate)
 
 
-@dataclass
+# client-go tools/events (event_broadcaster.go): at most maxQueuedEvents wait to be
+# written (the broadcaster drops the rest, DropIfChannelFull), and the series of an
+# event is finished once it has not been seen for finishTime.
+MAX_QUEUED_EVENTS = 1000
+MAX_SERIES = 50_000
+
+
+@dataclass(slots=True)
 class _Series:
     name: str
     namespace: str
@@ -72,9 +79,20 @@ class _Series:
     last_observed: float = 0.0
 
 
-@dataclass
+@dataclass(frozen=True, slots=True)
+class _Regarding:
+    """The event's `regarding` reference: only what the Event names of the pod. A
+    queued event must not keep the whole Pod alive (the soak saw thousands of them)."""
+
+    namespace: str
+    name: str
+    uid: str
+    resource_version: str
+
+
+@dataclass(slots=True)
 class _PendingEvent:
-    pod: Pod
+    regarding: _Regarding
     event_type: str
     reason: str
     action: str
@@ -85,22 +103,27 @@ class _PendingEvent:
 
 def _isomorphic_key(event: _PendingEvent) -> tuple[str, ...]:
     """client-go tools/events getKey: what makes two events one series. Not the note."""
-    meta = event.pod.metadata
+    ref = event.regarding
     return (
         event.event_type,
         event.action,
         event.reason,
         event.reporting_controller,
-        meta.namespace,
-        meta.name,
-        meta.uid,
-        meta.resource_version,
+        ref.namespace,
+        ref.name,
+        ref.uid,
+        ref.resource_version,
     )
 
 
 class EventWriter:
     def __init__(
-        self, client: KubeClient, *, qps: float = 25.0, burst: int = 50, max_pending: int = 10_000
+        self,
+        client: KubeClient,
+        *,
+        qps: float = 25.0,
+        burst: int = 50,
+        max_pending: int = MAX_QUEUED_EVENTS,
     ) -> None:
         self.client = client
         self.instance = f"{socket.gethostname()}"
@@ -114,8 +137,10 @@ class EventWriter:
         self, pod: Pod, event_type: str, reason: str, message: str, reporting_controller: str
     ) -> None:
         action = {"Scheduled": "Binding", "Preempted": "Preempting"}.get(reason, "Scheduling")
+        meta = pod.metadata
+        regarding = _Regarding(meta.namespace, meta.name, meta.uid, meta.resource_version or "")
         pending = _PendingEvent(
-            pod, event_type, reason, action, message[:1024], reporting_controller, time.time()
+            regarding, event_type, reason, action, message[:1024], reporting_controller, time.time()
         )
         try:
             self.queue.put_nowait(pending)
@@ -133,8 +158,8 @@ class EventWriter:
                     if exc.status not in (404, 409):
                         log.warning(
                             "event for %s/%s not written: %s",
-                            event.pod.metadata.namespace,
-                            event.pod.metadata.name,
+                            event.regarding.namespace,
+                            event.regarding.name,
                             exc,
                         )
                 except Exception as exc:
@@ -143,7 +168,7 @@ class EventWriter:
             flusher.cancel()
 
     async def _write(self, event: _PendingEvent) -> None:
-        meta = event.pod.metadata
+        meta = event.regarding
         key = _isomorphic_key(event)
         series = self.series.get(key)
         if series is not None and event.at - series.first_seen < SERIES_WINDOW:
@@ -175,7 +200,7 @@ class EventWriter:
         await self.client.post(f"/apis/events.k8s.io/v1/namespaces/{meta.namespace}/events", body)
         self.written += 1
         self.series[key] = _Series(name, meta.namespace, event.at, last_observed=event.at)
-        while len(self.series) > 50_000:
+        while len(self.series) > MAX_SERIES:
             self.series.popitem(last=False)
 
     async def _flush_series_forever(self) -> None:

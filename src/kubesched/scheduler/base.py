@@ -20,6 +20,7 @@ import numpy as np
 from kubesched.cache.cache import Cache
 from kubesched.framework.client import ClusterClient
 from kubesched.framework.clock import Clock
+from kubesched.framework.explain import Explanation
 from kubesched.framework.fit_error import Diagnosis
 from kubesched.framework.handle import Handle
 from kubesched.framework.metrics_recorder import MetricsRecorder
@@ -59,6 +60,16 @@ class OutcomeObserver(Protocol):
     ) -> None: ...
 
 
+class ExplainObserver(Protocol):
+    """Asks for explanations of some pods' attempts and is handed each one when the
+    attempt's scheduling cycle ends (`kubesched explain`, `run --explain`). The
+    scheduler asks `wants` once per attempt; with no ExplainObserver it asks nothing
+    and captures nothing."""
+
+    def wants(self, key: str) -> bool: ...
+    def explained(self, explanation: Explanation) -> None: ...
+
+
 class SchedulerBase:
     """The Scheduler's fields (the Scheduler struct in scheduler.go), as its
     methods in every module see them; Scheduler.__init__ sets them all."""
@@ -80,6 +91,7 @@ class SchedulerBase:
     last_failures: dict[str, tuple[str, str]]
     observer: Observer | None
     outcome_observer: OutcomeObserver | None
+    explain_observer: ExplainObserver | None
 
     # --- metrics -------------------------------------------------------------------
 

@@ -14,6 +14,7 @@ import time
 
 import msgspec
 
+from kubesched.api.objects import same_pod
 from kubesched.framework.client import BindConflict
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.fit_error import Diagnosis
@@ -87,7 +88,7 @@ class BindingCycle(SchedulerBase):
         """handleBindingCycleError in schedule_one.go: undo Reserve and the assumed
         pod, then fail the attempt as the scheduling cycle would."""
         fw.run_unreserve(state, qpi.pod_info, node)
-        self.cache.forget_pod(qpi.pod_info.key)
+        self.cache.forget_pod(qpi.pod_info)
         if isinstance(status.error, BindConflict):
             # The pod is gone or bound by someone else: nothing to retry.
             log.info("pod %s: binding gave up: %s", qpi.pod_info.key, status.message())
@@ -123,6 +124,15 @@ class BindingCycle(SchedulerBase):
             qpi.unschedulable_plugins = set(diagnosis.unschedulable_plugins)
             qpi.pending_plugins = set(diagnosis.pending_plugins)
         key = qpi.pod_info.key
+        queued = self.queue.find(key)
+        if queued is not None and queued is not qpi and not same_pod(queued.pod, qpi.pod):
+            # handleSchedulingFailure: "Pod was recreated while handling scheduling
+            # failure. Skip requeueing and status updates." The new pod of that name
+            # has its own place in the queue (and its own in-flight mark, if popped).
+            log.log(V(2), "Pod was recreated while handling scheduling failure", extra=kv(pod=key))
+            if key not in self.queue.in_flight:
+                self.queue.scheduling_done(key)
+            return
         if key in self.queue.in_flight:
             self.queue.requeue_failed(qpi)
             # (A pod deleted meanwhile is no longer in flight: it is not nominated,

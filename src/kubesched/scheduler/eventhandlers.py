@@ -39,6 +39,13 @@ class EventHandlers(SchedulerBase):
         self.queue.on_event(EVENT_NODE_ADD, None, node)
 
     def on_node_update(self, old: Node | None, new: Node) -> None:
+        if old is not None and replaced(old.metadata.uid, new.metadata.uid):
+            # Deleted and created again under the same name while the watch was
+            # down: a relist shows it as an update. Upstream's cache keys objects
+            # by UID, so the old one goes and the new one comes.
+            self.on_node_delete(old)
+            self.on_node_add(new)
+            return
         self.cache.update_node(new)
         if old is None:
             self.queue.on_event(EVENT_NODE_ADD, None, new)
@@ -68,6 +75,14 @@ class EventHandlers(SchedulerBase):
                 self.nominator.add(pod, None)
 
     def on_pod_update(self, old: Pod | None, new: Pod) -> None:
+        if old is not None and replaced(old.metadata.uid, new.metadata.uid):
+            # Another pod of the same name (a relist after the watch missed the
+            # delete and the create). Upstream's cache and queue key pods by UID
+            # (GetPodKey, updatePod's removePod+addPod), so this is the old pod's
+            # delete and the new one's add.
+            self.on_pod_delete(old)
+            self.on_pod_add(new)
+            return
         key = f"{new.metadata.namespace}/{new.metadata.name}"
         if new.spec.node_name:
             was_assigned = old is not None and bool(old.spec.node_name)
@@ -131,6 +146,12 @@ class EventHandlers(SchedulerBase):
             None,
             precheck=lambda other: (other.spec.priority or 0) <= priority,
         )
+
+
+def replaced(old_uid: str, new_uid: str) -> bool:
+    """Whether an update is really another object under the same name: both UIDs
+    known and different."""
+    return bool(old_uid) and bool(new_uid) and old_uid != new_uid
 
 
 def _scheduling_relevant_change(old: Pod, new: Pod) -> bool:

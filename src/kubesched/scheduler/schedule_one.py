@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from kubesched.framework.cycle_state import CycleState
+from kubesched.framework.explain import CycleCapture
 from kubesched.framework.fit_error import NO_NODES_AT_ALL, Diagnosis, fit_error_message
 from kubesched.framework.interfaces import PreFilterResult
 from kubesched.framework.node_table import IntArray, NodeTable, Rows
@@ -23,6 +24,7 @@ from kubesched.framework.runtime import Framework, PluginError
 from kubesched.framework.status import Code, Status
 from kubesched.framework.types import PodInfo, QueuedPodInfo
 from kubesched.scheduler.binding_cycle import BindingCycle
+from kubesched.scheduler.explain import Explaining
 
 log = logging.getLogger("kubesched.scheduler")
 
@@ -57,7 +59,7 @@ class ScheduleResult:
     scores: dict[str, int] = field(default_factory=dict)
 
 
-class SchedulingCycle(BindingCycle):
+class SchedulingCycle(BindingCycle, Explaining):
     """The Scheduler's scheduling cycle. It builds on BindingCycle because it starts
     the binding cycle and fails attempts through handle_scheduling_failure."""
 
@@ -79,6 +81,8 @@ class SchedulingCycle(BindingCycle):
             state.record_plugin_metrics = self.observer.should_sample_plugins()
         if self.outcome_observer is not None:
             self.outcome_observer.pod_attempted(pod.key, qpi.attempts)
+        if self.explain_observer is not None and self.explain_observer.wants(pod.key):
+            state.explain = CycleCapture()
         qpi.tried_at_generation = self.table.generation
         node = self.scheduling_cycle(fw, state, qpi, started)
         if node is None:
@@ -99,10 +103,15 @@ class SchedulingCycle(BindingCycle):
         the failure back to ScheduleOne for the FailureHandler; here it is handled
         (handle_scheduling_failure) where it happens, each with its own reason."""
         pod = qpi.pod_info
+        capture: CycleCapture | None = state.explain
         try:
             result = self.schedule_pod(fw, state, pod)
         except FitError as fit:
             nominating = self._post_filter(fw, state, qpi, fit)
+            if capture is not None:
+                capture.post_filter_message = fit.diagnosis.post_filter_message
+                capture.post_filter_nominated = nominating
+                self._explain(fw, state, qpi, capture, "Unschedulable", str(fit))
             self._observe_algorithm(started)
             # What-if runs changed the table and put it back: the attempt saw this one.
             qpi.tried_at_generation = self.table.generation
@@ -118,30 +127,39 @@ class SchedulingCycle(BindingCycle):
                 log.error("pod %s: %s", pod.key, exc)
             qpi.unschedulable_plugins = set()
             qpi.tried_at_generation = self.table.generation
+            if capture is not None:
+                self._explain(fw, state, qpi, capture, reason, str(exc))
             self.handle_scheduling_failure(fw, qpi, reason, str(exc), None)
             self._observe("error" if reason == "SchedulerError" else "unschedulable", fw, started)
             return None
         self._observe_algorithm(started)
 
         node = result.node_name
+        explanation = None
+        if capture is not None:  # before the assume changes the chosen node's row
+            explanation = self._explanation(fw, state, qpi, capture, "Scheduled", "")
         self.cache.assume_pod(pod, node)
         self.nominator.delete(pod.key)
         status = fw.run_reserve(state, pod, node)
         if not status.is_success():
             fw.run_unreserve(state, pod, node)
-            self.cache.forget_pod(pod.key)
+            self.cache.forget_pod(pod)
             self._handle_status_failure(fw, qpi, status)
             self._observe_failure(fw, status, started)
+            self._explain_failure(explanation, "Reserve", status)
             return None
         status, waits = fw.run_permit(state, pod, node)
         if status.code not in (Code.SUCCESS, Code.WAIT):
             fw.run_unreserve(state, pod, node)
-            self.cache.forget_pod(pod.key)
+            self.cache.forget_pod(pod)
             self._handle_status_failure(fw, qpi, status)
             self._observe_failure(fw, status, started)
+            self._explain_failure(explanation, "Permit", status)
             return None
         if waits:
             self.waiting_pods.add(pod.key, node, waits)
+        if explanation is not None and self.explain_observer is not None:
+            self.explain_observer.explained(explanation)
         return node
 
     def _post_filter(
@@ -165,13 +183,22 @@ class SchedulingCycle(BindingCycle):
         if num_all == 0:
             raise NoNodesError()
         feasible, diagnosis, evaluated = self.find_nodes_that_fit(fw, state, pod)
+        capture: CycleCapture | None = state.explain
+        if capture is not None:
+            capture.num_all_nodes, capture.evaluated = num_all, evaluated
+            capture.diagnosis, capture.feasible = diagnosis, feasible
         if len(feasible) == 0:
             raise FitError(pod, num_all, diagnosis)
         if len(feasible) == 1:
             row = int(feasible[0])
+            if capture is not None:
+                capture.chosen_row = row
             return ScheduleResult(self.table.names[row], row, evaluated, 1)
         totals = self.prioritize_nodes(fw, state, pod, feasible)
         row = int(feasible[select_host(totals, self.rng)])
+        if capture is not None:
+            capture.totals, capture.chosen_row = totals, row
+            capture.tied_rows = [int(r) for r in feasible[totals == totals.max()]]
         return ScheduleResult(self.table.names[row], row, evaluated, len(feasible))
 
     # --- filtering -----------------------------------------------------------------
@@ -196,10 +223,15 @@ class SchedulingCycle(BindingCycle):
             nominated_row = table.row_of(pod.pod.status.nominated_node_name)
         if nominated_row is not None:
             fits, nominated = self.evaluate_nominated_node(fw, state, pod, nominated_row)
+            if state.explain is not None:
+                state.explain.nominated_node = pod.pod.status.nominated_node_name
+                state.explain.nominated_fits = bool(len(fits))
             if len(fits):
                 return fits, Diagnosis.empty(), 1
 
         candidates, absent = pre_filter_candidates(table, order, pre_result)
+        if state.explain is not None:
+            state.explain.candidates = candidates
         feasible, diagnosis, processed = self.find_nodes_that_pass_filters(
             fw, state, pod, candidates
         )

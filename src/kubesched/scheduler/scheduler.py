@@ -31,7 +31,7 @@ from kubesched.framework.waiting import WaitingPods
 from kubesched.plugins.registry import default_registry
 from kubesched.queue.nominator import Nominator
 from kubesched.queue.scheduling_queue import QueueProfile, SchedulingQueue
-from kubesched.scheduler.base import Observer, OutcomeObserver
+from kubesched.scheduler.base import ExplainObserver, Observer, OutcomeObserver
 from kubesched.scheduler.binding_cycle import set_nominated_node_name
 from kubesched.scheduler.eventhandlers import EventHandlers
 from kubesched.scheduler.schedule_one import SchedulingCycle
@@ -56,6 +56,7 @@ class Scheduler(EventHandlers, SchedulingCycle):
         listers: Listers | None = None,
         registry: Registry | None = None,
         waiting_pods: WaitingPods | None = None,
+        explain_observer: ExplainObserver | None = None,
     ) -> None:
         self.clock = clock or SimClock()
         self.cluster = cluster
@@ -72,6 +73,7 @@ class Scheduler(EventHandlers, SchedulingCycle):
             cluster,
             self.waiting_pods,
             activate=self._activate,
+            retry_after_error=self._retry_after_error,
             storage=self.listers.storage,
             dra=self.listers.dra,
             pdbs=self.listers.pdbs,
@@ -110,9 +112,13 @@ class Scheduler(EventHandlers, SchedulingCycle):
         self.last_failures = {}
         self.observer = observer
         self.outcome_observer = outcome_observer
+        self.explain_observer = explain_observer
 
     def _activate(self, keys: list[str]) -> None:
         self.queue.activate(keys)
+
+    def _retry_after_error(self, keys: list[str]) -> None:
+        self.queue.retry_after_error(keys)
 
     # --- preemption's requests -----------------------------------------------------
 

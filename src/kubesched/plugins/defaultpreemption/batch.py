@@ -6,6 +6,7 @@ node dry run (SelectVictimsOnNode upstream), which the tests check."""
 from __future__ import annotations
 
 import logging
+import weakref
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING
 
@@ -28,8 +29,6 @@ from kubesched.plugins.defaultpreemption.candidates import (
 )
 
 log = logging.getLogger("kubesched.preemption")
-
-_AMOUNTS_CACHE_SIZE = 1 << 16
 
 
 def _pass(
@@ -84,7 +83,7 @@ class BatchedDryRun:
     """The batched dry run, mixed into DefaultPreemption."""
 
     framework: FrameworkRunner | None
-    _amounts: dict[str, tuple[PodInfo, list[int]]]
+    _amounts: weakref.WeakKeyDictionary[PodInfo, list[int]]
 
     if TYPE_CHECKING:  # what DefaultPreemption brings
 
@@ -166,14 +165,12 @@ class BatchedDryRun:
         columns = table.resource_index
 
         cache = self._amounts
-        if len(cache) > _AMOUNTS_CACHE_SIZE:
-            cache.clear()
 
         def amounts(info: PodInfo) -> list[int] | None:
             """What add_pod adds to the row's `requested` (None: not just that)."""
-            cached = cache.get(info.key)
-            if cached is not None and cached[0] is info and len(cached[1]) == width:
-                return cached[1]
+            cached = cache.get(info)
+            if cached is not None and len(cached) == width:
+                return cached
             vector = [0] * width
             for resource, amount in info.requests.items():
                 col = columns.get(resource)
@@ -181,7 +178,7 @@ class BatchedDryRun:
                     return None
                 vector[col] += amount
             vector[PODS] += 1
-            cache[info.key] = (info, vector)
+            cache[info] = vector
             return vector
 
         orders: list[list[PodInfo]] = []

@@ -36,6 +36,7 @@ scheduling" for every node that was not a candidate.
 from __future__ import annotations
 
 import logging
+import weakref
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -111,9 +112,10 @@ class DefaultPreemption(BatchedDryRun, PostFilterPlugin, PreEnqueuePlugin, Enque
     ):
         super().__init__(raw_args(args), handle)
         self.preemption_args = default_preemption_args(args)
-        # pod key -> (the PodInfo, what it adds to a row's requested), for the batched
-        # dry run; an entry counts only for that very PodInfo (and table width).
-        self._amounts: dict[str, tuple[PodInfo, list[int]]] = {}
+        # PodInfo -> what it adds to a row's requested, for the batched dry run (for
+        # the table width it was made at). Weak: an entry goes with its PodInfo,
+        # so nothing is kept of a pod the cache has let go.
+        self._amounts: weakref.WeakKeyDictionary[PodInfo, list[int]] = weakref.WeakKeyDictionary()
         # Preemptors whose victims are being evicted (Executor.preempting upstream),
         # each with the last victim it deletes: (node, victim key).
         self._last_victim: dict[str, tuple[str, str]] = {}
@@ -457,8 +459,10 @@ class DefaultPreemption(BatchedDryRun, PostFilterPlugin, PreEnqueuePlugin, Enque
         except Exception:
             log.exception("preemption for pod %s on node %s failed", preemptor.key, node)
             self._last_victim.pop(preemptor.key, None)
-            # Do not leave the preemptor waiting for deletions that will not come.
-            handle.activate([preemptor.key])
+            # Do not leave the preemptor waiting for deletions that will not come
+            # (prepareCandidateAsync Activates it), but let it retry after its
+            # backoff, not at once: the API that refused is likely to refuse again.
+            handle.retry_after_error([preemptor.key])
             return
         self._last_victim.pop(preemptor.key, None)
 

@@ -11,25 +11,40 @@ k8s.io/apiserver/pkg/server/healthz:
 * ``?exclude=name`` skips a check, ``/readyz/name`` runs a single one;
 * with no checks registered an endpoint has the single check ``ping``.
 
-A check is a plain ``() -> bool``; one that raises counts as failed.
+A check is a plain ``() -> bool``; one that raises counts as failed (raise
+``CheckFailed`` to give the reason the log shows, as a Go check's error).
 ``/metrics`` serves ``SchedulerMetrics.render()``.
+
+The server listens on plain HTTP, or on HTTPS when given an ``ssl.SSLContext``;
+a ``RequestGuard`` (kubesched.server.auth) in front of every handler does what
+kube-scheduler's handler chain does with its delegated authenticator and
+authorizer (buildHandlerChain, cmd/kube-scheduler/app/server.go).
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+import ssl
+from collections.abc import Awaitable, Callable, Iterable
 
 from aiohttp import web
 
 from kubesched.logs import V, kv
 from kubesched.metrics import SchedulerMetrics
+from kubesched.server.auth import RequestGuard
 
-__all__ = ["Check", "HealthServer"]
+__all__ = ["Check", "CheckFailed", "Handler", "HealthServer"]
 
 log = logging.getLogger("kubesched.server")
 
 Check = Callable[[], bool]
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+ENDPOINTS = ("healthz", "livez", "readyz")
+
+
+class CheckFailed(Exception):
+    """A check's failure with its reason (the error a Go HealthChecker returns)."""
+
 
 _TEXT = "text/plain; charset=utf-8"
 _HEADERS = {"Content-Type": _TEXT, "X-Content-Type-Options": "nosniff"}
@@ -43,35 +58,67 @@ def _run(fn: Check) -> tuple[bool, str]:
     """Run a check: (passed, reason when it did not)."""
     try:
         ok = bool(fn())
+    except CheckFailed as exc:
+        return False, str(exc)
     except Exception as exc:
         return False, f"{type(exc).__name__}: {exc}"
     return ok, "" if ok else "check returned false"
 
 
 class HealthServer:
-    """/healthz, /livez, /readyz and /metrics on one port (0 picks a free one)."""
+    """/healthz, /livez, /readyz and /metrics on one port (0 picks a free one).
 
-    def __init__(self, metrics: SchedulerMetrics, host: str, port: int) -> None:
+    SSL_CONTEXT: serve HTTPS. GUARD: authenticate and authorize every request
+    first. SERVE_METRICS=False leaves /metrics out (the plain-HTTP health port).
+    CHECKS: share the checks of another server (both answer the same)."""
+
+    def __init__(
+        self,
+        metrics: SchedulerMetrics,
+        host: str,
+        port: int,
+        *,
+        ssl_context: ssl.SSLContext | None = None,
+        guard: RequestGuard | None = None,
+        serve_metrics: bool = True,
+        checks: dict[str, dict[str, Check]] | None = None,
+    ) -> None:
         self.metrics = metrics
         self.host = host
         self.port = port
-        self._health: dict[str, Check] = {}
-        self._ready: dict[str, Check] = {}
+        self.ssl_context = ssl_context
+        self.guard = guard
+        self.serve_metrics = serve_metrics
+        # endpoint -> check name -> check, in the order they were added.
+        self.checks: dict[str, dict[str, Check]] = (
+            checks if checks is not None else {endpoint: {} for endpoint in ENDPOINTS}
+        )
         self._runner: web.AppRunner | None = None
+        self._more: list[tuple[str, Handler]] = []
 
     # --- checks ----------------------------------------------------------------
 
+    def add_check(self, name: str, fn: Check, endpoints: Iterable[str]) -> None:
+        """A check run by each of ENDPOINTS ("healthz", "livez", "readyz"); a second
+        one by a name replaces it."""
+        for endpoint in endpoints:
+            self.checks[endpoint][name] = fn
+
     def add_health_check(self, name: str, fn: Check) -> None:
-        """A liveness check, run by /healthz and /livez (a second one by a name replaces it)."""
-        self._health[name] = fn
+        """A liveness check, run by /healthz and /livez."""
+        self.add_check(name, fn, ("healthz", "livez"))
 
     def add_ready_check(self, name: str, fn: Check) -> None:
         """A readiness check, run by /readyz."""
-        self._ready[name] = fn
+        self.add_check(name, fn, ("readyz",))
+
+    def add_get(self, path: str, handler: Handler) -> None:
+        """One more GET endpoint on this port (before start): `run --explain`'s."""
+        self._more.append((path, handler))
 
     def _checks(self, endpoint: str) -> dict[str, Check]:
-        checks = self._ready if endpoint == "readyz" else self._health
-        return checks or {"ping": _ping}
+        # InstallPathHandler: an endpoint with no checks gets "ping".
+        return self.checks[endpoint] or {"ping": _ping}
 
     # --- handlers --------------------------------------------------------------
 
@@ -127,11 +174,15 @@ class HealthServer:
 
     def app(self) -> web.Application:
         """The aiohttp application (for embedding or aiohttp's test client)."""
-        app = web.Application()
-        for endpoint in ("healthz", "livez", "readyz"):
+        middlewares = [self.guard.middleware] if self.guard is not None else []
+        app = web.Application(middlewares=middlewares)
+        for endpoint in ENDPOINTS:
             app.router.add_get(f"/{endpoint}", self._root)
             app.router.add_get(f"/{endpoint}/{{check}}", self._single)
-        app.router.add_get("/metrics", self._metrics)
+        if self.serve_metrics:
+            app.router.add_get("/metrics", self._metrics)
+        for path, handler in self._more:
+            app.router.add_get(path, handler)
         return app
 
     # --- lifecycle -------------------------------------------------------------
@@ -142,7 +193,7 @@ class HealthServer:
             return
         runner = web.AppRunner(self.app(), access_log=None, handle_signals=False)
         await runner.setup()
-        site = web.TCPSite(runner, self.host, self.port)
+        site = web.TCPSite(runner, self.host, self.port, ssl_context=self.ssl_context)
         try:
             await site.start()
         except BaseException:
@@ -152,7 +203,10 @@ class HealthServer:
         addresses = runner.addresses
         if addresses:
             self.port = int(addresses[0][1])
-        log.info("Serving health and metrics", extra=kv(address=f"{self.host}:{self.port}"))
+        log.info(
+            "Serving securely" if self.ssl_context is not None else "Serving insecurely",
+            extra=kv(address=f"{self.host}:{self.port}"),
+        )
 
     async def stop(self) -> None:
         """Stop listening and close open connections."""

@@ -1,0 +1,188 @@
+"""`kubesched explain`: why a pod went where it went in the simulation, or nowhere."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+import msgspec
+import yaml
+from rich.console import Console
+
+from kubesched.cli.explain_report import print_explanation
+from kubesched.cli.options import (
+    load_manifests,
+    manifest_options,
+    scheduler_options,
+    scheduler_setup,
+    seed_note,
+)
+from kubesched.cli.report import profile_line
+from kubesched.cluster.manifests import pending_pods, running_pods
+from kubesched.framework.explain import Explanation
+from kubesched.simulator import SimulationResult, simulate
+
+
+def pod_key(name: str) -> str:
+    """namespace/name; a bare name is in the default namespace, as kubectl's."""
+    return name if "/" in name else f"default/{name}"
+
+
+def victims_of(result: SimulationResult, key: str) -> list[str]:
+    """The pods preempted for this one: their Preempted events name its UID."""
+    pod = result.pods.get(key)
+    if pod is None or not pod.metadata.uid:
+        return []
+    uid = pod.metadata.uid
+    return sorted({e.pod for e in result.events if e.reason == "Preempted" and uid in e.message})
+
+
+@click.command("explain")
+@click.argument("pods", nargs=-1, required=True, metavar="POD...")
+@manifest_options
+@scheduler_options
+@click.option(
+    "-o", "--output", type=click.Choice(["text", "json", "yaml"]), default="text", show_default=True
+)
+@click.option("--all-attempts", is_flag=True, help="Every attempt, not just the last.")
+@click.option(
+    "--top",
+    type=click.IntRange(0),
+    default=10,
+    show_default=True,
+    help="Groups of feasible nodes shown in the score table (0: all).",
+)
+@click.option(
+    "--examples",
+    type=click.IntRange(0),
+    default=3,
+    show_default=True,
+    help="Node names shown per group (0: all).",
+)
+def explain_command(
+    pods: tuple[str, ...],
+    paths: tuple[Path, ...],
+    from_cluster: bool,
+    kubeconfig: str | None,
+    context: str | None,
+    max_pods: int,
+    config_path: str | None,
+    plugins: tuple[str, ...],
+    enabled: tuple[str, ...],
+    disabled: tuple[str, ...],
+    seed: str,
+    percentage_of_nodes_to_score: int | None,
+    output: str,
+    all_attempts: bool,
+    top: int,
+    examples: int,
+) -> None:
+    """Why POD (namespace/name, or a name in namespace default) went where it went, or
+    nowhere: the simulation runs as `simulate` runs it, and each of the pod's
+    scheduling attempts is explained as that attempt saw the cluster: every node's
+    filter verdict, each score plugin's raw, normalized and weighted score, the
+    tie-break, and PostFilter (preemption)."""
+    setup = scheduler_setup(
+        config_path, plugins, enabled, disabled, seed, percentage_of_nodes_to_score
+    )
+    state = load_manifests(paths, from_cluster, kubeconfig, context, max_pods)
+    err = Console(stderr=True)
+    for problem in state.problems:
+        err.print(f"error: {problem}", highlight=False, markup=False, soft_wrap=True)
+    running = running_pods(state)
+    pending = pending_pods(state)
+    keys = [pod_key(p) for p in pods]
+    known = {p.key: p for p in pending}
+    already = {p.key: p.spec.node_name for p in running}
+    for key in keys:
+        if key in already:
+            raise click.BadParameter(
+                f"{key} already runs on node {already[key]} (spec.nodeName): "
+                "explain covers the pods the simulation schedules",
+                param_hint="POD",
+            )
+        if key not in known:
+            raise click.BadParameter(f"no pending pod {key} in the input", param_hint="POD")
+    result = simulate(
+        state.nodes,
+        [*running, *pending],
+        setup.profiles,
+        seed=setup.seed,
+        percentage_of_nodes_to_score=setup.percentage_of_nodes_to_score,
+        pdbs=state.pdbs,
+        namespaces=state.namespaces,
+        storage=state.storage,
+        dra=state.dra,
+        registry=setup.registry,
+        explain=keys,
+    )
+    for key in keys:
+        victims = victims_of(result, key)
+        for explanation in result.explanations.get(key, []):
+            if explanation.post_filter is not None and explanation.post_filter.nominated_node:
+                explanation.post_filter.victims = victims
+    notes = [*state.notes, seed_note(setup)]
+    if output == "text":
+        print_text(Console(), result, keys, notes, all_attempts, top, examples)
+        return
+    document = explain_document(result, keys, notes, all_attempts, setup.seed)
+    if output == "json":
+        json.dump(document, sys.stdout, indent=2)
+        sys.stdout.write("\n")
+    else:
+        yaml.safe_dump(document, sys.stdout, sort_keys=False)
+
+
+def explain_document(
+    result: SimulationResult, keys: list[str], notes: list[str], all_attempts: bool, seed: int
+) -> dict[str, Any]:
+    """The machine-readable explanations: per pod, where it ended up and its attempts."""
+    found: list[dict[str, Any]] = []
+    for key in keys:
+        attempts = result.explanations.get(key, [])
+        shown = attempts if all_attempts else attempts[-1:]
+        found.append(
+            {
+                "pod": key,
+                "node": result.placements.get(key),
+                "reason": result.reasons.get(key, ""),
+                "attempts": len(attempts),
+                "explanations": [msgspec.to_builtins(e) for e in shown],
+            }
+        )
+    return {"pods": found, "seed": seed, "notes": notes}
+
+
+def print_text(
+    console: Console,
+    result: SimulationResult,
+    keys: list[str],
+    notes: list[str],
+    all_attempts: bool,
+    top: int,
+    examples: int,
+) -> None:
+    for note in notes:
+        console.print(f"[dim]note: {note}[/dim]", highlight=False)
+    for key in keys:
+        attempts: list[Explanation] = result.explanations.get(key, [])
+        if not attempts:
+            why = result.reasons.get(key, "never attempted")
+            console.print(f"[bold]Pod {key}[/bold]: not attempted: {why}", highlight=False)
+            continue
+        for profile in result.profiles:
+            if profile.profile == attempts[-1].plugins.profile:
+                console.print(profile_line(profile), highlight=False, markup=False)
+        for explanation in attempts if all_attempts else attempts[-1:]:
+            print_explanation(
+                console,
+                explanation,
+                final_node=result.placements.get(key),
+                total_attempts=len(attempts),
+                examples=examples,
+                top=top,
+            )
+            console.print()

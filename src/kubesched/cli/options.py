@@ -1,0 +1,273 @@
+"""The options `simulate`, `explain` and `capacity` share: which scheduler configuration
+runs (a KubeSchedulerConfiguration, plugins registered, enabled and disabled), which
+manifests it runs on, and the seed of its tie-breaks."""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+
+from kubesched.cluster.manifests import DEFAULT_MAX_PODS, ClusterState, load_paths
+from kubesched.config import ConfigError, load_config
+from kubesched.framework.interfaces import EXTENSION_POINTS, Plugin
+from kubesched.framework.profile import PluginRef, ProfileConfig, resolve
+from kubesched.framework.registry import Registry, load_plugin_path
+from kubesched.plugins.registry import default_registry
+
+# Without --config, pods for the default scheduler and for kubesched by name are both
+# simulated, each by a default profile.
+SIMULATED_SCHEDULER_NAMES = ("default-scheduler", "kubesched")
+# Tie-breaks are seeded with this unless --seed says otherwise: two runs on one input
+# give the same placements.
+DEFAULT_SEED = 0
+# Score weights are int32 upstream; 0 means the plugin's default weight.
+MAX_PLUGIN_WEIGHT = 2**31 - 1
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def manifest_options(fn: F) -> F:
+    """-f, --from-cluster, --kubeconfig, --context, --max-pods."""
+    for option in reversed(
+        [
+            click.option(
+                "-f",
+                "--filename",
+                "paths",
+                multiple=True,
+                type=click.Path(exists=True, allow_dash=True, path_type=Path),
+                help="Manifest file or folder (YAML or JSON), - for stdin; may be repeated.",
+            ),
+            click.option(
+                "--from-cluster",
+                is_flag=True,
+                help="Start from a live cluster's nodes and pods (read only), "
+                "then add the -f manifests.",
+            ),
+            click.option(
+                "--kubeconfig",
+                type=click.Path(exists=True, dir_okay=False),
+                default=None,
+                help="kubeconfig for --from-cluster.",
+            ),
+            click.option("--context", default=None, help="kubeconfig context for --from-cluster."),
+            click.option(
+                "--max-pods",
+                type=click.IntRange(min=0),
+                default=DEFAULT_MAX_PODS,
+                show_default=True,
+                help="The most pods the simulation holds; a workload whose pods would go "
+                "past it is an error and is skipped.",
+            ),
+        ]
+    ):
+        fn = option(fn)
+    return fn
+
+
+def scheduler_options(fn: F) -> F:
+    """--config, --plugin, --enable, --disable, --seed, --percentage-of-nodes-to-score."""
+    for option in reversed(
+        [
+            click.option(
+                "--config",
+                "config_path",
+                type=click.Path(exists=True, dir_okay=False),
+                default=None,
+                help="KubeSchedulerConfiguration file: its profiles schedule the pods "
+                "whose schedulerName they have (default: the default profile, for "
+                "default-scheduler and kubesched).",
+            ),
+            click.option(
+                "--plugin",
+                "plugins",
+                multiple=True,
+                metavar="MODULE:CLASS",
+                help="Register a custom plugin class; enable it with --enable or --config.",
+            ),
+            click.option(
+                "--enable",
+                "enabled",
+                multiple=True,
+                metavar="NAME[:WEIGHT]",
+                help="Enable a registered plugin at every extension point it implements, "
+                "in every profile.",
+            ),
+            click.option(
+                "--disable",
+                "disabled",
+                multiple=True,
+                metavar="NAME",
+                help="Disable a plugin at every extension point, in every profile.",
+            ),
+            click.option(
+                "--seed",
+                default=str(DEFAULT_SEED),
+                show_default=True,
+                metavar="N|random",
+                help="Seed for tie-breaks between best nodes; 'random' picks one "
+                "(and the report says which).",
+            ),
+            click.option(
+                "--percentage-of-nodes-to-score",
+                type=click.IntRange(0, 100),
+                default=None,
+                help="Override percentageOfNodesToScore (default: the configuration's, or 0).",
+            ),
+        ]
+    ):
+        fn = option(fn)
+    return fn
+
+
+@dataclass(slots=True)
+class SchedulerSetup:
+    """The scheduler configuration a command runs, from its options."""
+
+    profiles: list[ProfileConfig]
+    registry: Registry
+    seed: int
+    seed_given: bool  # False: the seed was picked at random (--seed random)
+    percentage_of_nodes_to_score: int
+    config_path: str | None
+
+
+def scheduler_setup(
+    config_path: str | None,
+    plugins: tuple[str, ...],
+    enabled: tuple[str, ...],
+    disabled: tuple[str, ...],
+    seed: str,
+    percentage: int | None,
+) -> SchedulerSetup:
+    """The profiles, registry and seed the options ask for; a UsageError / BadParameter
+    naming the option for anything wrong, before anything runs."""
+    loaded: list[type[Plugin]] = []
+    for target in plugins:
+        try:
+            loaded.append(load_plugin_path(target))
+        except Exception as exc:
+            raise click.BadParameter(f"{target}: {exc}", param_hint="--plugin") from None
+    try:
+        registry = default_registry(loaded)
+    except ValueError as exc:  # two plugins of one name
+        raise click.BadParameter(str(exc), param_hint="--plugin") from None
+    config_percentage = 0
+    if config_path is not None:
+        try:
+            config = load_config(config_path)
+        except ConfigError as exc:
+            raise click.BadParameter(str(exc), param_hint="--config") from None
+        profiles = config.profiles
+        config_percentage = config.percentage_of_nodes_to_score
+    else:
+        profiles = [ProfileConfig.default(name) for name in SIMULATED_SCHEDULER_NAMES]
+    for spec in enabled:
+        # A plugin that is not registered, or a weight that is not an int32
+        # (PluginConfig's Weight) of at least 0, is a usage error, never a traceback.
+        name, _, weight_text = spec.partition(":")
+        if name not in registry:
+            known = ", ".join(sorted(registry))
+            raise click.BadParameter(
+                f"{spec}: unknown plugin {name!r} (known: {known}; register others with --plugin)",
+                param_hint="--enable",
+            )
+        try:
+            weight = int(weight_text or 0)
+        except ValueError:
+            weight = -1
+        if not 0 <= weight <= MAX_PLUGIN_WEIGHT:
+            raise click.BadParameter(
+                f"{spec}: the weight must be an integer from 0 to {MAX_PLUGIN_WEIGHT}, "
+                f"got {weight_text!r}",
+                param_hint="--enable",
+            )
+        for profile in profiles:
+            profile.plugins["multiPoint"].enabled.append(PluginRef(name, weight))
+    for name in disabled:
+        if name not in registry:
+            raise click.BadParameter(f"{name!r}: no plugin of that name", param_hint="--disable")
+        for profile in profiles:
+            disable(profile, name)
+    for profile in profiles:
+        check_profile(profile, registry, "--config" if config_path else "--disable")
+    if seed == "random":
+        chosen, given = secrets.randbelow(2**31), False
+    else:
+        try:
+            chosen, given = int(seed), True
+        except ValueError:
+            raise click.BadParameter(
+                f"{seed!r}: an integer or 'random'", param_hint="--seed"
+            ) from None
+    return SchedulerSetup(
+        profiles,
+        registry,
+        chosen,
+        given,
+        config_percentage if percentage is None else percentage,
+        config_path,
+    )
+
+
+def disable(profile: ProfileConfig, name: str) -> None:
+    """Take `name` out of every extension point of the profile, as a `disabled` entry
+    of multiPoint and of each point would."""
+    for point, plugins in profile.plugins.items():
+        plugins.enabled = [ref for ref in plugins.enabled if ref.name != name]
+        if point == "multiPoint":
+            plugins.disabled.append(PluginRef(name))
+
+
+def check_profile(profile: ProfileConfig, registry: Registry, hint: str) -> None:
+    """What the framework would refuse (frameworkImpl's NewFramework): unknown plugins,
+    not exactly one QueueSort, no Bind plugin."""
+    where = f"profile {profile.scheduler_name!r}"
+    for plugins in profile.plugins.values():
+        for ref in plugins.enabled:
+            if ref.name not in registry:
+                raise click.BadParameter(f"{where}: {ref.name!r} does not exist", param_hint=hint)
+    resolved = resolve(profile, EXTENSION_POINTS, registry)
+    if len(resolved.points["queueSort"]) != 1:
+        raise click.BadParameter(
+            f"{where}: exactly one queueSort plugin must be enabled, "
+            f"found {len(resolved.points['queueSort'])}",
+            param_hint=hint,
+        )
+    if not resolved.points["bind"]:
+        raise click.BadParameter(f"{where}: at least one bind plugin is needed", param_hint=hint)
+
+
+def load_manifests(
+    paths: tuple[Path, ...],
+    from_cluster: bool,
+    kubeconfig: str | None,
+    context: str | None,
+    max_pods: int = DEFAULT_MAX_PODS,
+) -> ClusterState:
+    """The -f manifests, on top of the live cluster with --from-cluster."""
+    if not paths and not from_cluster:
+        raise click.UsageError("give manifests with -f, or --from-cluster, or both")
+    before: list[tuple[str, int, object]] = []
+    if from_cluster:
+        import asyncio
+
+        from kubesched.kube.snapshot import read_cluster
+
+        try:
+            before = asyncio.run(read_cluster(kubeconfig, context))
+        except Exception as exc:
+            raise click.ClickException(f"cannot read the cluster: {exc}") from None
+    return load_paths(paths, before, max_pods)
+
+
+def seed_note(setup: SchedulerSetup) -> str:
+    """How to repeat the run: the seed of its tie-breaks."""
+    if setup.seed_given:
+        return f"tie-breaks seeded with {setup.seed}"
+    return f"tie-breaks seeded at random with {setup.seed}: repeat with --seed {setup.seed}"

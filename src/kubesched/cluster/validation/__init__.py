@@ -1,0 +1,13 @@
+"""The apiserver's validation of the objects `simulate` reads, split by subject:
+
+- field_errors: field.Error's texts ("Invalid value: ...", "Unsupported value: ...");
+- names_labels: apimachinery's names, label keys and values, annotations, selectors
+  and ObjectMeta;
+- resources: resource names, quantities and requests against limits;
+- pod_spec: ValidatePodSpec (containers, ports, tolerations, priority);
+- affinity_spread: affinity terms and topology spread constraints;
+- scheduling_objects: Nodes, PriorityClasses and PodDisruptionBudgets.
+
+Each validator yields FieldErrors in upstream's order; the loader reports the
+first one of an object and skips the object.
+"""
