@@ -270,3 +270,23 @@ def test_kustomize_servicemonitor_component(
         (p["name"], "https") for p in service["spec"]["ports"]
     ]
     assert kinds(dry_run(kubectl, control_plane, rendered)) == kinds(objects)
+
+
+def test_helm_deployment_matches_the_kustomize_one(kubectl: Path, helm: Path) -> None:
+    """The chart's Deployment is a template of its own: with default values its container
+    must be deploy/deployment.yaml's (ports, probes, security, mounts, resources, command
+    but the port flag the chart always passes), so that a change there is not missed here."""
+
+    def container(text: str) -> dict[str, Any]:
+        (deployment,) = [o for o in docs(text) if o["kind"] == "Deployment"]
+        (only,) = deployment["spec"]["template"]["spec"]["containers"]
+        command = list(only.pop("command"))
+        if "--secure-port" in command:
+            i = command.index("--secure-port")
+            assert command[i + 1] == "10259"
+            del command[i : i + 2]
+        only["command"] = command
+        only.pop("image")
+        return only
+
+    assert container(helm_template(helm)) == container(kustomize(kubectl, DEPLOY_DIR))
