@@ -306,12 +306,18 @@ class SchedulingQueue:
 
     # --- failures --------------------------------------------------------------
 
+    def _backoff_count(self, qpi: QueuedPodInfo) -> int:
+        """getBackoffTime's count: the run of consecutive errors after an error, else
+        the rejections; 0 (no backoff at all) for a pod never rejected nor failed,
+        or with backoff turned off (podMaxBackoff 0)."""
+        if not self.max_backoff:
+            return 0
+        return qpi.consecutive_errors_count or qpi.unschedulable_count
+
     def backoff_duration(self, qpi: QueuedPodInfo) -> float:
-        """getBackoffTime and calculateBackoffDuration: doubling from the initial
-        backoff per rejection, or per consecutive error after an error; none for a
-        pod that was never rejected nor failed."""
-        count = qpi.consecutive_errors_count or qpi.unschedulable_count
-        if count == 0 or self.max_backoff == 0:
+        """calculateBackoffDuration: doubling from the initial backoff per count."""
+        count = self._backoff_count(qpi)
+        if count == 0:
             return 0.0
         duration = self.initial_backoff
         for _ in range(1, count):
@@ -324,7 +330,7 @@ class SchedulingQueue:
         """getBackoffTime. With SchedulerPopFromBackoffQ the expiry is truncated to
         its one-second ordering window: pods whose backoff ends in the same window
         leave backoffQ together, in activeQ's order (priority first)."""
-        if not (qpi.consecutive_errors_count or qpi.unschedulable_count) or not self.max_backoff:
+        if self._backoff_count(qpi) == 0:
             return -math.inf  # never tried and failed: no backoff (zero time upstream)
         expiry = qpi.timestamp + self.backoff_duration(qpi)
         return (
