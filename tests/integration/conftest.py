@@ -111,14 +111,12 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     reporter = session.config.pluginmanager.get_plugin("terminalreporter")
     if reporter is not None and not _binaries_cached():
         reporter.write_line(
-            "building kube-apiserver, kube-scheduler, kube-controller-manager, kubectl, etcd "
-            "and helm with hack/build-*.sh "
+            "building kube-apiserver, kube-scheduler, kube-controller-manager, kubectl and etcd "
+            "with hack/build-*.sh "
             "(a cold build takes ~12 min)..."
         )
     with contextlib.suppress(HackScriptError):
         ensure_binaries()
-    with contextlib.suppress(HackScriptError):
-        ensure_helm()
 
 
 # --------------------------------------------------------------------- fixtures
