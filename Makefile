@@ -3,24 +3,50 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
+LOCK   := requirements.lock
+UV     := $(BIN)/uv
 
-.PHONY: run test lint typecheck unit integration venv clean cluster-up cluster-down chaos soak
+.PHONY: run test lint typecheck unit integration venv clean cluster-up cluster-down chaos soak lock lock-check readme
 
-$(STAMP): pyproject.toml
+# The venv holds exactly requirements.lock, then kubesched itself (editable, no deps).
+# uv is pinned in the lock too: pip installs that version, `uv pip sync` keeps it.
+$(STAMP): pyproject.toml $(LOCK)
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[dev]'
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check "$$(grep -E '^uv==' $(LOCK))"
+	$(UV) pip sync --quiet --python $(BIN)/python $(LOCK)
+	$(UV) pip install --quiet --python $(BIN)/python --no-deps -e .
 	touch $(STAMP)
 
+# Exact pins for every platform and Python >= 3.11, from the ranges in pyproject.toml.
+LOCK_COMPILE = $(UV) pip compile --quiet --universal --python-version 3.11 --extra dev \
+	--custom-compile-command "make lock" pyproject.toml
+
+# Resolve again: pins that still fit are kept (uv prefers an output file's versions),
+# so only a change in pyproject.toml changes the lock.
+lock: $(STAMP)
+	$(LOCK_COMPILE) -o $(LOCK)
+
+# The lock matches pyproject.toml: resolving again from it changes nothing.
+lock-check: $(STAMP)
+	@tmp=$$(mktemp) && cp $(LOCK) $$tmp && $(LOCK_COMPILE) -o $$tmp \
+	  && diff -u $(LOCK) $$tmp; status=$$?; rm -f $$tmp; \
+	  if [ $$status -ne 0 ]; then echo "$(LOCK) does not match pyproject.toml: run make lock" >&2; fi; \
+	  exit $$status
+
 venv: $(STAMP)
+
+# The README's plugin table, from the plugin registry (tests/packaging/test_readme.py checks it).
+readme: $(STAMP)
+	$(BIN)/python -m tests.packaging.readme_plugins --write
 
 run: $(STAMP)
 	$(BIN)/kubesched simulate -f examples/cluster --seed 1
 
 lint: $(STAMP)
-	$(BIN)/ruff format --check src tests examples
-	$(BIN)/ruff check src tests examples
+	$(BIN)/ruff format --check src tests examples bench
+	$(BIN)/ruff check src tests examples bench
 	$(BIN)/lint-imports
+	$(BIN)/hadolint deploy/Dockerfile
 
 typecheck: $(STAMP)
 	$(BIN)/mypy
@@ -33,7 +59,7 @@ integration: $(STAMP)
 
 # Every test, lint (ruff, the import-linter layer contracts) and type check. pytest's exit code 5 ("no tests collected")
 # is a failure here on purpose: an empty run must never look green.
-test: $(STAMP) lint typecheck
+test: $(STAMP) lock-check lint typecheck
 	$(BIN)/pytest -q
 
 CLUSTER_DIR ?= .cluster

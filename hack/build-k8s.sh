@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# Build kube-apiserver, kube-scheduler and kube-controller-manager for the pinned
-# Kubernetes version (hack/k8s-version) from the k8s.io/kubernetes Go module.
+# Build kube-apiserver, kube-scheduler, kube-controller-manager and kubectl for the
+# pinned Kubernetes version (hack/k8s-version) from the k8s.io/kubernetes Go module.
+# kubectl renders deploy/ (`kubectl kustomize`) and applies it with --dry-run=server
+# in the integration tests.
 #
 # k8s.io/kubernetes cannot be `go install`ed directly: its go.mod requires the
 # staging modules (k8s.io/api, k8s.io/client-go, ...) at v0.0.0 and replaces
@@ -10,16 +12,16 @@
 # then `go build` the commands from there.
 #
 # Output: ${KUBESCHED_CACHE:-~/.cache/kubesched}/k8s/<version>/bin/
-#   {kube-apiserver,kube-scheduler,kube-controller-manager}. Only the missing
-#   ones are built (a cache from before kube-controller-manager was added gets
-#   just that one); if all exist, nothing is built.
+#   {kube-apiserver,kube-scheduler,kube-controller-manager,kubectl}. Only the
+#   missing ones are built (a cache from before kubectl was added gets just that
+#   one, a few minutes); if all exist, nothing is built.
 # The binary dir is printed on the last line of stdout; everything else goes
 # to stderr. The first build takes 10-25 minutes on 2 cores.
 set -euo pipefail
 # shellcheck source=hack/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-BINARIES=(kube-apiserver kube-scheduler kube-controller-manager)
+BINARIES=(kube-apiserver kube-scheduler kube-controller-manager kubectl)
 
 # missing: the BINARIES not (yet) in the bin dir, one a line.
 missing() {
@@ -122,5 +124,11 @@ for b in "${BUILD[@]}"; do
   [[ -x "${WORK}/out/${b}" ]] || die "build did not produce ${b}"
   mv -f "${WORK}/out/${b}" "${K8S_BIN_DIR}/${b}"
 done
-log "built ${BUILD[*]} in $((SECONDS - start))s: $("${K8S_BIN_DIR}/${BUILD[0]}" --version)"
+# kubectl has no --version flag; the servers do.
+if [[ "${BUILD[0]}" == kubectl ]]; then
+  version="$("${K8S_BIN_DIR}/kubectl" version --client | head -1)"
+else
+  version="$("${K8S_BIN_DIR}/${BUILD[0]}" --version)"
+fi
+log "built ${BUILD[*]} in $((SECONDS - start))s: ${version}"
 echo "${K8S_BIN_DIR}"

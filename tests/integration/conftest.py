@@ -53,6 +53,7 @@ from tests.integration.control_plane import (
     ControlPlane,
     HackScriptError,
     ensure_binaries,
+    ensure_helm,
     free_port,
     run_hack,
 )
@@ -78,6 +79,7 @@ __all__ = [
     "KubeSchedulerProcess",
     "WaitTimeout",
     "ensure_binaries",
+    "ensure_helm",
     "event_fields",
     "free_port",
     "run_hack",
@@ -93,7 +95,7 @@ def _binaries_cached() -> bool:
     version = os.environ.get("K8S_VERSION") or (HACK_DIR / "k8s-version").read_text().strip()
     cache = Path(os.environ.get("KUBESCHED_CACHE") or Path.home() / ".cache" / "kubesched")
     bin_dir = cache / "k8s" / version / "bin"
-    binaries = ("kube-apiserver", "kube-scheduler", "kube-controller-manager", "etcd")
+    binaries = ("kube-apiserver", "kube-scheduler", "kube-controller-manager", "kubectl", "etcd")
     return all((bin_dir / b).exists() for b in binaries)
 
 
@@ -109,7 +111,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     reporter = session.config.pluginmanager.get_plugin("terminalreporter")
     if reporter is not None and not _binaries_cached():
         reporter.write_line(
-            "building kube-apiserver, kube-scheduler, kube-controller-manager and etcd "
+            "building kube-apiserver, kube-scheduler, kube-controller-manager, kubectl and etcd "
             "with hack/build-*.sh "
             "(a cold build takes ~12 min)..."
         )

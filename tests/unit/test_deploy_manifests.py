@@ -16,7 +16,11 @@ EXPECTED_KINDS = {
     "rbac.yaml": ["ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding"],
     "config.yaml": ["ConfigMap"],
     "deployment.yaml": ["Deployment"],
+    "service.yaml": ["Service"],
 }
+# Not a Kubernetes object: the kustomize base's index of the files above.
+KUSTOMIZATION = "kustomization.yaml"
+IMAGE = "ghcr.io/kubesched/kubesched:0.1.0"
 
 # resource (with group) -> the only verbs the ClusterRole may grant on it.
 READ = {"list", "watch"}
@@ -92,7 +96,7 @@ def scheduler_config() -> dict[str, Any]:
 
 
 def test_every_yaml_file_parses_with_expected_kinds() -> None:
-    files = sorted(p.name for p in DEPLOY.glob("*.yaml"))
+    files = sorted(p.name for p in DEPLOY.glob("*.yaml") if p.name != KUSTOMIZATION)
     assert files == sorted(EXPECTED_KINDS)
     for name, kinds in EXPECTED_KINDS.items():
         docs = load(name)
@@ -197,7 +201,7 @@ def test_deployment_shape(deployment: dict[str, Any]) -> None:
     assert pod.get("automountServiceAccountToken", True) is True
     assert pod.get("schedulerName", "default-scheduler") == "default-scheduler"
     (container,) = pod["containers"]
-    assert container["image"] == "kubesched:0.1.0"
+    assert container["image"] == IMAGE
     assert container["command"] == ["kubesched", "run", "--config", "/etc/kubesched/config.yaml"]
     assert container["resources"]["requests"].keys() >= {"cpu", "memory"}
 
@@ -252,10 +256,27 @@ def test_dockerfile() -> None:
         for line in (DEPLOY / "Dockerfile").read_text().splitlines()
         if line.strip() and not line.lstrip().startswith("#")
     ]
-    assert lines[0] == "FROM python:3.11-slim"
+    assert lines[0] == "ARG PYTHON_IMAGE=python:3.11-slim"
+    assert lines[-1] == 'CMD ["--help"]'
     assert "USER 65532:65532" in lines
     assert lines.index("USER 65532:65532") > max(
         i for i, x in enumerate(lines) if x.startswith("RUN")
     )
     assert 'ENTRYPOINT ["kubesched"]' in lines
-    assert any(line.startswith("RUN pip install .") for line in lines)
+    assert 'ARG PLUGIN_PACKAGES=""' in lines
+    assert "ENV PATH=/opt/kubesched/bin:${PATH} \\" in lines
+
+
+def test_kustomization_lists_every_manifest() -> None:
+    kustomization = yaml.safe_load((DEPLOY / KUSTOMIZATION).read_text())
+    assert kustomization["kind"] == "Kustomization"
+    assert sorted(kustomization["resources"]) == sorted(EXPECTED_KINDS)
+
+
+def test_metrics_service_selects_the_scheduler_pods(deployment: dict[str, Any]) -> None:
+    (service,) = load("service.yaml")
+    labels = deployment["spec"]["template"]["metadata"]["labels"]
+    assert service["spec"]["selector"].items() <= labels.items()
+    (container,) = deployment["spec"]["template"]["spec"]["containers"]
+    ports = {p["name"] for p in container["ports"]}
+    assert {p["targetPort"] for p in service["spec"]["ports"]} <= ports

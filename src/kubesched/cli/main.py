@@ -12,6 +12,7 @@ import yaml
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
 
+from kubesched import KUBERNETES_VERSION, __version__
 from kubesched.cli.capacity import capacity_command
 from kubesched.cli.explain import explain_command
 from kubesched.cli.options import (
@@ -32,6 +33,20 @@ PROGRESS_THRESHOLD = 2000
 @click.version_option(package_name="kubesched")
 def main() -> None:
     """kubesched: a Kubernetes scheduler in Python with kube-scheduler's framework."""
+
+
+@main.command("version")
+@click.option("-o", "--output", type=click.Choice(["text", "json"]), default="text")
+def version_command(output: str) -> None:
+    """Print kubesched's version and the Kubernetes version it follows."""
+    if output == "json":
+        click.echo(
+            json.dumps({"kubeschedVersion": __version__, "kubernetesVersion": KUBERNETES_VERSION})
+        )
+        return
+    click.echo(f"kubesched {__version__}")
+    # The kube-scheduler release whose behaviour, messages and metric names it follows.
+    click.echo(f"Kubernetes {KUBERNETES_VERSION}")
 
 
 @main.command("simulate")
