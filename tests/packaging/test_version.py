@@ -4,6 +4,8 @@ are the package's (pyproject.toml) and hack/k8s-version's."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import tomllib
 
 from click.testing import CliRunner
@@ -23,3 +25,18 @@ def test_version_prints_both_versions() -> None:
         "kubeschedVersion": project["version"],
         "kubernetesVersion": kubernetes,
     }
+
+
+def test_python_dash_m_kubesched_is_the_same_command_line() -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "kubesched", "version", "-o", "json"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    assert (
+        json.loads(result.stdout)["kubeschedVersion"]
+        == tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())["project"]["version"]
+    )
