@@ -92,6 +92,22 @@ def test_disable_all_then_enable() -> None:
             {**HEAD, "podInitialBackoffSeconds": 5, "podMaxBackoffSeconds": 2},
             "podMaxBackoffSeconds",
         ),
+        # int32 in kube-scheduler's v1 types: a larger weight fails its decoding.
+        (
+            {
+                **HEAD,
+                "profiles": [
+                    {
+                        "schedulerName": "a",
+                        "plugins": {
+                            "score": {"enabled": [{"name": "ImageLocality", "weight": 2**31}]}
+                        },
+                    }
+                ],
+            },
+            "profiles[0].plugins.score.enabled[0].weight: Expected `int` <= 2147483647",
+        ),
+        ({**HEAD, "parallelism": 2**31}, "parallelism: Expected `int` <= 2147483647"),
     ],
 )
 def test_bad_values_name_the_field(config: dict[str, object], message: str) -> None:

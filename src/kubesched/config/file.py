@@ -11,7 +11,7 @@ import re
 from collections.abc import Container
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import msgspec
 import yaml
@@ -34,13 +34,19 @@ class ConfigError(ValueError):
     """A configuration file kube-scheduler would refuse too."""
 
 
+# The fields kube-scheduler's v1 types declare as int32 (weight, parallelism,
+# percentageOfNodesToScore, clientConnection.burst): a value past int32 fails its
+# decoding, so it is an error here too rather than a weight that silently dominates.
+Int32 = Annotated[int, msgspec.Meta(ge=-(2**31), le=2**31 - 1)]
+
+
 class _Strict(msgspec.Struct, rename="camel", forbid_unknown_fields=True, kw_only=True):
     pass
 
 
 class PluginV1(_Strict):
     name: str
-    weight: int | None = None
+    weight: Int32 | None = None
 
 
 class PluginSetV1(_Strict):
@@ -71,7 +77,7 @@ class PluginConfigV1(_Strict):
 
 class ProfileV1(_Strict):
     scheduler_name: str = "default-scheduler"
-    percentage_of_nodes_to_score: int | None = None
+    percentage_of_nodes_to_score: Int32 | None = None
     plugins: PluginsV1 | None = None
     plugin_config: list[PluginConfigV1] = []
 
@@ -91,16 +97,16 @@ class ClientConnectionV1(_Strict):
     accept_content_types: str = ""
     content_type: str = "application/vnd.kubernetes.protobuf"
     qps: float = 50.0
-    burst: int = 100
+    burst: Int32 = 100
 
 
 class KubeSchedulerConfigurationV1(_Strict):
     api_version: str
     kind: str
-    parallelism: int = 16
+    parallelism: Int32 = 16
     leader_election: LeaderElectionV1 = msgspec.field(default_factory=LeaderElectionV1)
     client_connection: ClientConnectionV1 = msgspec.field(default_factory=ClientConnectionV1)
-    percentage_of_nodes_to_score: int | None = None
+    percentage_of_nodes_to_score: Int32 | None = None
     pod_initial_backoff_seconds: int = 1
     pod_max_backoff_seconds: int = 10
     profiles: list[ProfileV1] = []
