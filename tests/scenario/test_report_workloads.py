@@ -4,6 +4,7 @@ shown, escaped, and nothing fetched)."""
 
 from __future__ import annotations
 
+import json
 import re
 import tomllib
 from importlib import resources
@@ -15,6 +16,7 @@ from click.testing import CliRunner
 
 from kubesched.cli.html.report import MAX_PODS_PER_REASON, NODE_NAMES_SHOWN
 from kubesched.cli.main import main
+from kubesched.cli.report import WORKLOAD_ROWS
 from kubesched.cli.workloads import explained_pods_of, workload_of
 from kubesched.cluster.manifests import load_documents, pending_pods
 from tests.browser.scenario import write_scenario
@@ -245,3 +247,54 @@ def test_templates_are_package_data() -> None:
     package = ROOT / "src" / "kubesched" / "cli" / "html"
     shipped = {p.relative_to(package).as_posix() for pat in patterns for p in package.glob(pat)}
     assert {f"templates/{name}" for name in names} <= shipped
+
+
+def test_text_report_lists_the_largest_workloads_only(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("COLUMNS", "200")
+    node = (
+        "apiVersion: v1\nkind: Node\nmetadata: {name: n}\n"
+        "status: {allocatable: {cpu: '64', memory: 64Gi, pods: '110'}}\n"
+    )
+    pods = "".join(
+        f"---\napiVersion: v1\nkind: Pod\nmetadata: {{name: p{i:02d}, namespace: default}}\n"
+        "spec: {containers: [{name: c, image: x}]}\n"
+        for i in range(WORKLOAD_ROWS + 3)
+    )
+    out = _simulate_text(tmp_path, node + pods)
+    assert sum(1 for line in out.splitlines() if "Pod default/p" in line) == WORKLOAD_ROWS
+    assert "… 3 more workloads (-o json lists every pod)" in out
+
+
+def test_heat_map_counts_dra_devices_per_node(tmp_path: Path) -> None:
+    """The example cluster's DRA nodes: devices allocated to bound pods' claims
+    against those their node-local ResourceSlices publish."""
+    example = str(ROOT / "examples" / "cluster")
+    page = tmp_path / "report.html"
+    outcome = CliRunner().invoke(
+        main, ["simulate", "-f", example, "--seed", "1", "--html", str(page), "-o", "json"]
+    )
+    document = json.loads(outcome.stdout)
+    heat = json.loads(
+        re.search(r'id="heat-data">(.*?)</script>', page.read_text(), re.S).group(1)  # type: ignore[union-attr]
+    )
+    assert heat["resources"][-1] == "devices"
+    assert "nvidia.com/gpu" in heat["resources"]
+    on_node: dict[str, int] = {}
+    for pod, devices in document["devices"].items():
+        node = document["placements"][pod]
+        on_node[node] = on_node.get(node, 0) + len(devices)
+    published = {}
+    for path in (ROOT / "examples" / "cluster").glob("*.yaml"):
+        for doc in yaml.safe_load_all(path.read_text()):
+            if doc and doc.get("kind") == "ResourceSlice" and doc["spec"].get("nodeName"):
+                node = doc["spec"]["nodeName"]
+                published[node] = published.get(node, 0) + len(doc["spec"]["devices"])
+    assert published and on_node
+    cells = {row[0]: row[3][-1] for row in heat["nodes"]}
+    for node, total in published.items():
+        used = on_node.get(node, 0)
+        assert cells[node] == [round(100 * used / total), f"{used}/{total}"]
+    # Nodes without a ResourceSlice offer no devices.
+    assert cells["general-a-00"] == [-1, "0/0"]

@@ -24,6 +24,8 @@ SIMULATED_TIME_NOTE = (
 )
 # Node names shown per workload in the text report; the rest are counted.
 NODES_SHOWN = 4
+# Workloads listed in the text report (the largest first); -o json has every pod.
+WORKLOAD_ROWS = 50
 
 
 def evictions(result: SimulationResult) -> dict[str, str]:
@@ -128,7 +130,12 @@ def print_workloads(
     table.add_column("running before", justify="right")
     table.add_column("zones", overflow="fold")
     table.add_column("nodes", overflow="fold")
-    for w in placements_by_workload(result, running, zones):
+    workloads = placements_by_workload(result, running, zones)
+    if len(workloads) > WORKLOAD_ROWS:
+        table.caption = (
+            f"… {len(workloads) - WORKLOAD_ROWS} more workloads (-o json lists every pod)"
+        )
+    for w in workloads[:WORKLOAD_ROWS]:
         table.add_row(
             Text(str(w.workload)),
             str(w.placed),
