@@ -6,7 +6,8 @@ STAMP  := $(VENV)/.installed
 LOCK   := requirements.lock
 UV     := $(BIN)/uv
 
-.PHONY: run test lint typecheck unit integration venv clean cluster-up cluster-down chaos soak lock lock-check readme
+.PHONY: run test lint typecheck unit integration venv clean cluster-up cluster-down chaos soak lock lock-check readme \
+	browser-deps report-screenshot
 
 # The venv holds exactly requirements.lock, then kubesched itself (editable, no deps).
 # uv is pinned in the lock too: pip installs that version, `uv pip sync` keeps it.
@@ -51,7 +52,11 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
-unit: $(STAMP)
+# Chromium and chromedriver from Debian's packages (tests/browser, the HTML report).
+browser-deps:
+	hack/install-chromium.sh
+
+unit: $(STAMP) browser-deps
 	$(BIN)/pytest -q -m "not integration"
 
 integration: $(STAMP)
@@ -59,8 +64,13 @@ integration: $(STAMP)
 
 # Every test, lint (ruff, the import-linter layer contracts) and type check. pytest's exit code 5 ("no tests collected")
 # is a failure here on purpose: an empty run must never look green.
-test: $(STAMP) lock-check lint typecheck
+test: $(STAMP) lock-check lint typecheck browser-deps
 	$(BIN)/pytest -q
+
+# docs/report.png and docs/report-explain.png: the example cluster's HTML report
+# (kubesched simulate --html) in headless Chromium.
+report-screenshot: $(STAMP) browser-deps
+	$(BIN)/python -m tests.browser.screenshot --out docs
 
 CLUSTER_DIR ?= .cluster
 
@@ -96,6 +106,12 @@ EXPLAIN_PODS  ?= 200
 .PHONY: bench-explain
 bench-explain: $(STAMP)
 	$(BIN)/python -m bench.explain --nodes $(EXPLAIN_NODES) --pods $(EXPLAIN_PODS) --repeat 3
+
+# The HTML report on EXPLAIN_NODES nodes (bench/html_report.py): the page's size, the time
+# to render it, and Chromium's time to load and draw it.
+.PHONY: bench-html
+bench-html: $(STAMP) browser-deps
+	$(BIN)/python -m bench.html_report --nodes $(EXPLAIN_NODES) --repeat 3
 
 # Differential run against the real kube-scheduler (docs/differential.md): N generated
 # scenarios of series SEED on a control plane of its own; agreement rates, and each

@@ -14,7 +14,9 @@ from rich.table import Table
 
 from kubesched.api.objects import Pod
 from kubesched.capacity import CapacityResult, capacity
+from kubesched.cli.html import capacity_page, write_page
 from kubesched.cli.options import (
+    html_option,
     load_manifests,
     manifest_options,
     scheduler_options,
@@ -22,6 +24,7 @@ from kubesched.cli.options import (
     seed_note,
 )
 from kubesched.cli.report import profile_line
+from kubesched.cli.workloads import node_zones
 from kubesched.cluster.admission import builtin_priority_classes
 from kubesched.cluster.manifests import ClusterState, load_paths, pending_pods, running_pods
 from kubesched.simulator import World
@@ -55,6 +58,7 @@ from kubesched.simulator import World
 @click.option(
     "-o", "--output", type=click.Choice(["text", "json", "yaml"]), default="text", show_default=True
 )
+@html_option
 def capacity_command(
     specs: tuple[Path, ...],
     paths: tuple[Path, ...],
@@ -71,6 +75,7 @@ def capacity_command(
     limit: int,
     exclude_nodes: str,
     output: str,
+    html: Path | None,
 ) -> None:
     """How many more copies of each --podspec fit in the cluster of the manifests:
     copies are scheduled one after another until one does not fit (cluster-capacity's
@@ -120,6 +125,11 @@ def capacity_command(
     )
     result.excluded_nodes = excluded
     notes = [*state.notes, seed_note(setup)]
+    if html is not None:
+        page = capacity_page(
+            result, title="kubesched capacity", zones=node_zones(state.nodes), notes=notes
+        )
+        write_page(page, html)
     if output == "text":
         print_capacity(Console(), result, notes)
         return

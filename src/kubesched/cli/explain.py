@@ -13,7 +13,9 @@ import yaml
 from rich.console import Console
 
 from kubesched.cli.explain_report import print_explanation
+from kubesched.cli.html import simulation_page, write_page
 from kubesched.cli.options import (
+    html_option,
     load_manifests,
     manifest_options,
     scheduler_options,
@@ -21,6 +23,7 @@ from kubesched.cli.options import (
     seed_note,
 )
 from kubesched.cli.report import profile_line
+from kubesched.cli.workloads import node_zones
 from kubesched.cluster.manifests import pending_pods, running_pods
 from kubesched.framework.explain import Explanation
 from kubesched.simulator import SimulationResult, simulate
@@ -62,6 +65,7 @@ def victims_of(result: SimulationResult, key: str) -> list[str]:
     show_default=True,
     help="Node names shown per group (0: all).",
 )
+@html_option
 def explain_command(
     pods: tuple[str, ...],
     paths: tuple[Path, ...],
@@ -79,6 +83,7 @@ def explain_command(
     all_attempts: bool,
     top: int,
     examples: int,
+    html: Path | None,
 ) -> None:
     """Why POD (namespace/name, or a name in namespace default) went where it went, or
     nowhere: the simulation runs as `simulate` runs it, and each of the pod's
@@ -125,6 +130,20 @@ def explain_command(
             if explanation.post_filter is not None and explanation.post_filter.nominated_node:
                 explanation.post_filter.victims = victims
     notes = [*state.notes, seed_note(setup)]
+    if html is not None:
+        page = simulation_page(
+            result,
+            title="kubesched explain " + " ".join(keys),
+            nodes=state.nodes,
+            running={p.key for p in running},
+            zones=node_zones(state.nodes),
+            notes=notes,
+            problems=[str(p) for p in state.problems],
+            dra=state.dra,
+            explained=keys,
+            seed=setup.seed,
+        )
+        write_page(page, html)
     if output == "text":
         print_text(Console(), result, keys, notes, all_attempts, top, examples)
         return

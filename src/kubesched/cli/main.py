@@ -15,7 +15,9 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedCo
 from kubesched import KUBERNETES_VERSION, __version__
 from kubesched.cli.capacity import capacity_command
 from kubesched.cli.explain import explain_command
+from kubesched.cli.html import simulation_page, write_page
 from kubesched.cli.options import (
+    html_option,
     load_manifests,
     manifest_options,
     scheduler_options,
@@ -23,10 +25,14 @@ from kubesched.cli.options import (
     seed_note,
 )
 from kubesched.cli.report import as_document, print_report
+from kubesched.cli.workloads import explained_pods_of, node_zones
 from kubesched.cluster.manifests import pending_pods, running_pods
 from kubesched.simulator import simulate
 
 PROGRESS_THRESHOLD = 2000
+# Pods explained for the HTML report's drill-down unless --html-explain says otherwise:
+# explaining costs per attempt (docs/benchmarks.md), a few dozen stay cheap at 5,000 nodes.
+DEFAULT_HTML_EXPLAINED = 40
 
 
 @click.group()
@@ -55,6 +61,15 @@ def version_command(output: str) -> None:
 @click.option(
     "-o", "--output", type=click.Choice(["text", "json", "yaml"]), default="text", show_default=True
 )
+@html_option
+@click.option(
+    "--html-explain",
+    type=click.IntRange(0),
+    default=DEFAULT_HTML_EXPLAINED,
+    show_default=True,
+    help="With --html: pods explained in the page's drill-down (the first and the last "
+    "pending pod of each workload, up to this many).",
+)
 def simulate_command(
     paths: tuple[Path, ...],
     from_cluster: bool,
@@ -68,6 +83,8 @@ def simulate_command(
     seed: str,
     percentage_of_nodes_to_score: int | None,
     output: str,
+    html: Path | None,
+    html_explain: int,
 ) -> None:
     """Schedule the pods of a cluster described in manifests, touching nothing."""
     err = Console(stderr=True)
@@ -81,6 +98,8 @@ def simulate_command(
             err.print(f"error: {problem}", highlight=False, markup=False, soft_wrap=True)
     pods = [*running_pods(state), *pending_pods(state)]
     pending = len(pods) - len(running_pods(state))
+    # The HTML report's drill-down needs its pods explained while they are scheduled.
+    explained = explained_pods_of(pending_pods(state), html_explain) if html is not None else []
 
     show_progress = output == "text" and pending >= PROGRESS_THRESHOLD and err.is_terminal
     bar = Progress(
@@ -104,9 +123,26 @@ def simulate_command(
             storage=state.storage,
             dra=state.dra,
             registry=setup.registry,
+            explain=explained,
         )
 
     notes = [*state.notes, seed_note(setup)]
+    running = {p.key for p in running_pods(state)}
+    zones = node_zones(state.nodes)
+    if html is not None:
+        page = simulation_page(
+            result,
+            title="kubesched simulate",
+            nodes=state.nodes,
+            running=running,
+            zones=zones,
+            notes=notes,
+            problems=problems,
+            dra=state.dra,
+            explained=explained,
+            seed=setup.seed,
+        )
+        write_page(page, html)
     if output == "json":
         json.dump(as_document(result, problems, notes, setup.seed), sys.stdout, indent=2)
         sys.stdout.write("\n")
@@ -114,7 +150,7 @@ def simulate_command(
         document = as_document(result, problems, notes, setup.seed)
         yaml.safe_dump(document, sys.stdout, sort_keys=False)
     else:
-        print_report(Console(), result, problems, notes)
+        print_report(Console(), result, problems, notes, running, zones)
     if problems:
         sys.exit(1)
 

@@ -31,6 +31,17 @@ MAX_PLUGIN_WEIGHT = 2**31 - 1
 F = TypeVar("F", bound=Callable[..., Any])
 
 
+def html_option(fn: F) -> F:
+    """--html FILE: also write the self-contained HTML report there."""
+    return click.option(
+        "--html",
+        type=click.Path(dir_okay=False, writable=True, path_type=Path),
+        default=None,
+        metavar="FILE",
+        help="Also write a self-contained HTML report (no network needed to open it).",
+    )(fn)
+
+
 def manifest_options(fn: F) -> F:
     """-f, --from-cluster, --kubeconfig, --context, --max-pods."""
     for option in reversed(

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections import Counter
+from collections.abc import Collection, Mapping
 from typing import Any
 
 import msgspec
@@ -10,8 +12,20 @@ from rich.table import Table
 from rich.text import Text
 
 from kubesched.api.quantity import format_amount
+from kubesched.cli.workloads import new_and_running, placements_by_workload
 from kubesched.framework.explain import ProfilePlugins
 from kubesched.simulator import SimulationResult
+
+# What "simulated" means in the summary line, said once under it.
+SIMULATED_TIME_NOTE = (
+    "simulated time: the scheduler's own clock in the simulation; backoffs and Permit "
+    "waits are jumped over rather than waited for, so it is how long a real scheduler "
+    "would have spent waiting, not how long this run took"
+)
+# Node names shown per workload in the text report; the rest are counted.
+NODES_SHOWN = 4
+# Workloads listed in the text report (the largest first); -o json has every pod.
+WORKLOAD_ROWS = 50
 
 
 def evictions(result: SimulationResult) -> dict[str, str]:
@@ -94,8 +108,52 @@ def _usage(requested: int, allocatable: int, resource: str) -> str:
     return f"{format_amount(resource, requested)}/{format_amount(resource, allocatable)} {pct}"
 
 
+def counted(names: Counter[str], shown: int) -> str:
+    """The most used names with their counts (`a×3, b×2`), and how many more."""
+    top = sorted(names.items(), key=lambda kv: (-kv[1], kv[0]))
+    text = ", ".join(f"{name}×{count}" if count > 1 else name for name, count in top[:shown])
+    return text + (f" … +{len(top) - shown}" if len(top) > shown else "")
+
+
+def print_workloads(
+    console: Console,
+    result: SimulationResult,
+    running: Collection[str],
+    zones: Mapping[str, str],
+) -> None:
+    """One row per workload: its new pods placed and pending, those already running,
+    and the nodes and zones the new ones went to (the most used first)."""
+    table = Table(title="Placements by workload", title_justify="left")
+    table.add_column("workload", overflow="fold")
+    table.add_column("new placed", justify="right")
+    table.add_column("pending", justify="right")
+    table.add_column("running before", justify="right")
+    table.add_column("zones", overflow="fold")
+    table.add_column("nodes", overflow="fold")
+    workloads = placements_by_workload(result, running, zones)
+    if len(workloads) > WORKLOAD_ROWS:
+        table.caption = (
+            f"… {len(workloads) - WORKLOAD_ROWS} more workloads (-o json lists every pod)"
+        )
+    for w in workloads[:WORKLOAD_ROWS]:
+        table.add_row(
+            Text(str(w.workload)),
+            str(w.placed),
+            str(w.pending),
+            str(w.running),
+            Text(counted(w.zones, NODES_SHOWN)),
+            Text(counted(w.nodes, NODES_SHOWN)),
+        )
+    console.print(table)
+
+
 def print_report(
-    console: Console, result: SimulationResult, problems: list[str], notes: list[str]
+    console: Console,
+    result: SimulationResult,
+    problems: list[str],
+    notes: list[str],
+    running: Collection[str] = (),
+    zones: Mapping[str, str] | None = None,
 ) -> None:
     """The text report. Every text from the input (names, kinds, reasons, problems)
     goes in as a rich Text, never as a str: rich would read `[bold]` in a node's name
@@ -122,6 +180,7 @@ def print_report(
             _usage(u.requested.get("memory", 0), u.allocatable.get("memory", 0), "memory"),
         )
     console.print(table)
+    print_workloads(console, result, running, zones or {})
 
     if result.reasons:
         # Replicas of one workload usually fail for one reason: show each reason once.
@@ -145,11 +204,13 @@ def print_report(
             evicted.add_row(Text(key), Text(message))
         console.print(evicted)
 
-    total = len(result.placements)
-    gone = f", {len(result.evicted)} evicted" if result.evicted else ""
+    placed, unscheduled, already = new_and_running(result, running)
+    gone = f", {len(result.evicted)} evicted by preemption" if result.evicted else ""
     console.print(
-        f"[bold]{result.scheduled}/{total} pods scheduled[/bold], "
-        f"{total - result.scheduled} unscheduled{gone}; {result.attempts} attempts in "
+        f"[bold]{placed}/{placed + unscheduled} new pods scheduled[/bold], "
+        f"{unscheduled} unscheduled"
+        f"{gone}; {already} already running; {result.attempts} attempts in "
         f"{result.wall_seconds:.2f}s ({result.simulated_seconds:.0f}s simulated)",
         highlight=False,
     )
+    console.print(Text(SIMULATED_TIME_NOTE, style="dim"))
