@@ -137,7 +137,7 @@ def simulate_command(
         comparison = optimize_batch(
             world,
             result,
-            objective=cast(Objective, optimize_objective),
+            objective=cast("Objective", optimize_objective),
             timeout=timeout,
             seed=setup.seed,
         )
