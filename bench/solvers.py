@@ -123,7 +123,7 @@ def milp_rows(problem: Problem, table: NodeTable, hint: list[dict[int, int]]) ->
 
 def run_highs(m: Rows, timeout: float) -> tuple[float, float, float]:
     started = time.perf_counter()
-    h = highspy.Highs()
+    h = highspy.Highs()  # type: ignore[no-untyped-call]
     h.setOptionValue("output_flag", False)
     h.setOptionValue("time_limit", timeout)
     h.setOptionValue("threads", 2)
