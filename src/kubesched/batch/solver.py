@@ -167,14 +167,14 @@ def solve(
 
     # Required anti-affinity within the batch (the cluster's pods are in the rows).
     for rule in problem.anti_affinity:
-        for rows in _domains(table, rule.topology_key, by_row).values():
-            owner = [x[rule.owner][r] for r in rows if r in x[rule.owner]]
+        for domain in _domains(table, rule.topology_key, by_row).values():
+            owner = [x[rule.owner][r] for r in domain if r in x[rule.owner]]
             if not owner:
                 continue
             if rule.matched == [rule.owner]:
                 m.linear(owner, [1] * len(owner), 0, 1)
                 continue
-            others = [x[c][r] for c in rule.matched for r in rows if r in x[c]]
+            others = [x[c][r] for c in rule.matched for r in domain if r in x[c]]
             present = m.var(0, 1)
             size = len(classes[rule.owner].pods)
             m.linear([*owner, present], [1] * len(owner) + [-size], _LOWEST, 0)
