@@ -195,24 +195,37 @@ def solve(
     solver.parameters.num_workers = workers
     phases = len(priorities) + (objective != "pods")
     status = "optimal"
-    values: list[int] | None = None
     bounds: dict[int, int] = {}
-    for priority in priorities:
+    # Greedy's placement, as values of the variables: what a phase that finds
+    # nothing in its time keeps (the rows the hint breaks, if any, are caught by the
+    # replay through the filters).
+    values: list[int] | None = None
+    if hint_values := [hint[c].get(row, 0) for c, own in enumerate(x) for row in own]:
+        values = [0] * len(m.proto.variables)
+        for v, n in zip(all_vars, hint_values, strict=True):
+            values[v] = n
+    for level, priority in enumerate(priorities):
         members = [
             v for c, cls in enumerate(classes) if cls.priority == priority for v in placed[c]
         ]
-        m.objective(members, [1] * len(members), maximize=True)
+        # The pods of this priority first, then those of the lower ones (a weight
+        # above all of theirs), so that each phase's answer is a good start for
+        # the next one.
+        lower = [v for c, cls in enumerate(classes) if cls.priority < priority for v in placed[c]]
+        weight = sum(len(cls.pods) for cls in classes if cls.priority < priority) + 1
+        m.objective([*members, *lower], [weight] * len(members) + [1] * len(lower), True)
         outcome = _phase(solver, m, deadline, phases)
         phases -= 1
-        if outcome not in ("optimal", "feasible"):
-            if values is None:
-                return None
-            return Solution(_counts(x, values), "feasible", bounds, _since(started))
-        status = "feasible" if outcome == "feasible" else status
-        value = round(solver.objective_value)
-        bounds[priority] = int(solver.best_objective_bound + 1e-6)
-        values = list(solver.response_proto.solution)
-        m.hint(all_vars, [values[v] for v in all_vars])
+        if outcome in ("optimal", "feasible"):
+            status = "feasible" if outcome == "feasible" else status
+            bounds[priority] = int(solver.best_objective_bound + 1e-6) // weight
+            values = list(solver.response_proto.solution)
+            m.hint(all_vars, [values[v] for v in all_vars])
+        elif values is None or (level == 0 and outcome == "infeasible"):
+            return None  # greedy's placement does not fit the model
+        else:
+            status = "feasible"
+        value = sum(values[v] for v in members)
         m.linear(members, [1] * len(members), value, 2**62)
     if values is None:
         return None
