@@ -6,10 +6,15 @@ import asyncio
 from typing import Any
 
 from kubesched.batch.engine import replay
-from kubesched.batch.problem import HELD_MATCHED, HELD_SPREAD
-from kubesched.framework.profile import ProfileConfig
+from kubesched.batch.problem import HELD_ERROR, HELD_MATCHED, HELD_SPREAD
+from kubesched.framework import interfaces as ifc
+from kubesched.framework.cycle_state import CycleState
+from kubesched.framework.node_table import NodeTable, Rows
+from kubesched.framework.profile import PluginRef, PluginSet, ProfileConfig
+from kubesched.framework.registry import register
 from kubesched.framework.types import PodInfo
-from kubesched.simulator import World, start_session
+from kubesched.optimize import optimize
+from kubesched.simulator import World, simulate, start_session
 from kubesched.testing import make_node, make_pod
 from tests.unit.batch_helpers import filter_failures, greedy_then_engine
 
@@ -160,3 +165,32 @@ def test_replay_refuses_what_the_filters_refuse_and_puts_the_table_back() -> Non
         assert (table.requested == before).all()
 
     asyncio.run(run())
+
+
+@register
+class _BatchBoom(ifc.FilterPlugin):
+    """Fails on pods labelled boom, passes the others."""
+
+    name = "test-BatchBoom"
+
+    def filter(
+        self, state: CycleState, pod: PodInfo, nodes: NodeTable, rows: Rows
+    ) -> ifc.NodeVerdicts:
+        if pod.pod.metadata.labels.get("boom"):
+            raise ValueError("kaboom")
+        return ifc.NodeVerdicts.passing(len(rows))
+
+
+def test_a_plugin_failing_on_a_pod_holds_it_and_the_engine_goes_on() -> None:
+    refs = [PluginRef("PrioritySort"), PluginRef("DefaultBinder")]
+    refs += [PluginRef("NodeResourcesFit"), PluginRef("test-BatchBoom")]
+    profiles = [ProfileConfig("default-scheduler", {"multiPoint": PluginSet(refs)})]
+    nodes = [_host("a", cpu="4")]
+    pods = [make_pod("bad", cpu="1", labels={"boom": "1"}), make_pod("good", cpu="1")]
+    greedy = simulate(nodes, pods, profiles, seed=1)
+    comparison = optimize(World(nodes, pods, profiles), greedy, timeout=2.0)
+    assert comparison is not None
+    batch = comparison.batch
+    assert batch.held["default/bad"].startswith(HELD_ERROR)
+    assert "kaboom" in batch.held["default/bad"]
+    assert batch.placements == {"default/good": "a"}

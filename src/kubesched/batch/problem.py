@@ -25,7 +25,7 @@ from kubesched.api.objects import Pod
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.node_table import PODS, IntArray, NodeTable, Rows
 from kubesched.framework.pod_index import AffinityTerm, pod_affinity_terms
-from kubesched.framework.runtime import Framework
+from kubesched.framework.runtime import Framework, PluginError
 from kubesched.framework.types import PodInfo
 from kubesched.plugins.nodeports.plugin import fits_ports
 
@@ -36,6 +36,7 @@ HELD_VOLUMES = "persistent or ephemeral volumes are not modelled"
 HELD_CLAIMS = "resource claims are not modelled"
 HELD_MATCHED = "selected by the affinity or spread of a pod held at greedy's placement"
 HELD_PARSE = "its affinity terms do not parse"
+HELD_ERROR = "a plugin failed on it"
 
 
 @dataclass(slots=True)
@@ -126,24 +127,31 @@ def build_problem(
     for members in classes_of(pods):
         pod = members[0]
         state = CycleState()
-        pre, status = fw.run_pre_filter(state, pod, table)
         feasible = np.empty(0, np.intp)
-        if status.is_success():
-            candidates = rows
-            if pre.node_names is not None:
-                wanted = pre.node_names
-                candidates = np.array([r for r in rows if table.names[r] in wanted], np.intp)
-            feasible, _ = fw.run_filters(state, pod, table, candidates)
         totals = np.zeros(0, np.int64)
-        if scores and len(feasible):
-            fw.run_pre_score(state, pod, table, feasible)
-            totals, _ = fw.run_score(state, pod, table, feasible)
+        failed = ""
+        try:
+            pre, status = fw.run_pre_filter(state, pod, table)
+            if status.is_success():
+                candidates = rows
+                if pre.node_names is not None:
+                    wanted = pre.node_names
+                    candidates = np.array([r for r in rows if table.names[r] in wanted], np.intp)
+                feasible, _ = fw.run_filters(state, pod, table, candidates)
+            if scores and len(feasible):
+                fw.run_pre_score(state, pod, table, feasible)
+                totals, _ = fw.run_score(state, pod, table, feasible)
+        except PluginError as exc:
+            # As in a scheduling cycle, a failing plugin is the pod's error, not the
+            # engine's: the class is held where greedy put it.
+            failed = f"{HELD_ERROR}: {exc}"
+            feasible, totals = np.empty(0, np.intp), np.zeros(0, np.int64)
         requests = {PODS: 1}
         for resource, amount in pod.requests.items():
             if amount > 0:
                 requests[table.resource_column(resource)] = amount
         terms = pod_affinity_terms(pod.pod)
-        held = HELD_PARSE if terms.errors else _held_reason(pod)
+        held = failed or (HELD_PARSE if terms.errors else _held_reason(pod))
         classes.append(
             PodClass(
                 members,
