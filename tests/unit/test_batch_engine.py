@@ -6,7 +6,7 @@ import asyncio
 from typing import Any
 
 from kubesched.batch.engine import replay
-from kubesched.batch.problem import HELD_ERROR, HELD_MATCHED, HELD_SPREAD
+from kubesched.batch.problem import HELD_ERROR, HELD_GATED, HELD_MATCHED, HELD_SPREAD
 from kubesched.framework import interfaces as ifc
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.node_table import NodeTable, Rows
@@ -194,3 +194,17 @@ def test_a_plugin_failing_on_a_pod_holds_it_and_the_engine_goes_on() -> None:
     assert batch.held["default/bad"].startswith(HELD_ERROR)
     assert "kaboom" in batch.held["default/bad"]
     assert batch.placements == {"default/good": "a"}
+
+
+def test_gated_pods_stay_pending() -> None:
+    nodes = [_host("a", cpu="4")]
+    pods = [
+        make_pod("gated", cpu="1", spec={"schedulingGates": [{"name": "example.com/wait"}]}),
+        make_pod("free", cpu="1"),
+    ]
+    greedy, comparison = greedy_then_engine(nodes, pods)
+    batch = comparison.batch
+    assert greedy.placements["default/gated"] is None
+    assert "default/gated" not in batch.placements
+    assert batch.held["default/gated"].startswith(HELD_GATED)
+    assert batch.placements == {"default/free": "a"}

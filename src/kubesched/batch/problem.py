@@ -37,6 +37,11 @@ HELD_CLAIMS = "resource claims are not modelled"
 HELD_MATCHED = "selected by the affinity or spread of a pod held at greedy's placement"
 HELD_PARSE = "its affinity terms do not parse"
 HELD_ERROR = "a plugin failed on it"
+HELD_GATED = "PreEnqueue keeps it out of the queue"
+
+
+class _Skip(Exception):
+    """The class is not filtered (it is held)."""
 
 
 @dataclass(slots=True)
@@ -130,7 +135,13 @@ def build_problem(
         feasible = np.empty(0, np.intp)
         totals = np.zeros(0, np.int64)
         failed = ""
+        gate = fw.run_pre_enqueue(pod)
+        if not gate.is_success():
+            # Not to be scheduled yet (a scheduling gate): greedy left it, so does this.
+            failed = f"{HELD_GATED}: {gate.message()}"
         try:
+            if failed:
+                raise _Skip
             pre, status = fw.run_pre_filter(state, pod, table)
             if status.is_success():
                 candidates = rows
@@ -141,6 +152,8 @@ def build_problem(
             if scores and len(feasible):
                 fw.run_pre_score(state, pod, table, feasible)
                 totals, _ = fw.run_score(state, pod, table, feasible)
+        except _Skip:
+            pass
         except PluginError as exc:
             # As in a scheduling cycle, a failing plugin is the pod's error, not the
             # engine's: the class is held where greedy put it.
