@@ -100,6 +100,11 @@ bench: $(STAMP)
 	hack/build-k8s.sh >/dev/null && hack/build-etcd.sh >/dev/null
 	$(BIN)/python -m bench --workload $(WORKLOAD) --size $(SIZE) --mode $(BENCH_MODE) $(BENCH_ARGS)
 
+# Pods placed by greedy and by the batch engine on packing traces (bench/quality.py).
+.PHONY: bench-quality
+bench-quality: $(STAMP)
+	$(BIN)/python -m bench.quality --timeout 1
+
 # What `kubesched explain` costs beyond the simulation on EXPLAIN_NODES nodes (bench/explain.py).
 EXPLAIN_NODES ?= 5000
 EXPLAIN_PODS  ?= 200

@@ -6,6 +6,7 @@ import contextlib
 import json
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING, cast
 
 import click
 import yaml
@@ -16,6 +17,7 @@ from kubesched import KUBERNETES_VERSION, __version__
 from kubesched.cli.capacity import capacity_command
 from kubesched.cli.explain import explain_command
 from kubesched.cli.html import simulation_page, write_page
+from kubesched.cli.optimize_report import comparison_document, parse_timeout, print_comparison
 from kubesched.cli.options import (
     html_option,
     load_manifests,
@@ -28,6 +30,9 @@ from kubesched.cli.report import as_document, print_report
 from kubesched.cli.workloads import explained_pods_of, node_zones
 from kubesched.cluster.manifests import pending_pods, running_pods
 from kubesched.simulator import simulate
+
+if TYPE_CHECKING:
+    from kubesched.batch import Objective
 
 PROGRESS_THRESHOLD = 2000
 # Pods explained for the HTML report's drill-down unless --html-explain says otherwise:
@@ -70,6 +75,25 @@ def version_command(output: str) -> None:
     help="With --html: pods explained in the page's drill-down (the first and the last "
     "pending pod of each workload, up to this many).",
 )
+@click.option(
+    "--optimize",
+    is_flag=True,
+    help="Also place the pending pods jointly with the batch engine, and show both.",
+)
+@click.option(
+    "--optimize-timeout",
+    default="1s",
+    show_default=True,
+    help="The engine's time limit (e.g. 1s, 500ms).",
+)
+@click.option(
+    "--optimize-objective",
+    type=click.Choice(["pods", "nodes", "score"]),
+    default="pods",
+    show_default=True,
+    help="After the most pods by priority: nothing more (pods), the fewest nodes, "
+    "or the highest total score.",
+)
 def simulate_command(
     paths: tuple[Path, ...],
     from_cluster: bool,
@@ -85,9 +109,13 @@ def simulate_command(
     output: str,
     html: Path | None,
     html_explain: int,
+    optimize: bool,
+    optimize_timeout: str,
+    optimize_objective: str,
 ) -> None:
     """Schedule the pods of a cluster described in manifests, touching nothing."""
     err = Console(stderr=True)
+    timeout = parse_timeout(optimize_timeout)
     setup = scheduler_setup(
         config_path, plugins, enabled, disabled, seed, percentage_of_nodes_to_score
     )
@@ -126,6 +154,29 @@ def simulate_command(
             explain=explained,
         )
 
+    comparison = None
+    if optimize:
+        from kubesched.optimize import optimize as optimize_batch
+        from kubesched.simulator import World
+
+        world = World(
+            state.nodes,
+            pods,
+            setup.profiles,
+            state.pdbs,
+            state.storage,
+            state.namespaces,
+            setup.registry,
+            state.dra,
+        )
+        comparison = optimize_batch(
+            world,
+            result,
+            objective=cast("Objective", optimize_objective),
+            timeout=timeout,
+            seed=setup.seed,
+        )
+
     notes = [*state.notes, seed_note(setup)]
     running = {p.key for p in running_pods(state)}
     zones = node_zones(state.nodes)
@@ -143,14 +194,23 @@ def simulate_command(
             seed=setup.seed,
         )
         write_page(page, html)
-    if output == "json":
-        json.dump(as_document(result, problems, notes, setup.seed), sys.stdout, indent=2)
-        sys.stdout.write("\n")
-    elif output == "yaml":
+    if output in ("json", "yaml"):
         document = as_document(result, problems, notes, setup.seed)
-        yaml.safe_dump(document, sys.stdout, sort_keys=False)
+        if optimize:
+            document["optimize"] = None if comparison is None else comparison_document(comparison)
+        if output == "json":
+            json.dump(document, sys.stdout, indent=2)
+            sys.stdout.write("\n")
+        else:
+            yaml.safe_dump(document, sys.stdout, sort_keys=False)
     else:
-        print_report(Console(), result, problems, notes, running, zones)
+        console = Console()
+        print_report(console, result, problems, notes, running, zones)
+        if optimize:
+            if comparison is None:
+                console.print("optimize: no pending pods")
+            else:
+                print_comparison(console, comparison)
     if problems:
         sys.exit(1)
 

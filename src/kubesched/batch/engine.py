@@ -1,0 +1,274 @@
+"""The batch placement engine: place pending pods jointly, never worse than greedy.
+
+`place_batch` takes the cluster as it is (a node table holding none of the
+batch), the batch, the active profile (its Framework) and greedy's placement of
+the batch (what the scheduler, one pod at a time, made of it). It builds the
+model from the profile's plugins (problem.py), solves it under a time limit
+with greedy's placement as the starting solution (solver.py), then replays the
+answer through the profile's PreFilter and Filter plugins, pod by pod, on the
+cluster as it fills up. Pods the replay refuses are left out; if what remains
+places fewer pods than greedy at some priority (compared highest first), or is
+not better than greedy by the objective, greedy's placement is the answer.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from kubesched.batch.problem import Problem, build_problem
+from kubesched.batch.solver import Objective, solve
+from kubesched.framework.cycle_state import CycleState
+from kubesched.framework.node_table import NodeTable, SavedRow
+from kubesched.framework.runtime import Framework, PluginError
+from kubesched.framework.types import PodInfo
+
+__all__ = ["BatchPlacement", "Objective", "place_batch", "replay"]
+
+
+@dataclass(slots=True)
+class BatchPlacement:
+    """The engine's answer, with what it is compared with."""
+
+    placements: dict[str, str]  # pod key -> node, for the pods placed
+    source: str  # "engine" (the solver's placement) or "greedy" (kept)
+    solver_status: str  # optimal | feasible | unknown | infeasible | none
+    placed: dict[int, int]  # priority -> pods placed (the answer)
+    greedy_placed: dict[int, int]  # priority -> pods greedy placed
+    bound: dict[int, int]  # priority -> upper bound on pods placed (given higher ones)
+    nodes_used: int  # nodes with any pod, in the answer
+    greedy_nodes_used: int
+    held: dict[str, str] = field(default_factory=dict)  # pod key -> why held at greedy's
+    rejected: dict[str, str] = field(default_factory=dict)  # pod -> replay's message
+    solve_seconds: float = 0.0
+    note: str = ""
+    # With objective "nodes": no placement of these pods by priority uses fewer nodes.
+    nodes_bound: int | None = None
+
+    @property
+    def total(self) -> int:
+        return sum(self.placed.values())
+
+
+def place_batch(
+    fw: Framework,
+    table: NodeTable,
+    pods: Sequence[PodInfo],
+    greedy: Mapping[str, str],
+    *,
+    objective: Objective = "pods",
+    timeout: float = 1.0,
+    workers: int = 2,
+    namespace_labels: Mapping[str, Mapping[str, str]] | None = None,
+) -> BatchPlacement:
+    """Place `pods` (pending, none of them in `table`) jointly on `table`'s nodes;
+    `greedy` is greedy's placement of them (pod key -> node name). The answer
+    places at least as many pods as greedy at every priority, and the most pods
+    by priority (highest first) among such placements that the solver finds in
+    time; then the fewest nodes or the highest score, by `objective`."""
+    started = time.perf_counter()
+    problem = build_problem(
+        fw, table, pods, scores=objective == "score", namespace_labels=namespace_labels
+    )
+    hint = _counts(problem, table, greedy)
+    held = {p.key: cls.held for cls in problem.classes if cls.held for p in cls.pods}
+    budget = max(timeout - (time.perf_counter() - started), 0.05)
+    greedy_placed = _by_priority(pods, greedy)
+    solution = solve(
+        problem,
+        table,
+        hint,
+        objective=objective,
+        timeout=budget,
+        workers=workers,
+        floors=greedy_placed,
+    )
+    greedy_nodes = _nodes_used(table, greedy)
+    nodes_bound = None
+    if solution is not None and objective == "nodes" and solution.objective_bound is not None:
+        nodes_bound = _nodes_used(table, {}) + solution.objective_bound
+    keep = BatchPlacement(
+        dict(greedy),
+        "greedy",
+        "none" if solution is None else solution.status,
+        greedy_placed,
+        greedy_placed,
+        {} if solution is None else solution.bounds,
+        greedy_nodes,
+        greedy_nodes,
+        held,
+        solve_seconds=time.perf_counter() - started,
+        nodes_bound=nodes_bound,
+    )
+    if solution is None:
+        keep.note = "the solver found no placement in time; greedy's is kept"
+        return keep
+    wanted = _assign(problem, table, solution.counts, greedy)
+    accepted, rejected = replay(fw, table, pods, wanted)
+    placed = _by_priority(pods, accepted)
+    nodes = _nodes_used(table, accepted)
+    keep.rejected = rejected
+    better = _compare(placed, greedy_placed)
+    if any(placed[p] < n for p, n in greedy_placed.items()):
+        better = -1  # fewer than greedy at some priority: never the answer
+    if better == 0 and objective == "nodes":
+        better = greedy_nodes - nodes
+    elif better == 0 and objective == "score":
+        better = int(_score(problem, accepted, table) > _score(problem, greedy, table))
+    if better <= 0:
+        keep.note = (
+            "greedy's placement is already as good"
+            if not rejected
+            else (
+                f"the filters refused {len(rejected)} of the solver's placements; greedy's is kept"
+            )
+        )
+        keep.solve_seconds = time.perf_counter() - started
+        return keep
+    return BatchPlacement(
+        accepted,
+        "engine",
+        solution.status,
+        placed,
+        greedy_placed,
+        solution.bounds,
+        nodes,
+        greedy_nodes,
+        held,
+        rejected,
+        time.perf_counter() - started,
+        nodes_bound=nodes_bound,
+    )
+
+
+def replay(
+    fw: Framework, table: NodeTable, pods: Sequence[PodInfo], placement: Mapping[str, str]
+) -> tuple[dict[str, str], dict[str, str]]:
+    """Run each placed pod through the profile's PreFilter and Filter on its node,
+    on the cluster as it fills up (the table is put back after). Pods go highest
+    priority first; a pod refused is tried again after the others (a pod may need
+    another there first, e.g. for the spread's minimum); what still fails is
+    refused, with the filters' message. Returns (accepted, refused)."""
+    order = sorted((p for p in pods if p.key in placement), key=lambda p: -p.priority)
+    saved: dict[int, SavedRow] = {}
+    accepted: dict[str, str] = {}
+    refused: dict[str, str] = {}
+    try:
+        while order:
+            waiting: list[PodInfo] = []
+            for pod in order:
+                node = placement[pod.key]
+                row = table.row_of(node)
+                message = "node not found" if row is None else _check(fw, table, pod, row)
+                if message:
+                    refused[pod.key] = message
+                    waiting.append(pod)
+                    continue
+                assert row is not None
+                if row not in saved:
+                    saved[row] = table.save_row(row)
+                table.add_pod(pod, row)
+                accepted[pod.key] = node
+                refused.pop(pod.key, None)
+            if len(waiting) == len(order):
+                break
+            order = waiting
+    finally:
+        for kept in saved.values():
+            table.restore_row(kept)
+    return accepted, refused
+
+
+def _check(fw: Framework, table: NodeTable, pod: PodInfo, row: int) -> str:
+    state = CycleState()
+    try:
+        pre, status = fw.run_pre_filter(state, pod, table)
+        if not status.is_success():
+            return status.message() or "PreFilter refused the pod"
+        if pre.node_names is not None and table.names[row] not in pre.node_names:
+            return "PreFilter left the node out"
+        status = fw.filter_status_with_nominated_pods(state, pod, table, row)
+    except PluginError as exc:
+        return str(exc)
+    return "" if status.is_success() else status.message()
+
+
+def _counts(
+    problem: Problem, table: NodeTable, placement: Mapping[str, str]
+) -> list[dict[int, int]]:
+    counts: list[dict[int, int]] = []
+    for cls in problem.classes:
+        rows: Counter[int] = Counter()
+        for pod in cls.pods:
+            node = placement.get(pod.key)
+            row = None if node is None else table.row_of(node)
+            if row is not None:
+                rows[row] += 1
+        counts.append(dict(rows))
+    return counts
+
+
+def _assign(
+    problem: Problem,
+    table: NodeTable,
+    counts: Sequence[Mapping[int, int]],
+    greedy: Mapping[str, str],
+) -> dict[str, str]:
+    """Pods of each class onto the class's counts per node: those greedy put on a
+    node keep it where the count allows (fewer moves), the rest fill in."""
+    placement: dict[str, str] = {}
+    for cls, rows in zip(problem.classes, counts, strict=True):
+        left = {table.names[row]: n for row, n in rows.items() if n}
+        rest: list[PodInfo] = []
+        for pod in sorted(cls.pods, key=lambda p: p.key):
+            node = greedy.get(pod.key)
+            if node is not None and left.get(node, 0) > 0:
+                placement[pod.key] = node
+                left[node] -= 1
+            else:
+                rest.append(pod)
+        slots = [node for node, n in sorted(left.items()) for _ in range(n)]
+        for pod, node in zip(rest, slots, strict=False):
+            placement[pod.key] = node
+    return placement
+
+
+def _by_priority(pods: Sequence[PodInfo], placement: Mapping[str, str]) -> dict[int, int]:
+    placed: dict[int, int] = {p.priority: 0 for p in pods}
+    for pod in pods:
+        if pod.key in placement:
+            placed[pod.priority] += 1
+    return dict(sorted(placed.items(), reverse=True))
+
+
+def _compare(a: Mapping[int, int], b: Mapping[int, int]) -> int:
+    """> 0 if `a` places more pods than `b` at the first priority (highest first)
+    where they differ, < 0 if fewer, 0 if the same everywhere."""
+    for priority in sorted(set(a) | set(b), reverse=True):
+        diff = a.get(priority, 0) - b.get(priority, 0)
+        if diff:
+            return diff
+    return 0
+
+
+def _nodes_used(table: NodeTable, placement: Mapping[str, str]) -> int:
+    rows = table.order()
+    occupied = {int(r) for r in rows if (node_row := table.rows[r]) is not None and node_row.pods}
+    occupied.update(row for n in placement.values() if (row := table.row_of(n)) is not None)
+    return len(occupied)
+
+
+def _score(problem: Problem, placement: Mapping[str, str], table: NodeTable) -> int:
+    """The profile's total score of a placement, each pod scored on the cluster as
+    it is (the scores the solver maximised)."""
+    total = 0
+    for cls in problem.classes:
+        score_of = dict(zip(cls.rows.tolist(), cls.scores.tolist(), strict=False))
+        for pod in cls.pods:
+            node = placement.get(pod.key)
+            row = None if node is None else table.row_of(node)
+            if row is not None:
+                total += int(score_of.get(row, 0))
+    return total
