@@ -118,6 +118,7 @@ def explain_command(
         dra=state.dra,
         registry=setup.registry,
         explain=keys,
+        pod_groups=state.pod_groups,
     )
     for key in keys:
         victims = victims_of(result, key)

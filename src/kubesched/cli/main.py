@@ -89,6 +89,7 @@ def simulate_command(
             storage=state.storage,
             dra=state.dra,
             registry=setup.registry,
+            pod_groups=state.pod_groups,
         )
 
     notes = [*state.notes, seed_note(setup)]
