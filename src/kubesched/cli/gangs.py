@@ -41,9 +41,9 @@ class GangOutcome:
 def gang_outcomes(result: SimulationResult) -> dict[str, GangOutcome]:
     members: dict[str, list[str]] = {}
     for key, pod in result.pods.items():
-        group = pod_group_key(pod)
-        if group:
-            members.setdefault(group, []).append(key)
+        group_key = pod_group_key(pod)
+        if group_key:
+            members.setdefault(group_key, []).append(key)
     outcomes: dict[str, GangOutcome] = {}
     for key, group in sorted(result.pod_groups.items()):
         pods = members.get(key, [])
