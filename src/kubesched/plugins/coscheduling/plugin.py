@@ -14,7 +14,10 @@ placement through the profile's own filters (framework.group_placement). A group
 does not fit whole is refused at once and reserves nothing, so two groups can no
 longer each hold part of what both need until both time out. The trial's nodes are
 then the only candidates of each of the group's pods (a PreFilterResult), so that the
-real placement is the one the trial found.
+real placement is the one the trial found; the trial runs again for each pod, keeping
+the earlier plan where it still holds, so that a group which stopped fitting because
+another group reserved meanwhile is refused, and its waiting pods released
+(PostFilter), before it reserves more.
 """
 
 from __future__ import annotations
@@ -213,9 +216,9 @@ class Coscheduling(
         needed = group.spec.min_member - len(self._assigned(key) - {pod.key})
         if needed <= 0:
             return None, Status.success()
+        # The trial runs again for each pod (the cluster may have changed since the
+        # last one: other groups' pods reserved), keeping the last plan where it holds.
         plan = self._plans.get(key)
-        if plan is not None and pod.key in plan:
-            return PreFilterResult({plan[pod.key]}, [self.name]), Status.success()
         runner = self.handle.framework
         if runner is None:
             return None, Status.success()
