@@ -22,7 +22,9 @@ another group reserved meanwhile is refused, and its waiting pods released
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from kubesched.api.pod_groups import PodGroup, pod_group_key
@@ -46,7 +48,20 @@ from kubesched.framework.node_table import NodeTable
 from kubesched.framework.status import Status
 from kubesched.framework.types import ActionType, ClusterEvent, PodInfo, QueuedPodInfo, Resource
 from kubesched.plugins.coscheduling.args import coscheduling_args
+from kubesched.plugins.coscheduling.preemption import select_gang_victims, victim_units
 from kubesched.plugins.helpers.args import raw_args
+
+log = logging.getLogger("kubesched.coscheduling")
+
+# Where PreFilter leaves, for PostFilter's gang preemption, a group it could not place.
+_UNPLACED_KEY = "Coscheduling/unplaced"
+
+
+@dataclass(frozen=True, slots=True)
+class _Unplaced:
+    pods: list[PodInfo]  # this pod first, then its pending siblings
+    needed: int
+
 
 # util.DefaultWaitTime: the wait at Permit when neither the group nor the args set one.
 DEFAULT_WAIT_SECONDS = 60.0
@@ -77,6 +92,8 @@ class Coscheduling(
         # backedOffPG: groups refused at PreFilter until then.
         self._backoff_until: dict[str, float] = {}
         self._in_trial = False
+        # Groups whose gang preemption is evicting its victims.
+        self._evicting: set[str] = set()
 
     # --- helpers ------------------------------------------------------------------
 
@@ -177,7 +194,7 @@ class Coscheduling(
             gap_text = self._resource_gap(key, group, nodes)
             if gap_text:
                 return None, self._refuse(gap_text)
-        return self._place_whole_group(key, group, pod, nodes)
+        return self._place_whole_group(state, key, group, pod, nodes)
 
     def _refuse(self, message: str) -> Status:
         return Status.unresolvable(message, plugin=self.name)
@@ -210,7 +227,7 @@ class Coscheduling(
         return f"resource gap: map[{shown}]"
 
     def _place_whole_group(
-        self, key: str, group: PodGroup, pod: PodInfo, nodes: NodeTable
+        self, state: CycleState, key: str, group: PodGroup, pod: PodInfo, nodes: NodeTable
     ) -> tuple[PreFilterResult | None, Status]:
         """The trial placement of the pods the group still needs, this pod first."""
         needed = group.spec.min_member - len(self._assigned(key) - {pod.key})
@@ -240,6 +257,8 @@ class Coscheduling(
             self._in_trial = False
         if not placement.feasible:
             self._plans.pop(key, None)
+            # For gang preemption, in PostFilter: the pods to place and how many.
+            state.write(_UNPLACED_KEY, _Unplaced(candidates, needed))
             return None, self._refuse(
                 f"podGroup {key} cannot be placed whole: {placement.reason()}"
             )
@@ -261,6 +280,11 @@ class Coscheduling(
             return PostFilterResult(), Status.unschedulable(
                 "can not find pod group", plugin=self.name
             )
+        unplaced = state.get(_UNPLACED_KEY)
+        if isinstance(unplaced, _Unplaced):
+            preempted = self._preempt_for_group(key, pod, unplaced)
+            if preempted is not None:
+                return preempted
         assigned = len(self._assigned(key))
         minimum = group.spec.min_member
         if assigned >= minimum:
@@ -277,6 +301,74 @@ class Coscheduling(
             "unschedulable even after PostFilter",
             plugin=self.name,
         )
+
+    def _preempt_for_group(
+        self, key: str, pod: PodInfo, unplaced: _Unplaced
+    ) -> tuple[PostFilterResult, Status] | None:
+        """Gang preemption (preemption.py): evict the fewest lower-priority units that
+        let the whole group fit, and nominate this pod to its node in that placement;
+        None when no eviction makes the group fit."""
+        runner = self.handle.framework
+        if runner is None or pod.pod.spec.preemption_policy == "Never":
+            return None
+        if key in self._evicting:
+            # Another pod of the group preempted already: its victims are going.
+            return PostFilterResult(), Status.unschedulable(
+                f"waiting for the pods preempted for PodGroup {key} to go", plugin=self.name
+            )
+        units = victim_units(self.handle.nodes, self.handle.pod_groups, pod.priority, key)
+        if not units:
+            return None
+        self._in_trial = True
+        try:
+            chosen = select_gang_victims(
+                runner, self.handle.nodes, units, unplaced.pods, unplaced.needed
+            )
+        finally:
+            self._in_trial = False
+        if chosen is None:
+            return None
+        victims, placement = chosen
+        self._plans[key] = placement.placed
+        pods = [victim for unit in victims for victim, _ in unit.pods]
+        self._evicting.add(key)
+        self.handle.spawn(self._evict(key, pods, pod))
+        # No nomination: the group's pods follow the plan once the victims are gone
+        # (a nominated pod would count against its own siblings' filters).
+        return PostFilterResult(), Status.success()
+
+    async def _evict(self, key: str, victims: list[PodInfo], preemptor: PodInfo) -> None:
+        """As DefaultPreemption's PreemptPod: a victim waiting at Permit is told so, any
+        other gets DisruptionTarget=True and is deleted, each with a Preempted event."""
+        cluster = self.handle.cluster
+        if cluster is None:
+            self._evicting.discard(key)
+            return
+        waiting_pods = self.handle.waiting_pods
+        message = (
+            f"Preempted by pod {preemptor.pod.metadata.uid} for its PodGroup "
+            f"{pod_group_key(preemptor.pod)}"
+        )
+        try:
+            for victim in victims:
+                waiting = None if waiting_pods is None else waiting_pods.get(victim.key)
+                if waiting is not None and waiting.preempt(self.name, "preempted"):
+                    cluster.record_event(victim.pod, "Normal", "Preempted", message)
+                    continue
+                found = await cluster.set_disruption_target(
+                    victim.pod,
+                    "PreemptionByScheduler",
+                    f"{preemptor.pod.spec.scheduler_name}: preempting to accommodate a "
+                    "higher priority pod group",
+                )
+                if found:
+                    await cluster.delete_pod(victim.pod, "Preempted")
+                    cluster.record_event(victim.pod, "Normal", "Preempted", message)
+        except Exception:
+            log.exception("gang preemption for pod %s failed", preemptor.key)
+            self.handle.retry_after_error([preemptor.key])
+        finally:
+            self._evicting.discard(key)
 
     # --- Reserve / Unreserve ------------------------------------------------------
 
