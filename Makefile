@@ -15,7 +15,7 @@ $(STAMP): pyproject.toml
 venv: $(STAMP)
 
 run: $(STAMP)
-	$(BIN)/kubesched simulate -f examples/cluster --seed 1
+	$(BIN)/kubesched simulate -f examples/cluster --config examples/scheduler-config.yaml --seed 1
 
 lint: $(STAMP)
 	$(BIN)/ruff format --check src tests examples

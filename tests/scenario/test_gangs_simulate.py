@@ -3,6 +3,7 @@ Coscheduling configuration scheduler-plugins documents, and the report's gangs."
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -153,3 +154,34 @@ def test_coscheduling_args_are_checked_with_the_file(tmp_path: Path) -> None:
     result = CliRunner().invoke(main, ["simulate", "-f", str(manifest), "--config", str(path)])
     assert result.exit_code != 0
     assert "podGroupBackoffSeconds: Invalid value: -1: must be greater than 0" in result.output
+
+
+def test_podgroups_without_coscheduling_are_noted(simulate_yaml: Simulate) -> None:
+    code, doc, _ = simulate_yaml(nodes(4), gang("train", 2, 2))
+    assert code == 0
+    assert any("no profile enables Coscheduling" in note for note in doc["notes"])
+
+
+def test_example_cluster_training_gang_is_placed_and_the_sweep_holds_nothing() -> None:
+    """examples/cluster with examples/scheduler-config.yaml (what `make run` runs)."""
+    root = Path(__file__).resolve().parents[2]
+    out = CliRunner().invoke(
+        main,
+        [
+            "simulate",
+            "-f",
+            str(root / "examples" / "cluster"),
+            "--config",
+            str(root / "examples" / "scheduler-config.yaml"),
+            "-o",
+            "json",
+            "--seed",
+            "1",
+        ],
+    )
+    assert out.exit_code == 0, out.output
+    doc = json.loads(out.stdout)
+    train, sweep = doc["gangs"]["ml/train"], doc["gangs"]["ml/sweep"]
+    assert (train["state"], train["scheduled"]) == ("placed", 12)
+    assert (sweep["state"], sweep["scheduled"]) == ("impossible", 0)
+    assert "podGroup ml/sweep cannot be placed whole" in sweep["reason"]

@@ -65,3 +65,14 @@ def gang_outcomes(result: SimulationResult) -> dict[str, GangOutcome]:
             key, minimum, len(pods), len(nodes), state, reason, group.status.phase, nodes
         )
     return outcomes
+
+
+def gang_note(result: SimulationResult) -> str | None:
+    """A note when PodGroups were read but no profile runs Coscheduling: their pods
+    were scheduled one by one, as kube-scheduler's default profile would."""
+    if not result.pod_groups or any("Coscheduling" in p.post_filter for p in result.profiles):
+        return None
+    return (
+        f"{len(result.pod_groups)} PodGroups read, but no profile enables Coscheduling: "
+        "their pods were scheduled one by one (see --config)"
+    )

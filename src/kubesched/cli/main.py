@@ -14,6 +14,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedCo
 
 from kubesched.cli.capacity import capacity_command
 from kubesched.cli.explain import explain_command
+from kubesched.cli.gangs import gang_note
 from kubesched.cli.options import (
     load_manifests,
     manifest_options,
@@ -93,6 +94,9 @@ def simulate_command(
         )
 
     notes = [*state.notes, seed_note(setup)]
+    unsupported = gang_note(result)
+    if unsupported is not None:
+        notes.append(unsupported)
     if output == "json":
         json.dump(as_document(result, problems, notes, setup.seed), sys.stdout, indent=2)
         sys.stdout.write("\n")
