@@ -185,3 +185,32 @@ def test_example_cluster_training_gang_is_placed_and_the_sweep_holds_nothing() -
     assert (train["state"], train["scheduled"]) == ("placed", 12)
     assert (sweep["state"], sweep["scheduled"]) == ("impossible", 0)
     assert "podGroup ml/sweep cannot be placed whole" in sweep["reason"]
+
+
+def test_explain_shows_the_gang_placement(tmp_path: Path, config: tuple[str, ...]) -> None:
+    manifest = tmp_path / "gang.yaml"
+    manifest.write_text(nodes(4, 4) + gang("train", 8, 8))
+    args = ["explain", "-f", str(manifest), *config, "default/train-3"]
+    text = CliRunner().invoke(main, args)
+    assert text.exit_code == 0, text.output
+    assert "Gang default/train: placed, 8 of 8 pods scheduled (minMember 8" in text.output
+    assert "gpu-0 ×4, gpu-1 ×4" in text.output
+    doc = json.loads(CliRunner().invoke(main, [*args, "-o", "json"]).stdout)
+    gang_doc = doc["pods"][0]["gang"]
+    assert (gang_doc["group"], gang_doc["state"], gang_doc["scheduled"]) == (
+        "default/train",
+        "placed",
+        8,
+    )
+    assert sorted(set(gang_doc["nodes"].values())) == ["gpu-0", "gpu-1"]
+
+
+def test_explain_shows_why_a_gang_is_not_placed(tmp_path: Path, config: tuple[str, ...]) -> None:
+    manifest = tmp_path / "gang.yaml"
+    manifest.write_text(nodes(4, 3) + gang("train", 8, 8))
+    out = CliRunner().invoke(
+        main, ["explain", "-f", str(manifest), *config, "default/train-0", "-o", "json"]
+    )
+    gang_doc = json.loads(out.stdout)["pods"][0]["gang"]
+    assert gang_doc["state"] == "impossible"
+    assert "cannot be placed whole: only 7 of the 8" in gang_doc["reason"]

@@ -76,3 +76,24 @@ def gang_note(result: SimulationResult) -> str | None:
         f"{len(result.pod_groups)} PodGroups read, but no profile enables Coscheduling: "
         "their pods were scheduled one by one (see --config)"
     )
+
+
+def gang_of(result: SimulationResult, pod_key: str) -> GangOutcome | None:
+    """The outcome of the PodGroup the pod belongs to (None: no group, or not read)."""
+    pod = result.pods.get(pod_key)
+    group = pod_group_key(pod) if pod is not None else ""
+    if not group or group not in result.pod_groups:
+        return None
+    return gang_outcomes(result).get(group)
+
+
+def gang_line(gang: GangOutcome) -> str:
+    """One line on a gang's placement: where its pods went, or why it is not placed."""
+    head = (
+        f"Gang {gang.key}: {gang.state}, {gang.scheduled} of {gang.pods} pods scheduled "
+        f"(minMember {gang.min_member}, phase {gang.phase or '-'})"
+    )
+    if gang.state != PLACED:
+        return f"{head}: {gang.reason}"
+    per_node = Counter(gang.nodes.values())
+    return f"{head} on " + ", ".join(f"{node} ×{n}" for node, n in sorted(per_node.items()))
