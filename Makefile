@@ -71,6 +71,12 @@ EXPLAIN_PODS  ?= 200
 bench-explain: $(STAMP)
 	$(BIN)/python -m bench.explain --nodes $(EXPLAIN_NODES) --pods $(EXPLAIN_PODS) --repeat 3
 
+# Coscheduling in process (bench/gangs.py): 100 gangs of 8 GPU pods among 800 single
+# pods on 90 nodes of 8 GPUs; gangs placed whole, none in part, and the time.
+.PHONY: bench-gangs
+bench-gangs: $(STAMP)
+	$(BIN)/python -m bench.gangs --gangs 100 --size 8 --singles 800 --nodes 90 --repeat 3
+
 # Differential run against the real kube-scheduler (docs/differential.md): N generated
 # scenarios of series SEED on a control plane of its own; agreement rates, and each
 # disagreement written to tests/differential/regressions/. Every generator feature is on
