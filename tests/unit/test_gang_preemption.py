@@ -4,14 +4,14 @@ gang are victims whole or not at all."""
 from __future__ import annotations
 
 from kubesched.api.objects import Pod
-from kubesched.plugins.coscheduling.test_coscheduling import (
+from kubesched.testing import make_pod
+from tests.unit.gang_helpers import (
     GPU,
     Env,
     gang_pods,
     group,
     run,
 )
-from kubesched.testing import make_pod
 
 
 def placed(pods: list[Pod], node: str, priority: int = 0) -> list[Pod]:
