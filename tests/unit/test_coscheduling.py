@@ -164,3 +164,17 @@ def test_a_labelled_pod_whose_group_is_missing_is_refused_at_permit() -> None:
     run(env)
     assert env.bound("ghost") == []
     assert env.sched.last_failures["default/ghost-0"][1] == "PodGroup not found"
+
+
+def test_nothing_is_kept_about_a_group_once_it_and_its_pods_are_gone() -> None:
+    env = Env(0, [group("train", 8)], gang_pods("train", 8))
+    env.cluster.add_node(make_node("gpu-0", cpu="32", extra={GPU: 4}))
+    run(env)  # refused: only 4 GPUs
+    plugin = env.sched.frameworks["default-scheduler"].instances["Coscheduling"]
+    assert isinstance(plugin, Coscheduling)
+    assert "default/train" in plugin._failed_at
+    for key in list(env.cluster.pods):
+        env.cluster.remove_pod(key)
+    env.listers.pod_groups.delete_group("default/train")
+    kept = (plugin._permitted, plugin._plans, plugin._group_time, plugin._failed_at)
+    assert all("default/train" not in k for k in kept)

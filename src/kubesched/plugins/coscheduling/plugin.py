@@ -94,6 +94,17 @@ class Coscheduling(
         self._in_trial = False
         # Groups whose gang preemption is evicting its victims.
         self._evicting: set[str] = set()
+        if handle is not None:
+            handle.pod_groups.on_change.append(self._forget_if_gone)
+
+    def _forget_if_gone(self, key: str) -> None:
+        """Nothing is kept about a group once it and all its pods are gone."""
+        groups = self.handle.pod_groups
+        if groups.get(key) is None and not groups.members(key):
+            for kept in (self._permitted, self._plans, self._group_time):
+                kept.pop(key, None)
+            self._failed_at.pop(key, None)
+            self._backoff_until.pop(key, None)
 
     # --- helpers ------------------------------------------------------------------
 
