@@ -6,6 +6,7 @@ merge patch of the status subresource, as its patchPodGroup's Status().Patch).""
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 
 import msgspec
 
@@ -57,10 +58,13 @@ class KubePodGroupWriter:
     """PodGroupState's writer in `kubesched run`: each write is a task (the state's
     callers must not block); its result comes back through the informer."""
 
-    def __init__(self, client: KubeClient) -> None:
+    def __init__(self, client: KubeClient, leading: Callable[[], bool] = lambda: True) -> None:
         self.client = client
+        self.leading = leading
 
     def write_status(self, group: PodGroup, status: PodGroupStatus) -> None:
+        if not self.leading():
+            return
         run_in_background(self._patch(group.metadata.namespace, group.metadata.name, status))
 
     async def _patch(self, namespace: str, name: str, status: PodGroupStatus) -> None:

@@ -218,6 +218,9 @@ class Runner:
             claims = dra_informers(client, listers.dra)
             self.informers.extend(claims)
 
+        leader_elect = (
+            cfg.leader_elect if self.options.leader_elect is None else self.options.leader_elect
+        )
         # scheduler-plugins' PodGroups, if a profile runs Coscheduling.
         pod_groups: list[Informer[Any]] = []
         if any("Coscheduling" in fw.instances for fw in sched.frameworks.values()):
@@ -228,13 +231,17 @@ class Runner:
                 await client.aclose()
                 return 1
             listers.pod_groups.subscribe(sched.queue.on_event)
-            listers.pod_groups.writer = KubePodGroupWriter(client)
+            # Only the leader writes statuses (a standby's informers see the same).
+            listers.pod_groups.writer = KubePodGroupWriter(
+                client,
+                lambda: (
+                    not leader_elect
+                    or (self.elector is not None and self.elector.is_leader.is_set())
+                ),
+            )
             pod_groups = [pod_group_informer(client, listers.pod_groups)]
             self.informers.extend(pod_groups)
 
-        leader_elect = (
-            cfg.leader_elect if self.options.leader_elect is None else self.options.leader_elect
-        )
         await self.start_servers(client, leader_elect)
 
         self._spawn(events.run(), "events")
