@@ -41,7 +41,7 @@ readme: $(STAMP)
 	$(BIN)/python -m tests.packaging.readme_plugins --write
 
 run: $(STAMP)
-	$(BIN)/kubesched simulate -f examples/cluster --seed 1
+	$(BIN)/kubesched simulate -f examples/cluster --config examples/scheduler-config.yaml --seed 1
 
 lint: $(STAMP)
 	$(BIN)/ruff format --check src tests examples bench
@@ -117,6 +117,12 @@ bench-explain: $(STAMP)
 .PHONY: bench-html
 bench-html: $(STAMP) browser-deps
 	$(BIN)/python -m bench.html_report --nodes $(EXPLAIN_NODES) --repeat 3
+
+# Coscheduling in process (bench/gangs.py): 100 gangs of 8 GPU pods among 800 single
+# pods on 90 nodes of 8 GPUs; gangs placed whole, none in part, and the time.
+.PHONY: bench-gangs
+bench-gangs: $(STAMP)
+	$(BIN)/python -m bench.gangs --gangs 100 --size 8 --singles 800 --nodes 90 --repeat 3
 
 # Differential run against the real kube-scheduler (docs/differential.md): N generated
 # scenarios of series SEED on a control plane of its own; agreement rates, and each

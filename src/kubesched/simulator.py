@@ -12,7 +12,10 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
+import msgspec
+
 from kubesched.api.objects import Namespace, Node, Pod, PodDisruptionBudget
+from kubesched.api.pod_groups import PodGroup
 from kubesched.api.resource import ResourceClaim
 from kubesched.cluster.claim_controller import ResourceClaimController
 from kubesched.cluster.claim_writer import InMemoryClaimWriter
@@ -133,6 +136,8 @@ class SimulationResult:
     profiles: list[ProfilePlugins] = field(default_factory=list)
     # Every attempt of the pods asked to be explained, by pod key.
     explanations: dict[str, list[Explanation]] = field(default_factory=dict)
+    # scheduler-plugins' PodGroups as the simulation left them (status written), by key.
+    pod_groups: dict[str, PodGroup] = field(default_factory=dict)
 
     @property
     def scheduled(self) -> int:
@@ -153,12 +158,13 @@ def simulate(
     registry: Registry | None = None,
     dra: DraState | None = None,
     explain: Collection[str] = (),
+    pod_groups: Sequence[PodGroup] = (),
 ) -> SimulationResult:
     """Schedule `pods` (in queue order; those with spec.nodeName already run) on `nodes`.
     `pdbs` (with their status) are what preemption respects where it can; `dra` holds
     the DRA objects (the pods' claims made from their templates already); every
     attempt of the pods in `explain` (keys) is explained in the result."""
-    world = World(nodes, pods, profiles, pdbs, storage, namespaces, registry, dra)
+    world = World(nodes, pods, profiles, pdbs, storage, namespaces, registry, dra, pod_groups)
     return asyncio.run(_simulate(world, seed, percentage_of_nodes_to_score, progress, explain))
 
 
@@ -174,6 +180,8 @@ class World:
     namespaces: Mapping[str, Namespace] | None = None
     registry: Registry | None = None
     dra: DraState | None = None
+    # scheduler-plugins' PodGroups (Coscheduling); copied, their status is written.
+    pod_groups: Sequence[PodGroup] = ()
 
 
 @dataclass(slots=True)
@@ -232,6 +240,9 @@ def start_session(
     listers.storage.writer = InMemoryVolumeWriter(listers.storage, cluster.nodes)
     claim_writer = InMemoryClaimWriter(listers.dra, now=lambda: _timestamp(clock))
     listers.dra.writer = claim_writer
+    # The PodGroups, copies whose status the in-memory PodGroup controller writes.
+    for group in world.pod_groups:
+        listers.pod_groups.upsert_group(msgspec.structs.replace(group))
     recorder = OutcomeRecorder()
     explainer = ExplainRecorder(explain)
     scheduler = Scheduler(
@@ -310,6 +321,7 @@ def session_result(session: Session, wall: float) -> SimulationResult:
         {claim.key: claim for claim in session.listers.dra.list_claims()},
         [profile_plugins(fw) for fw in scheduler.frameworks.values()],
         session.explainer.explanations,
+        {group.key: group for group in session.listers.pod_groups},
     )
 
 

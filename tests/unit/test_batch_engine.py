@@ -6,7 +6,7 @@ import asyncio
 from typing import Any
 
 from kubesched.batch.engine import replay
-from kubesched.batch.problem import HELD_ERROR, HELD_GATED, HELD_MATCHED, HELD_SPREAD
+from kubesched.batch.problem import HELD_ERROR, HELD_GANG, HELD_GATED, HELD_MATCHED, HELD_SPREAD
 from kubesched.framework import interfaces as ifc
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.node_table import NodeTable, Rows
@@ -126,6 +126,20 @@ def test_pods_with_hard_spread_are_held_at_greedys_placement_and_said_so() -> No
         "default/s1": HELD_SPREAD,
         "default/other": HELD_MATCHED,
     }
+    for key in batch.held:
+        assert batch.placements[key] == greedy.placements[key]
+
+
+def test_gang_members_are_held_at_greedys_placement_and_said_so() -> None:
+    # Moving one member of a PodGroup could split the gang (Coscheduling's rule is not
+    # a per-pod filter), so the engine leaves members where greedy put them.
+    nodes = [_host("a", cpu="4"), _host("b", cpu="4")]
+    label = {"scheduling.x-k8s.io/pod-group": "train"}
+    pods = [make_pod(f"g{i}", cpu="1", labels=label) for i in range(2)]
+    pods.append(make_pod("single", cpu="1"))
+    greedy, comparison = greedy_then_engine(nodes, pods)
+    batch = comparison.batch
+    assert batch.held == {"default/g0": HELD_GANG, "default/g1": HELD_GANG}
     for key in batch.held:
         assert batch.placements[key] == greedy.placements[key]
 

@@ -45,6 +45,8 @@ ALLOWED_CLUSTER_VERBS: dict[tuple[str, str], set[str]] = {
     ("apps", "statefulsets"): READ,
     ("policy", "poddisruptionbudgets"): READ,
     ("scheduling.k8s.io", "priorityclasses"): READ,
+    ("scheduling.x-k8s.io", "podgroups"): READ,
+    ("scheduling.x-k8s.io", "podgroups/status"): {"patch"},
     **{
         ("storage.k8s.io", r): READ
         for r in ("storageclasses", "csinodes", "csidrivers", "csistoragecapacities")

@@ -36,6 +36,7 @@ def error(cfg: dict[str, Any]) -> str:
 
 
 GOOD_ARGS: dict[str, dict[str, Any]] = {
+    "Coscheduling": {"permitWaitingTimeSeconds": 10, "podGroupBackoffSeconds": 5},
     "DefaultPreemption": {"minCandidateNodesPercentage": 5, "minCandidateNodesAbsolute": 10},
     "InterPodAffinity": {"hardPodAffinityWeight": 10, "ignorePreferredTermsOfExistingPods": True},
     "NodeAffinity": {
@@ -74,6 +75,11 @@ GOOD_ARGS: dict[str, dict[str, Any]] = {
 
 # One bad field per plugin, and the text kube-scheduler gives for it.
 BAD_ARGS: list[tuple[str, dict[str, Any], str]] = [
+    (
+        "Coscheduling",
+        {"podGroupRejectPercentage": 101},
+        "podGroupRejectPercentage: Invalid value: 101: must be between 0 and 100",
+    ),
     (
         "DefaultPreemption",
         {"minCandidateNodesPercentage": 101},

@@ -20,7 +20,8 @@ from kubesched.scheduler import Scheduler
 def test_builtins_are_found_by_name() -> None:
     assert in_tree_registry()["NodePorts"] is NodePorts
     assert "NodeResourcesFit" in in_tree_registry()
-    assert len(in_tree_registry()) == 20
+    # kube-scheduler's 20, and scheduler-plugins' Coscheduling (off unless enabled)
+    assert len(in_tree_registry()) == 21
     assert default_registry()["NodePorts"] is NodePorts
 
 

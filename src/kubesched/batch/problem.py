@@ -22,6 +22,7 @@ import numpy as np
 
 from kubesched.api.labels import selects
 from kubesched.api.objects import Pod
+from kubesched.api.pod_groups import pod_group_name
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.node_table import PODS, IntArray, NodeTable, Rows
 from kubesched.framework.pod_index import AffinityTerm, pod_affinity_terms
@@ -38,6 +39,9 @@ HELD_MATCHED = "selected by the affinity or spread of a pod held at greedy's pla
 HELD_PARSE = "its affinity terms do not parse"
 HELD_ERROR = "a plugin failed on it"
 HELD_GATED = "PreEnqueue keeps it out of the queue"
+# Coscheduling's whole-or-nothing rule lives in its PreFilter/Permit, which a per-pod
+# feasibility matrix cannot express: moving one member could split the gang.
+HELD_GANG = "a member of a PodGroup (gang) is not modelled"
 
 
 class _Skip(Exception):
@@ -98,6 +102,8 @@ def classes_of(pods: Sequence[PodInfo]) -> list[list[PodInfo]]:
 
 
 def _held_reason(pod: PodInfo) -> str:
+    if pod_group_name(pod.pod):
+        return HELD_GANG
     spec = pod.pod.spec
     if any(c.when_unsatisfiable == "DoNotSchedule" for c in spec.topology_spread_constraints):
         return HELD_SPREAD

@@ -115,6 +115,7 @@ def capacity_command(
         state.namespaces,
         setup.registry,
         state.dra,
+        state.pod_groups,
     )
     result = capacity(
         world,

@@ -11,8 +11,10 @@ import click
 import msgspec
 import yaml
 from rich.console import Console
+from rich.text import Text
 
 from kubesched.cli.explain_report import print_explanation
+from kubesched.cli.gangs import gang_line, gang_of
 from kubesched.cli.html import simulation_page, write_page
 from kubesched.cli.options import (
     html_option,
@@ -123,6 +125,7 @@ def explain_command(
         dra=state.dra,
         registry=setup.registry,
         explain=keys,
+        pod_groups=state.pod_groups,
     )
     for key in keys:
         victims = victims_of(result, key)
@@ -163,12 +166,15 @@ def explain_document(
     for key in keys:
         attempts = result.explanations.get(key, [])
         shown = attempts if all_attempts else attempts[-1:]
+        gang = gang_of(result, key)
         found.append(
             {
                 "pod": key,
                 "node": result.placements.get(key),
                 "reason": result.reasons.get(key, ""),
                 "attempts": len(attempts),
+                # The pod's PodGroup (Coscheduling): the group's placement as a whole.
+                **({"gang": {"group": gang.key, **gang.as_dict()}} if gang else {}),
                 "explanations": [msgspec.to_builtins(e) for e in shown],
             }
         )
@@ -187,6 +193,9 @@ def print_text(
     for note in notes:
         console.print(f"[dim]note: {note}[/dim]", highlight=False)
     for key in keys:
+        gang = gang_of(result, key)
+        if gang is not None:
+            console.print(Text(gang_line(gang)))
         attempts: list[Explanation] = result.explanations.get(key, [])
         if not attempts:
             why = result.reasons.get(key, "never attempted")

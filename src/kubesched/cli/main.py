@@ -16,6 +16,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedCo
 from kubesched import KUBERNETES_VERSION, __version__
 from kubesched.cli.capacity import capacity_command
 from kubesched.cli.explain import explain_command
+from kubesched.cli.gangs import gang_note
 from kubesched.cli.html import simulation_page, write_page
 from kubesched.cli.optimize_report import comparison_document, parse_timeout, print_comparison
 from kubesched.cli.options import (
@@ -152,6 +153,7 @@ def simulate_command(
             dra=state.dra,
             registry=setup.registry,
             explain=explained,
+            pod_groups=state.pod_groups,
         )
 
     comparison = None
@@ -168,6 +170,7 @@ def simulate_command(
             state.namespaces,
             setup.registry,
             state.dra,
+            state.pod_groups,
         )
         comparison = optimize_batch(
             world,
@@ -178,6 +181,9 @@ def simulate_command(
         )
 
     notes = [*state.notes, seed_note(setup)]
+    unsupported = gang_note(result)
+    if unsupported is not None:
+        notes.append(unsupported)
     running = {p.key for p in running_pods(state)}
     zones = node_zones(state.nodes)
     if html is not None:

@@ -12,6 +12,7 @@ from rich.table import Table
 from rich.text import Text
 
 from kubesched.api.quantity import format_amount
+from kubesched.cli.gangs import gang_outcomes
 from kubesched.cli.workloads import new_and_running, placements_by_workload
 from kubesched.framework.explain import ProfilePlugins
 from kubesched.simulator import SimulationResult
@@ -68,6 +69,12 @@ def as_document(
         "evicted": evictions(result),
         # DRA devices of the bound pods, by pod (only with ResourceClaims).
         **({"devices": allocated_devices(result)} if result.claims else {}),
+        # scheduler-plugins PodGroups: placed, waiting or impossible (only with PodGroups).
+        **(
+            {"gangs": {k: g.as_dict() for k, g in gang_outcomes(result).items()}}
+            if result.pod_groups
+            else {}
+        ),
         "summary": {
             "pods": len(result.placements),
             "scheduled": result.scheduled,
@@ -195,6 +202,23 @@ def print_report(
             shown = "\n".join(keys[:3]) + (f"\n… {len(keys) - 3} more" if len(keys) > 3 else "")
             pending.add_row(str(len(keys)), Text(shown), Text(reason))
         console.print(pending)
+
+    if result.pod_groups:
+        gangs = Table(title="Gangs (PodGroups)", title_justify="left", show_lines=True)
+        gangs.add_column("group")
+        gangs.add_column("scheduled/min", justify="right")
+        gangs.add_column("state")
+        gangs.add_column("phase")
+        gangs.add_column("reason", overflow="fold")
+        for key, gang in gang_outcomes(result).items():
+            gangs.add_row(
+                Text(key),
+                f"{gang.scheduled}/{gang.min_member} (of {gang.pods})",
+                gang.state,
+                Text(gang.phase),
+                Text(gang.reason),
+            )
+        console.print(gangs)
 
     if result.evicted:
         evicted = Table(title="Evicted by preemption", title_justify="left")

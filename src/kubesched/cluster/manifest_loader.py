@@ -26,6 +26,7 @@ from kubesched.api.objects import (
     PodDisruptionBudget,
     PriorityClass,
 )
+from kubesched.api.pod_groups import PodGroup
 from kubesched.api.workloads import DaemonSet, Deployment, Job, ReplicaSet, StatefulSet, Workload
 from kubesched.cluster.admission import (
     NAMESPACE_NAME_LABEL,
@@ -46,6 +47,12 @@ from kubesched.cluster.manifest_validation import (
     _check_workload,
     _type_word,
     _validation_field,
+)
+from kubesched.cluster.pod_group_manifests import (
+    POD_GROUP_GROUPS,
+    POD_GROUP_KIND,
+    pod_group_problem,
+    pod_group_warnings,
 )
 from kubesched.cluster.validation.field_errors import FieldError, FieldErrors
 from kubesched.cluster.validation.names_labels import (
@@ -86,6 +93,7 @@ _GROUPS: Mapping[str, tuple[str, ...]] = {
     "Job": ("batch",),
     **STORAGE_GROUPS,
     **DRA_GROUPS,
+    **POD_GROUP_GROUPS,
 }
 _CLUSTER_SCOPED = (
     frozenset({"Node", "Namespace", "PriorityClass"}) | CLUSTER_SCOPED_STORAGE | CLUSTER_SCOPED_DRA
@@ -229,6 +237,7 @@ class _Loader:
         self.workload_origin: dict[tuple[str, str], _Origin] = {}
         self.storage_objects = StorageObjects()
         self.dra_objects = DraObjects()
+        self.pod_groups: dict[str, tuple[PodGroup, _Origin]] = {}
         self.stateful_set_claims: list[StatefulSetClaim] = []
         self.deployments_with_replicasets: set[tuple[str, str]] = set()
         self.generated: Counter[str] = Counter()
@@ -328,6 +337,8 @@ class _Loader:
             self.add_dra_object(origin, kind, api_version, obj)
         elif kind == "PodDisruptionBudget":
             self.add_pdb(origin, obj)
+        elif kind == POD_GROUP_KIND:
+            self.add_pod_group(origin, api_version, obj)
         else:
             self.add_workload(origin, kind, obj)
 
@@ -565,6 +576,31 @@ class _Loader:
         if not meta.uid:
             meta.uid = _uid("PodDisruptionBudget", meta.namespace, meta.name)
         self.pdbs[key] = (pdb, origin)
+
+    def add_pod_group(self, origin: _Origin, api_version: str, obj: Mapping[str, Any]) -> None:
+        group = self.decode(origin, obj, POD_GROUP_KIND, PodGroup)
+        if group is None:
+            return
+        meta = group.metadata
+        if not meta.namespace:
+            meta.namespace = "default"
+        problem = pod_group_problem(api_version, group)
+        if problem is None and self.invalid_meta(origin, POD_GROUP_KIND, meta):
+            return
+        key = meta.key if meta.name else ""
+        if problem is None and key in self.pod_groups:
+            problem = (
+                "metadata.name",
+                f"duplicate: a PodGroup named {key} was already loaded from "
+                f"{self.pod_groups[key][1]}",
+            )
+        if problem is not None:
+            self.problem(origin, POD_GROUP_KIND, key, *problem)
+            return
+        self.notes.extend(pod_group_warnings(obj, str(origin), key))
+        if not meta.uid:
+            meta.uid = _uid(POD_GROUP_KIND, meta.namespace, meta.name)
+        self.pod_groups[key] = (group, origin)
 
     def add_storage_object(self, origin: _Origin, kind: str, obj: Mapping[str, Any]) -> None:
         decoded = self.decode(origin, obj, kind, STORAGE_KINDS[kind][0])

@@ -68,6 +68,7 @@ from pathlib import Path
 
 from kubesched.api.disruption import compute_status
 from kubesched.api.objects import Namespace, Node, Pod, PodDisruptionBudget, PriorityClass
+from kubesched.api.pod_groups import PodGroup
 from kubesched.cluster.admission import (
     SYSTEM_NAMESPACES,
     _admit_priority,
@@ -115,6 +116,8 @@ class ClusterState:
     # DeviceClasses, ResourceSlices, ResourceClaimTemplates and ResourceClaims (with
     # those the resourceclaim controller creates for the pods' templates).
     dra: DraState = field(default_factory=DraState)
+    # scheduler-plugins' PodGroups, for Coscheduling.
+    pod_groups: list[PodGroup] = field(default_factory=list)
     problems: list[LoadProblem] = field(default_factory=list)  # errors: objects skipped
     notes: list[str] = field(default_factory=list)  # informational
 
@@ -247,6 +250,7 @@ def _finish(loader: _Loader, max_pods: int) -> ClusterState:
         priority_classes=classes,
         namespaces=namespaces,
         pdbs=pdbs,
+        pod_groups=[group for group, _ in loader.pod_groups.values()],
         problems=loader.problems,
         notes=loader.notes,
     )

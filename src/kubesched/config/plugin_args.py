@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from kubesched.plugins.coscheduling.args import coscheduling_args
 from kubesched.plugins.defaultpreemption.args import default_preemption_args
 from kubesched.plugins.dynamicresources.args import dynamic_resources_args
 from kubesched.plugins.helpers.args import ArgsError
@@ -29,6 +30,7 @@ from kubesched.plugins.volumebinding.args import volume_binding_args
 ArgsDecoder = Callable[[Mapping[str, Any], str], object]
 
 BUILTIN_ARGS: dict[str, ArgsDecoder] = {
+    "Coscheduling": coscheduling_args,
     "DefaultPreemption": default_preemption_args,
     "DynamicResources": dynamic_resources_args,
     "InterPodAffinity": inter_pod_affinity_args,

@@ -259,6 +259,13 @@ class FrameworkRunner(Protocol):
         self, state: CycleState, pod: PodInfo, nodes: NodeTable, row: int
     ) -> Status: ...
 
+    def run_pre_filter(
+        self, state: CycleState, pod: PodInfo, nodes: NodeTable
+    ) -> tuple[PreFilterResult, Status]:
+        """RunPreFilterPlugins: the nodes the PreFilter plugins narrowed to, and their
+        verdict (a trial placement of a whole pod group runs it for each pod)."""
+        ...
+
     def run_filters(
         self, state: CycleState, pod: PodInfo, nodes: NodeTable, rows: Rows
     ) -> tuple[Rows, Diagnosis]:

@@ -132,6 +132,8 @@ class Resource(enum.StrEnum):
     RESOURCE_CLAIM = "ResourceClaim"
     RESOURCE_SLICE = "ResourceSlice"
     DEVICE_CLASS = "DeviceClass"
+    # scheduler-plugins' PodGroup, named as its Coscheduling plugin registers it.
+    POD_GROUP = "podgroups.v1alpha1.scheduling.x-k8s.io"
     WILDCARD = "*"
 
 

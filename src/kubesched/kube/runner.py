@@ -35,6 +35,12 @@ from kubesched.kube.delegated_auth import SubjectAccessReviewAuthorizer, TokenRe
 from kubesched.kube.explain_endpoint import DEFAULT_KEEP, ExplainStore
 from kubesched.kube.informer import Handlers, Informer
 from kubesched.kube.leader import LeaderElectionConfig, LeaderElector
+from kubesched.kube.pod_groups import (
+    KubePodGroupWriter,
+    PodGroupApiMissing,
+    pod_group_informer,
+    require_pod_group_api,
+)
 from kubesched.kube.storage import KubeVolumeWriter, storage_informers
 from kubesched.kube.workload_selectors import WorkloadSelectors, workload_selector_informers
 from kubesched.kube.writer import EventWriter, StatusWriter
@@ -215,6 +221,27 @@ class Runner:
         leader_elect = (
             cfg.leader_elect if self.options.leader_elect is None else self.options.leader_elect
         )
+        # scheduler-plugins' PodGroups, if a profile runs Coscheduling.
+        pod_groups: list[Informer[Any]] = []
+        if any("Coscheduling" in fw.instances for fw in sched.frameworks.values()):
+            try:
+                await require_pod_group_api(client)
+            except PodGroupApiMissing as err:
+                log.error("%s", err)
+                await client.aclose()
+                return 1
+            listers.pod_groups.subscribe(sched.queue.on_event)
+            # Only the leader writes statuses (a standby's informers see the same).
+            listers.pod_groups.writer = KubePodGroupWriter(
+                client,
+                lambda: (
+                    not leader_elect
+                    or (self.elector is not None and self.elector.is_leader.is_set())
+                ),
+            )
+            pod_groups = [pod_group_informer(client, listers.pod_groups)]
+            self.informers.extend(pod_groups)
+
         await self.start_servers(client, leader_elect)
 
         self._spawn(events.run(), "events")
@@ -223,12 +250,12 @@ class Runner:
         self._spawn(nodes.run(), "informer-nodes")
         self._spawn(pdbs.run(), "informer-pdbs")
         self._spawn(namespaces.run(), "informer-namespaces")
-        for informer in [*selectors, *volumes, *claims]:
+        for informer in [*selectors, *volumes, *claims, *pod_groups]:
             self._spawn(informer.run(), f"informer-{informer.name}")
         await self._until(nodes.synced.wait())
         await self._until(pdbs.synced.wait())
         await self._until(namespaces.synced.wait())
-        for informer in [*selectors, *volumes, *claims]:
+        for informer in [*selectors, *volumes, *claims, *pod_groups]:
             await self._until(informer.synced.wait())
         self._spawn(pods.run(), "informer-pods")
         await self._until(pods.synced.wait())

@@ -7,6 +7,7 @@ from collections.abc import Iterable
 
 from kubesched.framework.interfaces import Plugin
 from kubesched.framework.registry import Registry, installed_plugins, registered_in_code
+from kubesched.plugins.coscheduling import Coscheduling
 from kubesched.plugins.defaultbinder import DefaultBinder
 from kubesched.plugins.defaultpreemption import DefaultPreemption
 from kubesched.plugins.dynamicresources import DynamicResources
@@ -48,6 +49,9 @@ IN_TREE: tuple[type[Plugin], ...] = (
     InterPodAffinity,
     NodeDeclaredFeatures,
     DynamicResources,
+    # Not in kube-scheduler's tree: scheduler-plugins' Coscheduling, off unless a
+    # profile enables it.
+    Coscheduling,
 )
 
 

@@ -60,6 +60,8 @@ class EventHandlers(SchedulerBase):
         )
 
     def on_pod_add(self, pod: Pod) -> None:
+        # Coscheduling's pod lister by group label (every pod, bound or not).
+        self.handle.pod_groups.observe_pod(pod)
         if pod.spec.node_name:
             self.cache.add_pod(PodInfo(pod))
             self.queue.delete(pod.key)
@@ -75,6 +77,9 @@ class EventHandlers(SchedulerBase):
                 self.nominator.add(pod, None)
 
     def on_pod_update(self, old: Pod | None, new: Pod) -> None:
+        if old is not None:
+            self.handle.pod_groups.forget_pod(old)
+        self.handle.pod_groups.observe_pod(new)
         if old is not None and replaced(old.metadata.uid, new.metadata.uid):
             # Another pod of the same name (a relist after the watch missed the
             # delete and the create). Upstream's cache and queue key pods by UID
@@ -123,6 +128,7 @@ class EventHandlers(SchedulerBase):
                 self._nominated_room_freed(old)
 
     def on_pod_delete(self, pod: Pod) -> None:
+        self.handle.pod_groups.forget_pod(pod)
         key = f"{pod.metadata.namespace}/{pod.metadata.name}"
         self.queue.delete(key)
         self.nominator.delete(key)

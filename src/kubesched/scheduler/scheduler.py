@@ -83,6 +83,7 @@ class Scheduler(EventHandlers, SchedulingCycle):
             spawn=self._spawn,
             namespaces=self.listers.namespaces,
             workload_selectors=self.listers.workload_selectors,
+            pod_groups=self.listers.pod_groups,
             metrics=NO_METRICS if observer is None else observer,
         )
         registry = default_registry() if registry is None else registry

@@ -43,6 +43,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from kubesched.api.objects import PodDisruptionBudget
+from kubesched.api.pod_groups import pod_group_key
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.fit_error import Diagnosis, fit_error_message
 from kubesched.framework.interfaces import (
@@ -221,7 +222,15 @@ class DefaultPreemption(BatchedDryRun, PostFilterPlugin, PreEnqueuePlugin, Enque
                         return False, NOT_ELIGIBLE_TERMINATING
         return True, ""
 
-    is_preemption_allowed = staticmethod(is_lower_priority)
+    def is_preemption_allowed(self, victim: PodInfo, preemptor: PodInfo) -> bool:
+        """isPreemptionAllowed: only lower priority pods (IsEligiblePod allows all).
+        Not upstream's: a pod of a scheduler-plugins PodGroup is never a victim here,
+        since evicting part of a running gang leaves the rest holding its nodes for
+        nothing; Coscheduling's gang preemption takes such pods, a group whole."""
+        if not is_lower_priority(victim, preemptor):
+            return False
+        group = pod_group_key(victim.pod)
+        return not group or self._handle is None or self._handle.pod_groups.get(group) is None
 
     def node_status(self, diagnosis: Diagnosis, node_name: str) -> Status:
         """NodeToStatus.Get: the node's Filter verdict, or the status of absent nodes
