@@ -237,7 +237,9 @@ def run_bench(
             for name in names:
                 workload = WORKLOADS[name]
                 shape = ceiling_shape(workload, size)
-                runs = {m: {k: [] for k in schedulers} for m in ("e2e", "backlog") if m in modes}
+                runs: dict[str, dict[str, list[dict[str, Any]]]] = {
+                    m: {k: [] for k in schedulers} for m in ("e2e", "backlog") if m in modes
+                }
                 for attempt in range(repeat):
                     tag = f" #{attempt + 1}" if repeat > 1 else ""
                     tries = ceilings.setdefault(shape, [])
