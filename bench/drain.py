@@ -150,7 +150,7 @@ async def run_ceiling(
                 cwd=REPO_ROOT,
                 env=_probe_env(kubesched_src),
             )
-            complete = await b.wait(timeout_for(pods))
+            complete = await _wait_while_running(b, proc, timeout_for(pods))
             out, err = await asyncio.to_thread(proc.communicate, timeout=120)
             result["cpu"] = meter.stop()
         if proc.returncode != 0:
@@ -176,6 +176,20 @@ async def run_ceiling(
             await cleanup(api, run_id)
         await api.aclose()
     return result
+
+
+async def _wait_while_running(
+    bindings: Bindings, proc: subprocess.Popen[bytes], timeout: float
+) -> bool:
+    """Whether every pod was seen bound within TIMEOUT; a probe that exits early
+    (a crash, a bad kubeconfig) ends the wait a few seconds later, not at TIMEOUT."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if await bindings.wait(min(1.0, max(0.0, deadline - time.monotonic()))):
+            return True
+        if proc.poll() is not None:
+            return await bindings.wait(5.0)  # the watch may lag the last binds
+    return False
 
 
 async def run_backlog(
