@@ -82,7 +82,12 @@ def test_smallest_workload_end_to_end(control_plane: ControlPlane, tmp_path: Pat
         "e2e_peak_rss",
         "e2e_cpu_seconds",
         "inprocess_vs_e2e",
+        "backlog_pods_per_second",
+        "backlog_cpu_seconds",
     }
+    # backlog not run here: no ratio, and no share of a ceiling
+    assert entry["ratios"]["backlog_pods_per_second"] is None
+    assert "ceiling" not in entry
 
     inproc = entry["inprocess"]
     assert inproc["status"] == "ok", inproc
