@@ -302,6 +302,53 @@ def print_table(doc: Result, console: Console | None = None) -> None:
             console.print(f"  {name} — {line}", markup=False, highlight=False)
 
 
+# docs/benchmarks.md's table at upstream's sizes; cells with two figures are
+# kube-scheduler's / kubesched's.
+MARKDOWN_COLUMNS = (
+    "workload",
+    "nodes / init / measured",
+    "bind ceiling pods/s",
+    "create+schedule pods/s",
+    "ratio",
+    "% of ceiling",
+    "backlog drain pods/s",
+    "ratio",
+    "% of ceiling",
+    "create→bound p50 / p99 ms",
+    "scheduler CPU s (create+schedule / backlog)",
+    "peak MB",
+)
+
+
+def markdown_table(doc: Result) -> str:
+    """The results as docs/benchmarks.md's table (median of the repeats, their
+    min–max in brackets), one row per workload."""
+    lines = [
+        "| " + " | ".join(MARKDOWN_COLUMNS) + " |",
+        "|---|---|" + "---:|" * (len(MARKDOWN_COLUMNS) - 2),
+    ]
+    for name, entry in doc["workloads"].items():
+        e2e, backlog = entry.get("e2e"), entry.get("backlog")
+        shares = of_ceiling(entry)
+        ratio = entry.get("ratios") or {}
+        cells = [
+            name,
+            _sizes(entry).replace("/", " / "),
+            _rate(entry.get("ceiling")) if "ceiling" in entry else "—",
+            _pair(e2e, _rate),
+            _x(ratio.get("e2e_pods_per_second")),
+            _pct(shares.get("e2e")),
+            _pair(backlog, _rate),
+            _x(ratio.get("backlog_pods_per_second")),
+            _pct(shares.get("backlog")),
+            _pair(e2e, lambda r: _p50_p99(r, "create_to_bound_ms")),
+            f"{_pair(e2e, _cpu)} ; {_pair(backlog, _cpu)}",
+            _pair(e2e, _mb),
+        ]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
 def write_json(doc: Result, path: Path) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(doc, indent=2) + "\n")
@@ -432,3 +479,17 @@ def _tick(doc: Result, name: str) -> str:
         if isinstance(result, dict) and result.get("status") == "ok":
             rates.append(f"{short} {result['pods_per_second']:,.0f}")
     return name + (f"\n{' / '.join(rates)} pods/s" if rates else "")
+
+
+def main() -> None:
+    """python -m bench.report RESULTS.json: the tables again, and the markdown table."""
+    import sys
+
+    for arg in sys.argv[1:]:
+        doc = json.loads(Path(arg).read_text())
+        print_table(doc)
+        print(markdown_table(doc))
+
+
+if __name__ == "__main__":
+    main()

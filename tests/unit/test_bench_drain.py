@@ -13,7 +13,7 @@ from rich.console import Console
 
 from bench.cluster import Bindings
 from bench.drain import drain_figures
-from bench.report import of_ceiling, print_table, ratios
+from bench.report import markdown_table, of_ceiling, print_table, ratios
 from bench.run import ceiling_shape, default_repeat, median_run, run_bench, workloads_of_size
 from bench.schedulers import KUBE_SCHEDULER, KUBESCHED
 from bench.workloads import WORKLOADS, Size
@@ -157,3 +157,23 @@ def test_the_table_shows_the_ceiling_and_the_shares() -> None:
     assert "500 / 800" in text and "25% / 40%" in text
     assert "1,000 / timeout" in text and "50% / —" in text
     assert "1.60×" in text
+
+
+def test_the_markdown_table_has_the_published_layout() -> None:
+    entry = _entry()
+    entry["ratios"] = ratios(entry)
+    entry["e2e"][KUBESCHED]["spread"] = {"pods_per_second": {"min": 700, "median": 800, "max": 900}}
+    header, rule, row = markdown_table({"workloads": {"SchedulingBasic": entry}}).splitlines()
+    assert header.count("|") == rule.count("|") == row.count("|") == 13
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    assert cells[:9] == [
+        "SchedulingBasic",
+        "500 / 500 / 1000",
+        "2,000",
+        "500 / 800 (700–900)",
+        "1.60×",
+        "25% / 40%",
+        "1,000 / timeout",
+        "—",
+        "50% / —",
+    ]
