@@ -27,6 +27,7 @@ import os
 import secrets
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -118,6 +119,7 @@ async def run_ceiling(
     result: dict[str, Any] = {"run_id": run_id, "nodes": nodes, "measured_pods": pods}
     api = Api(cp, concurrency=concurrency, client=client)
     proc: subprocess.Popen[bytes] | None = None
+    stderr = tempfile.TemporaryFile()  # noqa: SIM115 (closed in the finally below)
 
     def say(text: str) -> None:
         if log is not None:
@@ -146,15 +148,18 @@ async def run_ceiling(
                 ],
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
+                # a file, not a pipe: a chatty probe must not block on a full pipe
+                stderr=stderr,
                 cwd=REPO_ROOT,
                 env=_probe_env(kubesched_src),
             )
             complete = await _wait_while_running(b, proc, timeout_for(pods))
-            out, err = await asyncio.to_thread(proc.communicate, timeout=120)
+            out, _ = await asyncio.to_thread(proc.communicate, timeout=120)
             result["cpu"] = meter.stop()
         if proc.returncode != 0:
-            raise BenchError(f"bind probe exited {proc.returncode}: {err.decode()[-600:]}")
+            stderr.seek(0)
+            tail = stderr.read()[-600:].decode(errors="replace")
+            raise BenchError(f"bind probe exited {proc.returncode}: {tail}")
         result["probe"] = json.loads(out.decode().strip().splitlines()[-1])
         result.update(drain_figures(b, spawned))
         result["status"] = "ok" if complete else "timeout"
@@ -172,6 +177,7 @@ async def run_ceiling(
         if proc is not None and proc.poll() is None:
             proc.kill()
             proc.wait(10)
+        stderr.close()
         with contextlib.suppress(BenchError):
             await cleanup(api, run_id)
         await api.aclose()
