@@ -151,7 +151,8 @@ def run_bench(
     (workload, mode, scheduler) that many times, end-to-end runs alternating
     which scheduler goes first, and keep the run with the median pods/s (default:
     3 at sizes 5000 and 15000, else 1). MODES: of MODES; "ceiling" measures the
-    bind ceiling once per repeat for each (nodes, measured pods) of the workloads."""
+    bind ceiling with each workload's nodes and measured pods, once per repeat,
+    before its schedulers."""
     names = list(workloads or WORKLOADS)
     for name in names:
         if name not in WORKLOADS:
@@ -231,8 +232,6 @@ def run_bench(
             "quiet_wait": quiet_wait,
             "log": say,
         }
-        # One ceiling per (nodes, pods) and repeat, shared by the workloads of that shape.
-        ceilings: dict[tuple[int, int], list[dict[str, Any]]] = {}
         try:
             for name in names:
                 workload = WORKLOADS[name]
@@ -240,12 +239,14 @@ def run_bench(
                 runs: dict[str, dict[str, list[dict[str, Any]]]] = {
                     m: {k: [] for k in schedulers} for m in ("e2e", "backlog") if m in modes
                 }
+                # Measured per workload and repeat, right before its schedulers: on a
+                # shared machine a ceiling measured half an hour earlier says little.
+                ceilings: list[dict[str, Any]] = []
                 for attempt in range(repeat):
                     tag = f" #{attempt + 1}" if repeat > 1 else ""
-                    tries = ceilings.setdefault(shape, [])
-                    if "ceiling" in modes and len(tries) <= attempt:
-                        say(f"bind ceiling {shape[0]} nodes / {shape[1]} pods{tag}")
-                        tries.append(asyncio.run(run_ceiling(cp, *shape, **options)))
+                    if "ceiling" in modes:
+                        say(f"bind ceiling {shape[0]} nodes / {shape[1]} pods ({name}){tag}")
+                        ceilings.append(asyncio.run(run_ceiling(cp, *shape, **options)))
                     # alternate who goes first, so that neither always meets a fresher etcd
                     order = list(schedulers) if attempt % 2 == 0 else list(reversed(schedulers))
                     for mode, by_kind in runs.items():
@@ -260,8 +261,8 @@ def run_bench(
                             by_kind[kind].append(result)
                 for mode, by_kind in runs.items():
                     doc["workloads"][name][mode] = {k: median_run(rs) for k, rs in by_kind.items()}
-                if ceilings.get(shape):
-                    doc["workloads"][name]["ceiling"] = median_run(ceilings[shape])
+                if ceilings:
+                    doc["workloads"][name]["ceiling"] = median_run(ceilings)
         finally:
             if own_dir is not None:
                 say(f"stopping the control plane in {own_dir}")
