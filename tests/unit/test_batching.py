@@ -491,3 +491,33 @@ def test_with_the_gate_off_nothing_is_signed_or_stored() -> None:
     batch = sched.frameworks[PROFILE].batch
     assert batch.state is None and batch.batched_pods == 0
     assert attempts(metrics, "no_hint") == 0
+
+
+# --- --feature-gates on the command line -----------------------------------------------
+
+
+def test_simulate_takes_feature_gates_and_refuses_unknown_ones(tmp_path: Any) -> None:
+    from click.testing import CliRunner
+
+    from kubesched.cli.main import main
+
+    manifest = tmp_path / "c.yaml"
+    manifest.write_text(
+        "apiVersion: v1\nkind: Node\nmetadata: {name: n1}\n"
+        "status: {allocatable: {cpu: '4', memory: 8Gi, pods: '10'}}\n---\n"
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: p, namespace: default}\n"
+        "spec: {containers: [{name: c, image: x}]}\n"
+    )
+    ok = CliRunner().invoke(
+        main, ["simulate", "-f", str(manifest), "--feature-gates", "OpportunisticBatching=false"]
+    )
+    assert ok.exit_code == 0, ok.output
+    assert "n1" in ok.output
+    bad = CliRunner().invoke(
+        main, ["simulate", "-f", str(manifest), "--feature-gates", "Nope=true"]
+    )
+    assert bad.exit_code == 2
+    assert "--feature-gates" in bad.output and "unrecognized feature gate: Nope" in bad.output
+    bad = CliRunner().invoke(main, ["run", "--feature-gates", "OpportunisticBatching"])
+    assert bad.exit_code == 2
+    assert "missing bool value for OpportunisticBatching" in bad.output

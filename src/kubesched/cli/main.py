@@ -15,6 +15,8 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedCo
 from kubesched.cli.capacity import capacity_command
 from kubesched.cli.explain import explain_command
 from kubesched.cli.options import (
+    feature_gate_overrides,
+    feature_gates_option,
     load_manifests,
     manifest_options,
     scheduler_options,
@@ -37,6 +39,7 @@ def main() -> None:
 @main.command("simulate")
 @manifest_options
 @scheduler_options
+@feature_gates_option
 @click.option(
     "-o", "--output", type=click.Choice(["text", "json", "yaml"]), default="text", show_default=True
 )
@@ -52,6 +55,7 @@ def simulate_command(
     disabled: tuple[str, ...],
     seed: str,
     percentage_of_nodes_to_score: int | None,
+    feature_gates: str,
     output: str,
 ) -> None:
     """Schedule the pods of a cluster described in manifests, touching nothing."""
@@ -59,6 +63,7 @@ def simulate_command(
     setup = scheduler_setup(
         config_path, plugins, enabled, disabled, seed, percentage_of_nodes_to_score
     )
+    gates = feature_gate_overrides(feature_gates)
     state = load_manifests(paths, from_cluster, kubeconfig, context, max_pods)
     problems = [str(p) for p in state.problems]
     if output != "text":
@@ -89,6 +94,7 @@ def simulate_command(
             storage=state.storage,
             dra=state.dra,
             registry=setup.registry,
+            feature_gates=gates,
         )
 
     notes = [*state.notes, seed_note(setup)]
@@ -187,6 +193,7 @@ class _KlogFlags(click.Command):
     help="Override leaderElection.leaderElect of the configuration.",
 )
 @click.option("--seed", type=int, default=None, help="Seed for tie-breaks between best nodes.")
+@feature_gates_option
 @click.option(
     "--logging-format", type=click.Choice(["text", "json"]), default="text", show_default=True
 )
@@ -227,6 +234,7 @@ def run_command(
     health_address: str,
     leader_elect: bool | None,
     seed: int | None,
+    feature_gates: str,
     logging_format: str,
     verbosity: int,
     plugins: tuple[str, ...],
@@ -258,6 +266,7 @@ def run_command(
         raise click.BadParameter(
             str(exc), param_hint="--authorization-always-allow-paths"
         ) from None
+    gates = feature_gate_overrides(feature_gates)
     configure_logging("json" if logging_format == "json" else "text", verbosity)
     registry = scheduler_setup(None, plugins, (), (), "0", None).registry
     options = RunOptions(
@@ -278,6 +287,7 @@ def run_command(
         explain=explain,
         explain_keep=explain_keep,
         registry=registry,
+        feature_gates=gates,
     )
     try:
         code = asyncio.run(run(options))
