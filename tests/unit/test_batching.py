@@ -521,3 +521,18 @@ def test_simulate_takes_feature_gates_and_refuses_unknown_ones(tmp_path: Any) ->
     bad = CliRunner().invoke(main, ["run", "--feature-gates", "OpportunisticBatching"])
     assert bad.exit_code == 2
     assert "missing bool value for OpportunisticBatching" in bad.output
+
+
+def test_a_pod_is_signed_once_per_version_not_per_attempt() -> None:
+    """Upstream's queue signs a pod as it comes in or is updated, not per attempt."""
+    sched, cluster, _clock, metrics = scheduler(nodes=one_pod_nodes())
+    cluster.add_pod(make_pod("big", cpu="3", labels={"app": "web"}))
+    assert schedule_next(sched) is None  # fits nowhere
+    cluster.add_node(make_node("n30", cpu="3", memory="4Gi"))  # wakes it up
+    sched.queue.flush_backoff_completed()
+    assert schedule_next(sched) == "n30"
+    signs = metrics.value(
+        "scheduler_framework_extension_point_duration_seconds_count",
+        {"extension_point": "Sign", "status": "Success", "profile": PROFILE},
+    )
+    assert signs == 1

@@ -107,7 +107,7 @@ class SchedulingCycle(BindingCycle, Explaining):
         pod = qpi.pod_info
         capture: CycleCapture | None = state.explain
         try:
-            result = self.schedule_pod(fw, state, pod, self._sign(fw, pod))
+            result = self.schedule_pod(fw, state, pod, self._sign(fw, qpi))
         except FitError as fit:
             nominating = self._post_filter(fw, state, qpi, fit)
             if capture is not None:
@@ -178,19 +178,25 @@ class SchedulingCycle(BindingCycle, Explaining):
         fit.args = (fit_error_message(fit.num_all_nodes, fit.diagnosis),)
         return None if result is None else result.nominated_node_name
 
-    def _sign(self, fw: Framework, pod: PodInfo) -> PodSignature | None:
-        """The pod's signature when OpportunisticBatching is on (signPod, which
-        upstream's queue calls as the pod comes in; here once per attempt, which
-        sees the same pod). The Sign extension point is timed as SignPod times it:
-        always "Success" (the deferred function reads a status never set)."""
-        if not self.opportunistic_batching or not fw.signer.enabled:
+    def _sign(self, fw: Framework, qpi: QueuedPodInfo) -> PodSignature | None:
+        """The pod's signature when OpportunisticBatching is on: worked out once per
+        version of the pod, as upstream's queue signs a pod when it comes in or is
+        updated (signPod), and kept on the queued pod. The Sign extension point is
+        timed as SignPod times it, also for a profile that signs nothing, always
+        with "Success" (its deferred function reads a status never set)."""
+        if not self.opportunistic_batching:
             return None
+        pod = qpi.pod_info
+        if qpi.signed is pod:
+            return qpi.signature
         if self.observer is None:
-            return fw.signer.sign(pod)
-        started = time.perf_counter()
-        signature = fw.signer.sign(pod)
-        seconds = time.perf_counter() - started
-        self.observer.observe_extension_point("Sign", "Success", fw.profile_name, seconds)
+            signature = fw.signer.sign(pod)
+        else:
+            started = time.perf_counter()
+            signature = fw.signer.sign(pod)
+            seconds = time.perf_counter() - started
+            self.observer.observe_extension_point("Sign", "Success", fw.profile_name, seconds)
+        qpi.signature, qpi.signed = signature, pod
         return signature
 
     def schedule_pod(
@@ -228,11 +234,15 @@ class SchedulingCycle(BindingCycle, Explaining):
         chosen = select_host(totals, self.rng)
         row = int(feasible[chosen])
         if self.opportunistic_batching:
-            # The others, best first; a new list only for a pod with a signature
-            # (upstream's StoreScheduleResults keeps none for an unsigned pod).
-            others = np.delete(feasible, chosen)
-            names = None if signature is None else [self.table.names[r] for r in others.tolist()]
-            ranking = SortedNodes(names, np.delete(totals, chosen), self.rng)
+            # The others, best first. Only a pod with a signature has its list
+            # kept (StoreScheduleResults upstream); for another one only how many
+            # nodes are left counts (the flush's reason), so nothing is copied.
+            if signature is None:
+                ranking = SortedNodes(None, totals[1:], self.rng)
+            else:
+                others = np.delete(feasible, chosen)
+                names = [self.table.names[r] for r in others.tolist()]
+                ranking = SortedNodes(names, np.delete(totals, chosen), self.rng)
             fw.batch.store_schedule_results(signature, hint, self.table.names[row], ranking, cycle)
         if capture is not None:
             capture.totals, capture.chosen_row = totals, row
