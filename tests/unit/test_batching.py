@@ -536,3 +536,35 @@ def test_a_pod_is_signed_once_per_version_not_per_attempt() -> None:
         {"extension_point": "Sign", "status": "Success", "profile": PROFILE},
     )
     assert signs == 1
+
+
+def test_a_pod_asking_for_a_dra_backed_extended_resource_is_not_signed() -> None:
+    """NodeResourcesFit and BalancedAllocation refuse a pod requesting a resource a
+    DeviceClass backs (shouldDelegateResourceToDRA, DRAExtendedResource on)."""
+    import msgspec
+
+    from kubesched.api.resource import DeviceClass
+    from kubesched.framework.handle import Handle
+    from kubesched.plugins.noderesources.fit import sign_requests
+    from kubesched.testing import make_table
+
+    gpu = "example.com/gpu"
+    pod = PodInfo(make_pod("a", cpu="1", requests={gpu: 1}))
+    table = make_table([make_node("n")])
+    fragments, status = sign_requests(Handle(table), pod)
+    assert status.is_success() and fragments == [
+        ("v1.Pod.Spec.ContainerRequestsAndOverheads()", pod.requests)
+    ]
+    handle = Handle(table)
+    handle.dra.upsert_class(
+        msgspec.convert(
+            {"metadata": {"name": "gpu"}, "spec": {"extendedResourceName": gpu}}, DeviceClass
+        )
+    )
+    fragments, status = sign_requests(handle, pod)
+    assert not status.is_success() and not fragments
+    assert (
+        status.message() == "signature disabled when dra extended resources are used in the cluster"
+    )
+    plain = PodInfo(make_pod("b", cpu="1"))
+    assert sign_requests(handle, plain)[1].is_success()
