@@ -64,10 +64,9 @@ def not_signable(reason: str) -> tuple[Sequence[SignFragment], Status]:
 
 
 def encode_signature(fragments: dict[str, Any]) -> PodSignature:
-    """The signature bytes: the fragments as one JSON object, keys sorted."""
-    return json.dumps(
-        msgspec.to_builtins(fragments), sort_keys=True, separators=(",", ":")
-    ).encode()
+    """The signature bytes: the fragments as one JSON object, keys sorted (also
+    those of the maps inside, as Go's encoding/json sorts them)."""
+    return msgspec.json.encode(fragments, order="sorted")
 
 
 # --- common signers (signers.go) -------------------------------------------------------
