@@ -249,7 +249,36 @@ class SchedulerMetrics:
             registry=r,
         )
 
-    # --- scheduling cycles -----------------------------------------------------
+        # --- scheduling cycles -----------------------------------------------------
+        # Opportunistic batching (batch.go), all ALPHA upstream.
+        self.batch_attempts = Counter(
+            f"{SUBSYSTEM}_batch_attempts",
+            _help("ALPHA", "Counts of results when we attempt to use batching."),
+            ["profile", "result"],
+            registry=r,
+        )
+        self.batch_cache_flushed = Counter(
+            f"{SUBSYSTEM}_batch_cache_flushed",
+            _help("ALPHA", "Counts of cache flushes by reason."),
+            ["profile", "reason"],
+            registry=r,
+        )
+        # Both start at 0.01 ms, the last bucket being [~200ms, Inf); upstream's
+        # help text of the second is as it is there.
+        self.get_node_hint_duration = Histogram(
+            f"{SUBSYSTEM}_get_node_hint_duration_seconds",
+            _help("ALPHA", "Latency for getting a node hint."),
+            ["hinted", "profile"],
+            buckets=exponential_buckets(0.00001, 2, 12),
+            registry=r,
+        )
+        self.store_schedule_results_duration = Histogram(
+            f"{SUBSYSTEM}_store_schedule_results_duration_seconds",
+            _help("ALPHA", "Latency for getting a no."),
+            ["profile"],
+            buckets=exponential_buckets(0.00001, 2, 12),
+            registry=r,
+        )
 
     def observe_attempt(self, result: str, profile: str, seconds: float) -> None:
         """One scheduling attempt ended: result is scheduled, unschedulable or error
@@ -291,6 +320,18 @@ class SchedulerMetrics:
     def observe_permit_wait(self, result: str, seconds: float) -> None:
         """A pod's wait on Permit ended; result is the status string (Success, ...)."""
         self.permit_wait_duration.labels(result).observe(seconds)
+
+    def observe_batch_attempt(self, profile: str, result: str) -> None:
+        self.batch_attempts.labels(profile, result).inc()
+
+    def inc_batch_flush(self, profile: str, reason: str) -> None:
+        self.batch_cache_flushed.labels(profile, reason).inc()
+
+    def observe_node_hint(self, hinted: str, profile: str, seconds: float) -> None:
+        self.get_node_hint_duration.labels(hinted, profile).observe(seconds)
+
+    def observe_store_results(self, profile: str, seconds: float) -> None:
+        self.store_schedule_results_duration.labels(profile).observe(seconds)
 
     def observe_pod_scheduled(self, attempts: int, seconds_since_first_attempt: float) -> None:
         """A pod was bound: attempts it took, and the time since its first attempt

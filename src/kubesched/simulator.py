@@ -159,12 +159,15 @@ def simulate(
     dra: DraState | None = None,
     explain: Collection[str] = (),
     pod_groups: Sequence[PodGroup] = (),
+    feature_gates: Mapping[str, bool] | None = None,
 ) -> SimulationResult:
     """Schedule `pods` (in queue order; those with spec.nodeName already run) on `nodes`.
     `pdbs` (with their status) are what preemption respects where it can; `dra` holds
     the DRA objects (the pods' claims made from their templates already); every
     attempt of the pods in `explain` (keys) is explained in the result."""
-    world = World(nodes, pods, profiles, pdbs, storage, namespaces, registry, dra, pod_groups)
+    world = World(
+        nodes, pods, profiles, pdbs, storage, namespaces, registry, dra, pod_groups, feature_gates
+    )
     return asyncio.run(_simulate(world, seed, percentage_of_nodes_to_score, progress, explain))
 
 
@@ -182,6 +185,7 @@ class World:
     dra: DraState | None = None
     # scheduler-plugins' PodGroups (Coscheduling); copied, their status is written.
     pod_groups: Sequence[PodGroup] = ()
+    feature_gates: Mapping[str, bool] | None = None  # --feature-gates
 
 
 @dataclass(slots=True)
@@ -255,6 +259,7 @@ def start_session(
         listers=listers,
         registry=world.registry,
         explain_observer=explainer if explain else None,
+        feature_gates=world.feature_gates,
     )
     if storage is not None:
         # Every change to the volume objects reaches the queue as the informers' would.

@@ -20,6 +20,8 @@ from kubesched.cli.gangs import gang_note
 from kubesched.cli.html import simulation_page, write_page
 from kubesched.cli.optimize_report import comparison_document, parse_timeout, print_comparison
 from kubesched.cli.options import (
+    feature_gate_overrides,
+    feature_gates_option,
     html_option,
     load_manifests,
     manifest_options,
@@ -64,6 +66,7 @@ def version_command(output: str) -> None:
 @main.command("simulate")
 @manifest_options
 @scheduler_options
+@feature_gates_option
 @click.option(
     "-o", "--output", type=click.Choice(["text", "json", "yaml"]), default="text", show_default=True
 )
@@ -107,6 +110,7 @@ def simulate_command(
     disabled: tuple[str, ...],
     seed: str,
     percentage_of_nodes_to_score: int | None,
+    feature_gates: str,
     output: str,
     html: Path | None,
     html_explain: int,
@@ -120,6 +124,7 @@ def simulate_command(
     setup = scheduler_setup(
         config_path, plugins, enabled, disabled, seed, percentage_of_nodes_to_score
     )
+    gates = feature_gate_overrides(feature_gates)
     state = load_manifests(paths, from_cluster, kubeconfig, context, max_pods)
     problems = [str(p) for p in state.problems]
     if output != "text":
@@ -154,6 +159,7 @@ def simulate_command(
             registry=setup.registry,
             explain=explained,
             pod_groups=state.pod_groups,
+            feature_gates=gates,
         )
 
     comparison = None
@@ -171,6 +177,7 @@ def simulate_command(
             setup.registry,
             state.dra,
             state.pod_groups,
+            feature_gates=gates,
         )
         comparison = optimize_batch(
             world,
@@ -304,6 +311,7 @@ class _KlogFlags(click.Command):
     help="Override leaderElection.leaderElect of the configuration.",
 )
 @click.option("--seed", type=int, default=None, help="Seed for tie-breaks between best nodes.")
+@feature_gates_option
 @click.option(
     "--logging-format", type=click.Choice(["text", "json"]), default="text", show_default=True
 )
@@ -344,6 +352,7 @@ def run_command(
     health_address: str,
     leader_elect: bool | None,
     seed: int | None,
+    feature_gates: str,
     logging_format: str,
     verbosity: int,
     plugins: tuple[str, ...],
@@ -375,6 +384,7 @@ def run_command(
         raise click.BadParameter(
             str(exc), param_hint="--authorization-always-allow-paths"
         ) from None
+    gates = feature_gate_overrides(feature_gates)
     configure_logging("json" if logging_format == "json" else "text", verbosity)
     registry = scheduler_setup(None, plugins, (), (), "0", None).registry
     options = RunOptions(
@@ -395,6 +405,7 @@ def run_command(
         explain=explain,
         explain_keep=explain_keep,
         registry=registry,
+        feature_gates=gates,
     )
     try:
         code = asyncio.run(run(options))

@@ -14,6 +14,7 @@ import click
 
 from kubesched.cluster.manifests import DEFAULT_MAX_PODS, ClusterState, load_paths
 from kubesched.config import ConfigError, load_config
+from kubesched.framework.features import FeatureGateError, parse_feature_gates
 from kubesched.framework.interfaces import EXTENSION_POINTS, Plugin
 from kubesched.framework.profile import PluginRef, ProfileConfig, resolve
 from kubesched.framework.registry import Registry, load_plugin_path
@@ -134,6 +135,26 @@ def scheduler_options(fn: F) -> F:
     ):
         fn = option(fn)
     return fn
+
+
+def feature_gates_option(fn: F) -> F:
+    """--feature-gates, as kube-scheduler's (the gates kubesched can set)."""
+    return click.option(
+        "--feature-gates",
+        "feature_gates",
+        default="",
+        metavar="NAME=BOOL,...",
+        help="Feature gates to turn on or off, as kube-scheduler's --feature-gates: "
+        "OpportunisticBatching=true|false (default true, as in v1.36.3).",
+    )(fn)
+
+
+def feature_gate_overrides(text: str) -> dict[str, bool]:
+    """The --feature-gates value as overrides; a BadParameter naming the option."""
+    try:
+        return parse_feature_gates(text)
+    except FeatureGateError as exc:
+        raise click.BadParameter(str(exc), param_hint="--feature-gates") from None
 
 
 @dataclass(slots=True)

@@ -15,7 +15,7 @@ import signal
 import ssl
 import time
 from collections.abc import Awaitable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from kubesched.api.objects import Namespace, Node, Pod, PodDisruptionBudget
@@ -95,6 +95,8 @@ class RunOptions:
     explain: bool = False
     explain_keep: int = DEFAULT_KEEP
     registry: Registry | None = None  # None: the default one (`--plugin` adds to it)
+    # `--feature-gates`: the gates set away from v1.36.3's defaults.
+    feature_gates: dict[str, bool] = field(default_factory=dict)
 
 
 def default_config() -> SchedulerConfig:
@@ -444,6 +446,7 @@ class Runner:
             waiting_pods=WaitingPods(clock, observe=self.observe_permit_wait),
             registry=self.options.registry,
             explain_observer=self.explained,
+            feature_gates=self.options.feature_gates,
         )
 
     def observe_permit_wait(self, status: Status, seconds: float) -> None:

@@ -92,6 +92,8 @@ class SchedulerBase:
     observer: Observer | None
     outcome_observer: OutcomeObserver | None
     explain_observer: ExplainObserver | None
+    feature_gates: dict[str, bool]  # the settable gates (framework/features.py)
+    opportunistic_batching: bool  # the OpportunisticBatching gate
 
     # --- metrics -------------------------------------------------------------------
 

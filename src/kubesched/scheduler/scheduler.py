@@ -12,7 +12,7 @@ try (simulator.run_until_quiet); both call schedule_one per pod.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Collection, Coroutine, Sequence
+from collections.abc import Collection, Coroutine, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -21,6 +21,8 @@ from kubesched.api.objects import ObjectMeta, Pod
 from kubesched.cache.cache import Cache
 from kubesched.framework.client import ClusterClient
 from kubesched.framework.clock import Clock, SimClock
+from kubesched.framework.features import OPPORTUNISTIC_BATCHING
+from kubesched.framework.features import feature_gates as feature_gates_with
 from kubesched.framework.handle import Handle, Listers
 from kubesched.framework.metrics_recorder import NO_METRICS
 from kubesched.framework.profile import ProfileConfig
@@ -57,7 +59,12 @@ class Scheduler(EventHandlers, SchedulingCycle):
         registry: Registry | None = None,
         waiting_pods: WaitingPods | None = None,
         explain_observer: ExplainObserver | None = None,
+        feature_gates: Mapping[str, bool] | None = None,
     ) -> None:
+        # v1.36.3's defaults with the caller's overrides (--feature-gates);
+        # FeatureGateError (a ValueError) for a gate kubesched cannot set.
+        self.feature_gates = feature_gates_with(feature_gates)
+        self.opportunistic_batching = self.feature_gates[OPPORTUNISTIC_BATCHING]
         self.clock = clock or SimClock()
         self.cluster = cluster
         self.cache = Cache()

@@ -33,7 +33,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from tests.differential.generator.dra import dra_objects, slices_of
-from tests.differential.generator.features import _pdbs, _volumes
+from tests.differential.generator.features import _pdbs, _replicas, _volumes
 from tests.differential.generator.manifests import (
     dra_class_names,
     dra_cluster_manifests,
@@ -55,6 +55,7 @@ from tests.differential.generator.profiles import (
     FEATURES,
     KUBE_DEFAULT_PLUGINS,
     NO_FEATURES,
+    OPT_IN_FEATURES,
     PROFILES,
     disabled_plugins,
     kubesched_plugins,
@@ -105,6 +106,8 @@ def generate(
     gpu_nodes = rng.random() < 0.6
     nodes = [_node(rng, i, gpu_nodes) for i in range(rng.randint(node_min, node_max))]
     pods = [_pod(rng, i, nodes, gpu_nodes, features) for i in range(rng.randint(pod_min, pod_max))]
+    if "batching" in features:
+        pods = _replicas(rng, pods)
     scenario: Scenario = {
         "name": f"seed{seed}-{index:03d}-{profile}",
         "seed": seed,
@@ -136,6 +139,7 @@ __all__ = [
     "IMAGES",
     "KUBE_DEFAULT_PLUGINS",
     "NO_FEATURES",
+    "OPT_IN_FEATURES",
     "PRIORITY_CLASSES",
     "PROFILES",
     "REGION_LABEL",

@@ -46,6 +46,12 @@ FEATURE_PLUGINS: dict[str, tuple[str, ...]] = {
     "dra": ("DynamicResources",),
 }
 FEATURES = tuple(FEATURE_PLUGINS)
+# Features that need no plugin of their own and are only on when named (the
+# default, every feature, keeps the scenarios it always made): `batching` makes
+# runs of identical pods and has PodTopologySpread add no cluster-default
+# constraints (defaultingType: List), without which v1.36.3 signs no pod, so
+# OpportunisticBatching (on by default in both schedulers) has pods to batch.
+OPT_IN_FEATURES = ("batching",)
 # `--features none` (make diff FEATURES=none): only the plugins no feature covers.
 NO_FEATURES = "none"
 
@@ -165,9 +171,10 @@ def unsupported_features(features: Iterable[str]) -> dict[str, list[str]]:
     have = kubesched_plugins()
     out: dict[str, list[str]] = {}
     for feature in features:
-        if feature not in FEATURE_PLUGINS:
-            raise ValueError(f"unknown feature {feature!r} (known: {', '.join(FEATURES)})")
-        missing = [p for p in FEATURE_PLUGINS[feature] if p not in have]
+        if feature not in FEATURE_PLUGINS and feature not in OPT_IN_FEATURES:
+            known = ", ".join((*FEATURES, *OPT_IN_FEATURES))
+            raise ValueError(f"unknown feature {feature!r} (known: {known})")
+        missing = [p for p in FEATURE_PLUGINS.get(feature, ()) if p not in have]
         if missing:
             out[feature] = missing
     return out
@@ -181,10 +188,11 @@ def parse_features(text: str | Sequence[str] | None) -> list[str]:
         return list(FEATURES)
     items = text.split(",") if isinstance(text, str) else list(text)
     wanted = {i.strip() for i in items if i.strip()} - {NO_FEATURES}
-    unknown = sorted(wanted - set(FEATURES))
+    known = (*FEATURES, *OPT_IN_FEATURES)
+    unknown = sorted(wanted - set(known))
     if unknown:
-        raise ValueError(f"unknown feature(s) {', '.join(unknown)} (known: {', '.join(FEATURES)})")
-    return [f for f in FEATURES if f in wanted]
+        raise ValueError(f"unknown feature(s) {', '.join(unknown)} (known: {', '.join(known)})")
+    return [f for f in known if f in wanted]
 
 
 def disabled_plugins(features: Iterable[str]) -> list[str]:
@@ -192,7 +200,7 @@ def disabled_plugins(features: Iterable[str]) -> list[str]:
     features not selected. The plugins no feature covers always run: the generator
     makes nothing they act on (NodeDeclaredFeatures: no node declares features and no
     pod needs one, so it is a Skip) or they need nothing special."""
-    on = {p for f in features for p in FEATURE_PLUGINS[f]}
+    on = {p for f in features for p in FEATURE_PLUGINS.get(f, ())}
     covered = {p for plugins in FEATURE_PLUGINS.values() for p in plugins}
     return [name for name, _ in KUBE_DEFAULT_PLUGINS if name in covered and name not in on]
 
@@ -207,6 +215,10 @@ def profile_config(profile: str, features: Iterable[str]) -> dict[str, Any]:
     disabled.extend({"name": n} for n in disabled_plugins(features) if n not in names)
     if disabled:  # with every feature on, the default profile has nothing disabled
         multi["disabled"] = disabled
+    if "batching" in features and "PodTopologySpread" not in disabled_plugins(features):
+        body.setdefault("pluginConfig", []).append(
+            {"name": "PodTopologySpread", "args": {"defaultingType": "List"}}
+        )
     return body
 
 
