@@ -434,6 +434,11 @@ class Runner:
         self.metrics.set_cache_size(
             nodes=len(cache.table), pods=len(cache.placed), assumed_pods=len(cache.assumed)
         )
+        if self.client is not None:
+            limiter = self.client.limiter
+            self.metrics.set_api_inflight(
+                limit=limiter.limit, in_flight=limiter.in_flight, waiting=limiter.waiting
+            )
 
     async def _shutdown(self) -> None:
         sched = self.scheduler
