@@ -177,3 +177,33 @@ def test_the_limiter_sends_nothing_during_a_retry_after() -> None:
         return loop.time() - started
 
     assert asyncio.run(scenario()) >= 0.95
+
+
+def test_room_waits_until_fewer_requests_queue_than_the_limit() -> None:
+    async def scenario() -> list[str]:
+        limiter = AdaptiveLimiter(AimdController(initial=2, floor=1, ceiling=2))
+        seen: list[str] = []
+        for _ in range(2):
+            await limiter.acquire()
+        queued = [asyncio.ensure_future(limiter.acquire()) for _ in range(2)]
+        await asyncio.sleep(0)
+        assert limiter.waiting == 2 and not limiter.has_room()
+
+        async def scheduler() -> None:
+            await limiter.wait_for_room()
+            seen.append("room")
+
+        waiting = asyncio.ensure_future(scheduler())
+        await asyncio.sleep(0)
+        assert seen == []
+        limiter.release()  # one queued request gets the slot: one waits
+        await asyncio.sleep(0)
+        await asyncio.sleep(0)
+        assert seen == ["room"] and limiter.waiting == 1
+        await waiting
+        queued[1].cancel()
+        await asyncio.gather(*queued, return_exceptions=True)
+        assert limiter.waiting == 0
+        return seen
+
+    assert asyncio.run(scenario()) == ["room"]

@@ -113,16 +113,29 @@ class AdaptiveLimiter:
         self.controller = controller or AimdController()
         self.in_flight = 0
         self._waiters: list[tuple[int, asyncio.Future[None]]] = []
+        self.waiting = 0  # requests waiting for a slot (the live ones of _waiters)
         self._seq = itertools.count()
         self._wake_scheduled = False
+        # Who waits for the queue of requests to get shorter (wait_for_room).
+        self._room_waiters: list[asyncio.Future[None]] = []
 
     @property
     def limit(self) -> int:
         return self.controller.limit
 
-    @property
-    def waiting(self) -> int:
-        return sum(1 for _, waiter in self._waiters if not waiter.done())
+    def has_room(self) -> bool:
+        """Fewer requests wait for a slot than the limit: another round of requests
+        is not yet queued behind the one in flight."""
+        return self.waiting < self.controller.limit
+
+    async def wait_for_room(self) -> None:
+        """Until has_room(): the scheduling loop waits here rather than assume
+        pods whose binds could only queue (their attempt would count the wait, and
+        their node would be chosen from a cluster state older than it need be)."""
+        while not self.has_room():
+            room: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+            self._room_waiters.append(room)
+            await room
 
     async def acquire(self) -> int:
         """Wait for a slot; returns the requests in flight with this one."""
@@ -138,6 +151,7 @@ class AdaptiveLimiter:
                 return self.in_flight
             waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
             heapq.heappush(self._waiters, (next(self._seq), waiter))
+            self.waiting += 1
             try:
                 await waiter
             except asyncio.CancelledError:
@@ -145,6 +159,9 @@ class AdaptiveLimiter:
                     # Granted a slot and cancelled at once: give it to the next.
                     self.in_flight -= 1
                     self._wake()
+                else:
+                    self.waiting -= 1
+                    self._wake_room()
                 raise
             return self.in_flight
 
@@ -165,7 +182,16 @@ class AdaptiveLimiter:
             if waiter.done():
                 continue
             self.in_flight += 1
+            self.waiting -= 1
             waiter.set_result(None)
+        self._wake_room()
+
+    def _wake_room(self) -> None:
+        if self._room_waiters and self.has_room():
+            for room in self._room_waiters:
+                if not room.done():
+                    room.set_result(None)
+            self._room_waiters.clear()
 
     def _wake_after_pause(self) -> None:
         self._wake_scheduled = False

@@ -370,8 +370,14 @@ class Runner:
     async def _schedule_forever(self) -> None:
         sched = self.scheduler
         assert sched is not None
+        limiter = self.client.limiter if self.client is not None else None
         self.scheduling.set()
         while True:
+            if limiter is not None and not limiter.has_room():
+                # The binds of the pods already assumed fill the in-flight limit
+                # and one more round waits behind it: the next pod waits in the
+                # scheduling queue, where a change of the cluster still reaches it.
+                await limiter.wait_for_room()
             qpi = await sched.queue.pop()
             if qpi is None:
                 return
