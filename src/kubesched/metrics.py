@@ -228,16 +228,10 @@ class SchedulerMetrics:
             registry=r,
         )
         # kubesched's own (no kube-scheduler counterpart): the client's adaptive
-        # limit on API requests in flight (kube/inflight.py), and its use.
+        # limit on API requests in flight (kube/inflight.py).
         self.api_inflight_limit = Gauge(
             "kubesched_api_requests_inflight_limit",
             "The current limit on API requests in flight, adapted to the apiserver's answers.",
-            registry=r,
-        )
-        self.api_inflight = Gauge(
-            "kubesched_api_requests_inflight",
-            "API requests in flight (sent) and waiting for a slot (waiting).",
-            ["state"],
             registry=r,
         )
         self.unschedulable_pods = Gauge(
@@ -357,11 +351,9 @@ class SchedulerMetrics:
         self.cache_size.labels("pods").set(pods)
         self.cache_size.labels("nodes").set(nodes)
 
-    def set_api_inflight(self, *, limit: int, in_flight: int, waiting: int) -> None:
-        """The API client's in-flight limit and its use (kube/inflight.py)."""
+    def set_api_inflight_limit(self, limit: int) -> None:
+        """The API client's in-flight limit (kube/inflight.py)."""
         self.api_inflight_limit.set(limit)
-        self.api_inflight.labels("sent").set(in_flight)
-        self.api_inflight.labels("waiting").set(waiting)
 
     # --- exposition ------------------------------------------------------------
 

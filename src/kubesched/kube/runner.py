@@ -441,10 +441,7 @@ class Runner:
             nodes=len(cache.table), pods=len(cache.placed), assumed_pods=len(cache.assumed)
         )
         if self.client is not None:
-            limiter = self.client.limiter
-            self.metrics.set_api_inflight(
-                limit=limiter.limit, in_flight=limiter.in_flight, waiting=limiter.waiting
-            )
+            self.metrics.set_api_inflight_limit(self.client.limiter.limit)
 
     async def _shutdown(self) -> None:
         sched = self.scheduler
