@@ -190,13 +190,18 @@ class KubeClient:
         in_flight = await limiter.acquire()
         started = time.monotonic()
         try:
-            async with self._requests().request(
-                method, path, params=params, data=content, headers=self._headers(headers)
-            ) as response:
-                data = await response.read()
-                status = response.status
-                phrase = response.reason or ""
-                retry_after_header = response.headers.get("Retry-After")
+            try:
+                async with self._requests().request(
+                    method, path, params=params, data=content, headers=self._headers(headers)
+                ) as response:
+                    data = await response.read()
+                    status = response.status
+                    phrase = response.reason or ""
+                    retry_after_header = response.headers.get("Retry-After")
+            except TimeoutError:
+                # No answer in time: the apiserver is as overloaded as a 429 says.
+                limiter.controller.on_overload(time.monotonic() - started, None)
+                raise
             latency = time.monotonic() - started
             retry_after = None
             if status == 429 or status >= 500:

@@ -110,6 +110,7 @@ class Runner:
         self.informers: list[Informer[Any]] = []
         self.servers: list[HealthServer] = []
         self.client: KubeClient | None = None
+        self.lease_client: KubeClient | None = None  # leader election's own
         # Review clients of their own (--authentication/authorization-kubeconfig).
         self.review_clients: list[KubeClient] = []
         self.scheduling = asyncio.Event()  # set while the scheduling loop runs
@@ -236,8 +237,12 @@ class Runner:
             self.handlers_synced.set()
 
         if leader_elect and not self.stop.is_set():
+            # A client of its own, as resourcelock.NewFromKubeconfig makes one (with
+            # a timeout of renewDeadline/2, at least 1 s): lease renewals must not
+            # wait behind binds for a slot of the shared client's in-flight limit.
+            self.lease_client = KubeClient(connection, timeout=max(1.0, cfg.renew_deadline / 2))
             self.elector = LeaderElector(
-                client,
+                self.lease_client,
                 LeaderElectionConfig(
                     cfg.lease_namespace,
                     cfg.lease_name,
@@ -465,6 +470,8 @@ class Runner:
             await review_client.aclose()
         if self.client is not None:
             await self.client.aclose()
+        if self.lease_client is not None:
+            await self.lease_client.aclose()
 
 
 async def run(options: RunOptions) -> int:
