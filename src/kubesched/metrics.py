@@ -227,6 +227,13 @@ class SchedulerMetrics:
             ["type"],
             registry=r,
         )
+        # kubesched's own (no kube-scheduler counterpart): the client's adaptive
+        # limit on API requests in flight (kube/inflight.py).
+        self.api_inflight_limit = Gauge(
+            "kubesched_api_requests_inflight_limit",
+            "The current limit on API requests in flight, adapted to the apiserver's answers.",
+            registry=r,
+        )
         self.unschedulable_pods = Gauge(
             f"{SUBSYSTEM}_unschedulable_pods",
             _help(
@@ -384,6 +391,10 @@ class SchedulerMetrics:
         self.cache_size.labels("assumed_pods").set(assumed_pods)
         self.cache_size.labels("pods").set(pods)
         self.cache_size.labels("nodes").set(nodes)
+
+    def set_api_inflight_limit(self, limit: int) -> None:
+        """The API client's in-flight limit (kube/inflight.py)."""
+        self.api_inflight_limit.set(limit)
 
     # --- exposition ------------------------------------------------------------
 

@@ -118,6 +118,7 @@ class Runner:
         self.informers: list[Informer[Any]] = []
         self.servers: list[HealthServer] = []
         self.client: KubeClient | None = None
+        self.lease_client: KubeClient | None = None  # leader election's own
         # Review clients of their own (--authentication/authorization-kubeconfig).
         self.review_clients: list[KubeClient] = []
         self.scheduling = asyncio.Event()  # set while the scheduling loop runs
@@ -265,8 +266,12 @@ class Runner:
             self.handlers_synced.set()
 
         if leader_elect and not self.stop.is_set():
+            # A client of its own, as resourcelock.NewFromKubeconfig makes one (with
+            # a timeout of renewDeadline/2, at least 1 s): lease renewals must not
+            # wait behind binds for a slot of the shared client's in-flight limit.
+            self.lease_client = KubeClient(connection, timeout=max(1.0, cfg.renew_deadline / 2))
             self.elector = LeaderElector(
-                client,
+                self.lease_client,
                 LeaderElectionConfig(
                     cfg.lease_namespace,
                     cfg.lease_name,
@@ -399,8 +404,14 @@ class Runner:
     async def _schedule_forever(self) -> None:
         sched = self.scheduler
         assert sched is not None
+        limiter = self.client.limiter if self.client is not None else None
         self.scheduling.set()
         while True:
+            if limiter is not None and not limiter.has_room():
+                # The binds of the pods already assumed fill the in-flight limit
+                # and one more round waits behind it: the next pod waits in the
+                # scheduling queue, where a change of the cluster still reaches it.
+                await limiter.wait_for_room()
             qpi = await sched.queue.pop()
             if qpi is None:
                 return
@@ -464,6 +475,8 @@ class Runner:
         self.metrics.set_cache_size(
             nodes=len(cache.table), pods=len(cache.placed), assumed_pods=len(cache.assumed)
         )
+        if self.client is not None:
+            self.metrics.set_api_inflight_limit(self.client.limiter.limit)
 
     async def _shutdown(self) -> None:
         sched = self.scheduler
@@ -487,6 +500,8 @@ class Runner:
             await review_client.aclose()
         if self.client is not None:
             await self.client.aclose()
+        if self.lease_client is not None:
+            await self.lease_client.aclose()
 
 
 async def run(options: RunOptions) -> int:
