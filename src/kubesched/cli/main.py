@@ -173,6 +173,14 @@ class _KlogFlags(click.Command):
         return super().parse_args(ctx, args)
 
 
+def _duration(text: str, flag: str) -> float:
+    try:
+        return parse_timeout(text)
+    except click.BadParameter as exc:
+        exc.param_hint = flag
+        raise
+
+
 @main.command("run", cls=_KlogFlags)
 @click.option(
     "--kubeconfig",
@@ -272,6 +280,21 @@ class _KlogFlags(click.Command):
     show_default=True,
     help="With --explain: how many pods' last explanations are kept.",
 )
+@click.option(
+    "--batch-window",
+    default=None,
+    metavar="DURATION",
+    help="Batch placement (off by default): for this long (e.g. 1s) pods the cycle "
+    "places wait at Permit and pods it leaves unschedulable are gathered; then the "
+    "batch engine places them jointly and the cycle binds its answer.",
+)
+@click.option(
+    "--batch-timeout",
+    default="1s",
+    show_default=True,
+    metavar="DURATION",
+    help="With --batch-window: the engine's time limit per batch.",
+)
 def run_command(
     kubeconfig: str | None,
     context: str | None,
@@ -292,6 +315,8 @@ def run_command(
     plugins: tuple[str, ...],
     explain: bool,
     explain_keep: int,
+    batch_window: str | None,
+    batch_timeout: str,
 ) -> None:
     """Schedule the pods of a real cluster (those whose schedulerName is ours)."""
     import asyncio
@@ -338,6 +363,8 @@ def run_command(
         explain=explain,
         explain_keep=explain_keep,
         registry=registry,
+        batch_window=None if batch_window is None else _duration(batch_window, "--batch-window"),
+        batch_timeout=_duration(batch_timeout, "--batch-timeout"),
     )
     try:
         code = asyncio.run(run(options))
