@@ -103,6 +103,8 @@ def test_batch_mode_binds_what_greedy_leaves_pending_through_the_cycles() -> Non
     assert [e.reason for e in cluster.events].count("Scheduled") == 5
     assert len(sched.nominator) == 0 and not sched.cache.assumed
     assert len(sched.waiting_pods) == 0
+    # The pods the engine placed were not held in a second window.
+    assert sched.batch.windows_closed == 1
 
 
 def test_pods_are_held_at_permit_until_the_window_closes() -> None:

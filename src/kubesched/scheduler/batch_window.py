@@ -111,6 +111,7 @@ class BatchWindow:
         self.held: dict[str, _Held] = {}
         self.gathered: dict[str, str] = {}  # pod key -> profile
         self.outcomes: list[BatchOutcome] = []  # the last windows' (a few kept)
+        self.windows_closed = 0
         self._close_timer: Callable[[], None] | None = None
         # Held pods rejected at Permit to move: key -> new node, until their
         # failure is handled; then the pods to activate are.
@@ -122,10 +123,13 @@ class BatchWindow:
     # --- the scheduler's hooks ---------------------------------------------------
 
     def hold(self, pod: PodInfo, node: str, profile: str) -> dict[str, float]:
-        """The Permit wait of a pod the cycle placed: held until the window closes."""
+        """The Permit wait of a pod the cycle placed: held until the window closes;
+        none for a pod the engine just placed (its attempt is the batch's answer)."""
+        if pod.key in self._spent:
+            self._spent.discard(pod.key)
+            return {}
         self._open()
         self.held[pod.key] = _Held(pod, node, profile)
-        self._spent.discard(pod.key)
         opts = self.options
         return {BATCH_PLUGIN: opts.window + 2 * opts.timeout + HOLD_GRACE_SECONDS}
 
@@ -164,9 +168,12 @@ class BatchWindow:
         """Close the window: let the held pods go, or run the engine per profile
         on what the window holds and hand its answer to the normal cycles."""
         self._close_timer = None
+        self.windows_closed += 1
         held, self.held = self.held, {}
         gathered, self.gathered = self.gathered, {}
         sched = self.scheduler
+        # Pods deleted since the engine placed them are forgotten.
+        self._spent = {k for k in self._spent if sched.queue.find(k) is not None}
         live: dict[str, _Held] = {}
         for key, h in held.items():
             waiting = sched.waiting_pods.get(key)
