@@ -8,8 +8,10 @@ import asyncio
 from typing import Any
 
 import pytest
+from click.testing import CliRunner
 
 from kubesched.api.objects import Node, Pod
+from kubesched.cli.main import main
 from kubesched.cluster.memory import InMemoryCluster
 from kubesched.framework.clock import SimClock
 from kubesched.framework.profile import ProfileConfig
@@ -230,3 +232,18 @@ def test_the_metrics_count_batches_and_pods_beyond_greedy() -> None:
     assert metrics.value("kubesched_batch_placements_total", {"result": "engine"}) == 1
     assert metrics.value("kubesched_batch_placements_total", {"result": "greedy"}) == 1
     assert metrics.value("kubesched_batch_pods_beyond_greedy_total") == 2
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--batch-window", "soon"], "Invalid value for --batch-window: 'soon' is not a duration"),
+        (["--batch-window", "0s"], "Invalid value for --batch-window: '0s' must be more than 0s"),
+        (["--batch-window", "1s", "--batch-timeout", "x"], "Invalid value for --batch-timeout"),
+        (["--batch-timeout", "2s"], "Invalid value for --batch-timeout: needs --batch-window"),
+    ],
+)
+def test_run_refuses_bad_batch_flags_naming_the_flag(args: list[str], message: str) -> None:
+    result = CliRunner().invoke(main, ["run", *args])
+    assert result.exit_code == 2
+    assert message in result.output

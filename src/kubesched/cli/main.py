@@ -290,10 +290,9 @@ def _duration(text: str, flag: str) -> float:
 )
 @click.option(
     "--batch-timeout",
-    default="1s",
-    show_default=True,
+    default=None,
     metavar="DURATION",
-    help="With --batch-window: the engine's time limit per batch.",
+    help="With --batch-window: the engine's time limit per batch (default 1s).",
 )
 def run_command(
     kubeconfig: str | None,
@@ -316,7 +315,7 @@ def run_command(
     explain: bool,
     explain_keep: int,
     batch_window: str | None,
-    batch_timeout: str,
+    batch_timeout: str | None,
 ) -> None:
     """Schedule the pods of a real cluster (those whose schedulerName is ours)."""
     import asyncio
@@ -343,6 +342,8 @@ def run_command(
         raise click.BadParameter(
             str(exc), param_hint="--authorization-always-allow-paths"
         ) from None
+    if batch_timeout is not None and batch_window is None:
+        raise click.BadParameter("needs --batch-window", param_hint="--batch-timeout")
     configure_logging("json" if logging_format == "json" else "text", verbosity)
     registry = scheduler_setup(None, plugins, (), (), "0", None).registry
     options = RunOptions(
@@ -364,7 +365,7 @@ def run_command(
         explain_keep=explain_keep,
         registry=registry,
         batch_window=None if batch_window is None else _duration(batch_window, "--batch-window"),
-        batch_timeout=_duration(batch_timeout, "--batch-timeout"),
+        batch_timeout=1.0 if batch_timeout is None else _duration(batch_timeout, "--batch-timeout"),
     )
     try:
         code = asyncio.run(run(options))
