@@ -255,6 +255,27 @@ class SchedulerMetrics:
             ["plugin", "extension_point", "profile"],
             registry=r,
         )
+        # kubesched's own (not kube-scheduler's): `run --batch-window`.
+        self.batch_placements = Counter(
+            "kubesched_batch_placements",
+            _help(
+                "ALPHA",
+                "Number of batch placements the engine ran, by the result: 'engine' means its "
+                "placement was handed to the scheduling cycle, 'greedy' that the scheduler's "
+                "own was kept, 'error' that the engine failed.",
+            ),
+            ["result"],
+            registry=r,
+        )
+        self.batch_pods_beyond_greedy = Counter(
+            "kubesched_batch_pods_beyond_greedy",
+            _help(
+                "ALPHA",
+                "Number of pods the batch placements placed beyond what the scheduler's "
+                "one-at-a-time placement did.",
+            ),
+            registry=r,
+        )
 
         # --- scheduling cycles -----------------------------------------------------
         # Opportunistic batching (batch.go), all ALPHA upstream.
@@ -356,6 +377,14 @@ class SchedulerMetrics:
     def observe_preemption_victims(self, victims: int) -> None:
         """A preemption candidate was chosen with this many victims."""
         self.preemption_victims.observe(victims)
+
+    # --- batch mode (`run --batch-window`) ---------------------------------------
+
+    def observe_batch(self, result: str, beyond_greedy: int) -> None:
+        """A batch placement ran: its result, and the pods it placed beyond greedy."""
+        self.batch_placements.labels(result).inc()
+        if beyond_greedy > 0:
+            self.batch_pods_beyond_greedy.inc(beyond_greedy)
 
     # --- queue and cache -------------------------------------------------------
 

@@ -237,6 +237,14 @@ class _KlogFlags(click.Command):
         return super().parse_args(ctx, args)
 
 
+def _duration(text: str, flag: str) -> float:
+    try:
+        return parse_timeout(text)
+    except click.BadParameter as exc:
+        exc.param_hint = flag
+        raise
+
+
 @main.command("run", cls=_KlogFlags)
 @click.option(
     "--kubeconfig",
@@ -337,6 +345,20 @@ class _KlogFlags(click.Command):
     show_default=True,
     help="With --explain: how many pods' last explanations are kept.",
 )
+@click.option(
+    "--batch-window",
+    default=None,
+    metavar="DURATION",
+    help="Batch placement (off by default): for this long (e.g. 1s) pods the cycle "
+    "places wait at Permit and pods it leaves unschedulable are gathered; then the "
+    "batch engine places them jointly and the cycle binds its answer.",
+)
+@click.option(
+    "--batch-timeout",
+    default=None,
+    metavar="DURATION",
+    help="With --batch-window: the engine's time limit per batch (default 1s).",
+)
 def run_command(
     kubeconfig: str | None,
     context: str | None,
@@ -358,6 +380,8 @@ def run_command(
     plugins: tuple[str, ...],
     explain: bool,
     explain_keep: int,
+    batch_window: str | None,
+    batch_timeout: str | None,
 ) -> None:
     """Schedule the pods of a real cluster (those whose schedulerName is ours)."""
     import asyncio
@@ -385,6 +409,8 @@ def run_command(
             str(exc), param_hint="--authorization-always-allow-paths"
         ) from None
     gates = feature_gate_overrides(feature_gates)
+    if batch_timeout is not None and batch_window is None:
+        raise click.BadParameter("needs --batch-window", param_hint="--batch-timeout")
     configure_logging("json" if logging_format == "json" else "text", verbosity)
     registry = scheduler_setup(None, plugins, (), (), "0", None).registry
     options = RunOptions(
@@ -406,6 +432,8 @@ def run_command(
         explain_keep=explain_keep,
         registry=registry,
         feature_gates=gates,
+        batch_window=None if batch_window is None else _duration(batch_window, "--batch-window"),
+        batch_timeout=1.0 if batch_timeout is None else _duration(batch_timeout, "--batch-timeout"),
     )
     try:
         code = asyncio.run(run(options))

@@ -47,6 +47,7 @@ from kubesched.kube.writer import EventWriter, StatusWriter
 from kubesched.metrics import SchedulerMetrics, status_label
 from kubesched.plugins.registry import default_registry
 from kubesched.scheduler import Scheduler
+from kubesched.scheduler.batch_window import BatchOptions
 from kubesched.server import CheckFailed, HealthServer
 from kubesched.server.auth import (
     ALWAYS_ALLOW_PATHS,
@@ -97,6 +98,10 @@ class RunOptions:
     registry: Registry | None = None  # None: the default one (`--plugin` adds to it)
     # `--feature-gates`: the gates set away from v1.36.3's defaults.
     feature_gates: dict[str, bool] = field(default_factory=dict)
+    # `--batch-window`: the batch placement fallback (scheduler/batch_window.py); off
+    # (None) by default, which is kube-scheduler's behaviour.
+    batch_window: float | None = None
+    batch_timeout: float = 1.0
 
 
 def default_config() -> SchedulerConfig:
@@ -444,6 +449,15 @@ class Runner:
         Observer, which it hands to every framework on the Handle; Permit's waits
         (WaitOnPermit upstream) through the WaitingPods it is built with."""
         cfg = self.config
+        options = self.options
+        batch = None
+        if options.batch_window is not None:
+            batch = BatchOptions(options.batch_window, options.batch_timeout)
+            log.info(
+                "Batch placement on: window %gs, engine time limit %gs",
+                options.batch_window,
+                options.batch_timeout,
+            )
         return Scheduler(
             cfg.profiles,
             cluster,
@@ -458,6 +472,8 @@ class Runner:
             registry=self.options.registry,
             explain_observer=self.explained,
             feature_gates=self.options.feature_gates,
+            batch=batch,
+            batch_observer=self.metrics.observe_batch,
         )
 
     def observe_permit_wait(self, status: Status, seconds: float) -> None:

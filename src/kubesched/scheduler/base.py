@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
@@ -22,7 +22,7 @@ from kubesched.framework.client import ClusterClient
 from kubesched.framework.clock import Clock
 from kubesched.framework.explain import Explanation
 from kubesched.framework.fit_error import Diagnosis
-from kubesched.framework.handle import Handle
+from kubesched.framework.handle import Handle, Listers
 from kubesched.framework.metrics_recorder import MetricsRecorder
 from kubesched.framework.node_table import NodeTable
 from kubesched.framework.runtime import Framework
@@ -30,6 +30,9 @@ from kubesched.framework.status import Code, Status
 from kubesched.framework.waiting import WaitingPods
 from kubesched.queue.nominator import Nominator
 from kubesched.queue.scheduling_queue import SchedulingQueue
+
+if TYPE_CHECKING:
+    from kubesched.scheduler.batch_window import BatchWindow
 
 
 class Observer(MetricsRecorder, Protocol):
@@ -80,6 +83,7 @@ class SchedulerBase:
     table: NodeTable  # the cache's node table
     waiting_pods: WaitingPods
     handle: Handle
+    listers: Listers
     frameworks: dict[str, Framework]  # by scheduler name, one per profile
     queue: SchedulingQueue
     rng: np.random.Generator
@@ -94,6 +98,7 @@ class SchedulerBase:
     explain_observer: ExplainObserver | None
     feature_gates: dict[str, bool]  # the settable gates (framework/features.py)
     opportunistic_batching: bool  # the OpportunisticBatching gate
+    batch: BatchWindow | None  # `run --batch-window`; None: kube-scheduler's behaviour
 
     # --- metrics -------------------------------------------------------------------
 

@@ -158,6 +158,9 @@ class SchedulingCycle(BindingCycle, Explaining):
             self._observe_failure(fw, status, started)
             self._explain_failure(explanation, "Permit", status)
             return None
+        if self.batch is not None and not waits:
+            # Batch mode: held at Permit until the window closes (batch_window.py).
+            waits = self.batch.hold(pod, node, fw.profile_name)
         if waits:
             self.waiting_pods.add(pod.key, node, waits)
         if explanation is not None and self.explain_observer is not None:

@@ -34,6 +34,7 @@ from kubesched.plugins.registry import default_registry
 from kubesched.queue.nominator import Nominator
 from kubesched.queue.scheduling_queue import QueueProfile, SchedulingQueue
 from kubesched.scheduler.base import ExplainObserver, Observer, OutcomeObserver
+from kubesched.scheduler.batch_window import BatchObserver, BatchOptions, BatchWindow
 from kubesched.scheduler.binding_cycle import set_nominated_node_name
 from kubesched.scheduler.eventhandlers import EventHandlers
 from kubesched.scheduler.schedule_one import SchedulingCycle
@@ -60,6 +61,8 @@ class Scheduler(EventHandlers, SchedulingCycle):
         waiting_pods: WaitingPods | None = None,
         explain_observer: ExplainObserver | None = None,
         feature_gates: Mapping[str, bool] | None = None,
+        batch: BatchOptions | None = None,
+        batch_observer: BatchObserver | None = None,
     ) -> None:
         # v1.36.3's defaults with the caller's overrides (--feature-gates);
         # FeatureGateError (a ValueError) for a gate kubesched cannot set.
@@ -121,6 +124,8 @@ class Scheduler(EventHandlers, SchedulingCycle):
         self.observer = observer
         self.outcome_observer = outcome_observer
         self.explain_observer = explain_observer
+        # `run --batch-window`: off (None) unless asked.
+        self.batch = None if batch is None else BatchWindow(self, batch, batch_observer)
 
     def _activate(self, keys: list[str]) -> None:
         self.queue.activate(keys)
