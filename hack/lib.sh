@@ -58,10 +58,22 @@ free_port() {
 # cluster dir must therefore have that dir in their arguments (data dir,
 # kubeconfig, ...), which is the case for everything cluster-up.sh starts.
 pid_alive() {
-  local f="$1" pid dir
+  local f="$1" pid dir stat state ppid
   [[ -s "${f}" ]] || return 1
   pid="$(tr -cd '0-9' < "${f}")"
   [[ -n "${pid}" ]] && kill -0 "${pid}" 2>/dev/null || return 1
+  # A child this shell just started (`nohup CMD &`) is a fork of this script until
+  # it execs, so its command line does not name the dir yet: on a loaded machine
+  # the check below saw that window and took a starting kube-apiserver for dead.
+  # Our own child cannot be a stale pid; it is alive unless it is a zombie.
+  if stat="$(cat "/proc/${pid}/stat" 2>/dev/null)"; then
+    stat="${stat##*) }"   # after "pid (comm) ": "STATE PPID ..."
+    state="${stat%% *}"
+    stat="${stat#* }"
+    ppid="${stat%% *}"
+    [[ "${state}" == Z ]] && return 1
+    [[ "${ppid}" == "$$" ]] && return 0
+  fi
   if [[ -r "/proc/${pid}/cmdline" ]]; then
     dir="$(cd "$(dirname "${f}")" && pwd)"
     tr '\0' ' ' < "/proc/${pid}/cmdline" | grep -qF -- "${dir}/" || return 1
