@@ -14,15 +14,19 @@ from datetime import UTC, datetime
 
 from kubesched.api.objects import Namespace, Node, Pod, PodDisruptionBudget
 from kubesched.api.resource import ResourceClaim
+from kubesched.api.scheduling import PodGroup
 from kubesched.cluster.claim_controller import ResourceClaimController
 from kubesched.cluster.claim_writer import InMemoryClaimWriter
 from kubesched.cluster.memory import InMemoryCluster, RecordedEvent
+from kubesched.cluster.pod_group_writer import InMemoryPodGroupWriter
 from kubesched.cluster.volume_writer import InMemoryVolumeWriter
 from kubesched.framework.clock import SimClock
 from kubesched.framework.dra import DraState
 from kubesched.framework.explain import Explanation, ProfilePlugins
+from kubesched.framework.features import DEFAULT_GATES, FeatureGates
 from kubesched.framework.fit_error import Diagnosis
 from kubesched.framework.handle import Listers
+from kubesched.framework.pod_groups import PodGroupLister
 from kubesched.framework.profile import ProfileConfig
 from kubesched.framework.registry import Registry
 from kubesched.framework.storage import StorageState
@@ -133,6 +137,8 @@ class SimulationResult:
     profiles: list[ProfilePlugins] = field(default_factory=list)
     # Every attempt of the pods asked to be explained, by pod key.
     explanations: dict[str, list[Explanation]] = field(default_factory=dict)
+    # The PodGroups as the simulation left them (PodGroupScheduled conditions), by key.
+    pod_groups: dict[str, PodGroup] = field(default_factory=dict)
 
     @property
     def scheduled(self) -> int:
@@ -153,12 +159,16 @@ def simulate(
     registry: Registry | None = None,
     dra: DraState | None = None,
     explain: Collection[str] = (),
+    pod_groups: Mapping[str, PodGroup] | None = None,
+    gates: FeatureGates = DEFAULT_GATES,
 ) -> SimulationResult:
     """Schedule `pods` (in queue order; those with spec.nodeName already run) on `nodes`.
     `pdbs` (with their status) are what preemption respects where it can; `dra` holds
     the DRA objects (the pods' claims made from their templates already); every
     attempt of the pods in `explain` (keys) is explained in the result."""
-    world = World(nodes, pods, profiles, pdbs, storage, namespaces, registry, dra)
+    world = World(
+        nodes, pods, profiles, pdbs, storage, namespaces, registry, dra, pod_groups, gates
+    )
     return asyncio.run(_simulate(world, seed, percentage_of_nodes_to_score, progress, explain))
 
 
@@ -174,6 +184,8 @@ class World:
     namespaces: Mapping[str, Namespace] | None = None
     registry: Registry | None = None
     dra: DraState | None = None
+    pod_groups: Mapping[str, PodGroup] | None = None
+    gates: FeatureGates = DEFAULT_GATES
 
 
 @dataclass(slots=True)
@@ -228,7 +240,9 @@ def start_session(
         # The DRA objects, a copy that PreBind allocates and reserves claims in through
         # its writer, as the runner's KubeClaimWriter does on the API server.
         dra=DraState() if dra is None else dra.copy(),
+        pod_groups=PodGroupLister(dict(world.pod_groups or {})),
     )
+    listers.pod_groups.writer = InMemoryPodGroupWriter(listers.pod_groups)
     listers.storage.writer = InMemoryVolumeWriter(listers.storage, cluster.nodes)
     claim_writer = InMemoryClaimWriter(listers.dra, now=lambda: _timestamp(clock))
     listers.dra.writer = claim_writer
@@ -244,6 +258,7 @@ def start_session(
         listers=listers,
         registry=world.registry,
         explain_observer=explainer if explain else None,
+        gates=world.gates,
     )
     if storage is not None:
         # Every change to the volume objects reaches the queue as the informers' would.
@@ -278,8 +293,9 @@ def session_result(session: Session, wall: float) -> SimulationResult:
         outcome = recorder.outcomes.get(key)
         qpi = scheduler.queue.unschedulable.get(key)
         if qpi is not None and qpi.gated:
-            gates = " ".join(g.name for g in pod.spec.scheduling_gates)
-            reasons[key] = f"waiting for scheduling gates: [{gates}]"
+            # The PreEnqueue verdict that holds it back (scheduling gates, a gang).
+            fw = scheduler.frameworks[pod.spec.scheduler_name]
+            reasons[key] = fw.run_pre_enqueue(qpi.pod_info).message()
         elif outcome is not None and outcome.message:
             reasons[key] = outcome.message
         else:
@@ -310,6 +326,7 @@ def session_result(session: Session, wall: float) -> SimulationResult:
         {claim.key: claim for claim in session.listers.dra.list_claims()},
         [profile_plugins(fw) for fw in scheduler.frameworks.values()],
         session.explainer.explanations,
+        dict(session.listers.pod_groups.groups),
     )
 
 

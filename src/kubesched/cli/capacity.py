@@ -68,6 +68,7 @@ def capacity_command(
     disabled: tuple[str, ...],
     seed: str,
     percentage_of_nodes_to_score: int | None,
+    feature_gates: str,
     limit: int,
     exclude_nodes: str,
     output: str,
@@ -77,7 +78,7 @@ def capacity_command(
     semantics); the count, the copies per node, and the stop reason (the
     FailedScheduling text of the first copy that did not fit)."""
     setup = scheduler_setup(
-        config_path, plugins, enabled, disabled, seed, percentage_of_nodes_to_score
+        config_path, plugins, enabled, disabled, seed, percentage_of_nodes_to_score, feature_gates
     )
     state = load_manifests(paths, from_cluster, kubeconfig, context, max_pods)
     templates = [_template(state, spec) for spec in specs]

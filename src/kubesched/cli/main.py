@@ -52,12 +52,13 @@ def simulate_command(
     disabled: tuple[str, ...],
     seed: str,
     percentage_of_nodes_to_score: int | None,
+    feature_gates: str,
     output: str,
 ) -> None:
     """Schedule the pods of a cluster described in manifests, touching nothing."""
     err = Console(stderr=True)
     setup = scheduler_setup(
-        config_path, plugins, enabled, disabled, seed, percentage_of_nodes_to_score
+        config_path, plugins, enabled, disabled, seed, percentage_of_nodes_to_score, feature_gates
     )
     state = load_manifests(paths, from_cluster, kubeconfig, context, max_pods)
     problems = [str(p) for p in state.problems]
@@ -89,6 +90,8 @@ def simulate_command(
             storage=state.storage,
             dra=state.dra,
             registry=setup.registry,
+            pod_groups=state.pod_groups,
+            gates=setup.gates,
         )
 
     notes = [*state.notes, seed_note(setup)]

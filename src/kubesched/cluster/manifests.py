@@ -68,6 +68,7 @@ from pathlib import Path
 
 from kubesched.api.disruption import compute_status
 from kubesched.api.objects import Namespace, Node, Pod, PodDisruptionBudget, PriorityClass
+from kubesched.api.scheduling import PodGroup, Workload
 from kubesched.cluster.admission import (
     SYSTEM_NAMESPACES,
     _admit_priority,
@@ -115,6 +116,9 @@ class ClusterState:
     # DeviceClasses, ResourceSlices, ResourceClaimTemplates and ResourceClaims (with
     # those the resourceclaim controller creates for the pods' templates).
     dra: DraState = field(default_factory=DraState)
+    # scheduling.k8s.io/v1alpha2 PodGroups and Workloads (GenericWorkload), by key.
+    pod_groups: dict[str, PodGroup] = field(default_factory=dict)
+    workloads: dict[str, Workload] = field(default_factory=dict)
     problems: list[LoadProblem] = field(default_factory=list)  # errors: objects skipped
     notes: list[str] = field(default_factory=list)  # informational
 
@@ -247,6 +251,8 @@ def _finish(loader: _Loader, max_pods: int) -> ClusterState:
         priority_classes=classes,
         namespaces=namespaces,
         pdbs=pdbs,
+        pod_groups={key: pg for key, (pg, _) in loader.pod_groups.items()},
+        workloads={key: w for key, (w, _) in loader.workload_objects.items()},
         problems=loader.problems,
         notes=loader.notes,
     )

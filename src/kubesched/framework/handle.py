@@ -19,6 +19,7 @@ from kubesched.framework.clock import Clock, SimClock
 from kubesched.framework.dra import DraState
 from kubesched.framework.metrics_recorder import NO_METRICS, MetricsRecorder
 from kubesched.framework.node_table import NodeTable
+from kubesched.framework.pod_groups import PodGroupLister, PodGroupStates
 from kubesched.framework.storage import StorageState
 from kubesched.framework.types import PodInfo
 from kubesched.framework.waiting import WaitingPods
@@ -78,6 +79,8 @@ class Listers:
     # The selectors PodTopologySpread's default constraints are built from, by
     # (namespace, kind, name); None: not known (see Handle.workload_selectors).
     workload_selectors: dict[tuple[str, str, str], LabelSelector] | None = None
+    # scheduling.k8s.io/v1alpha2 PodGroups (GenericWorkload), by "namespace/name".
+    pod_groups: PodGroupLister = field(default_factory=PodGroupLister)
 
 
 @dataclass
@@ -120,3 +123,7 @@ class Handle:
     # Where the framework and the plugins report metrics (the scheduler's metrics
     # package upstream, which they write to directly); NO_METRICS drops them all.
     metrics: MetricsRecorder = NO_METRICS
+    # The PodGroup lister (GangScheduling's podGroupLister) and the cache's pod group
+    # states (Handle.PodGroupManager().PodGroupStates() upstream).
+    pod_groups: PodGroupLister = field(default_factory=PodGroupLister)
+    pod_group_states: PodGroupStates = field(default_factory=PodGroupStates)

@@ -132,6 +132,7 @@ class Resource(enum.StrEnum):
     RESOURCE_CLAIM = "ResourceClaim"
     RESOURCE_SLICE = "ResourceSlice"
     DEVICE_CLASS = "DeviceClass"
+    POD_GROUP = "PodGroup"
     WILDCARD = "*"
 
 

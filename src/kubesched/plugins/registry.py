@@ -10,6 +10,7 @@ from kubesched.framework.registry import Registry, installed_plugins, registered
 from kubesched.plugins.defaultbinder import DefaultBinder
 from kubesched.plugins.defaultpreemption import DefaultPreemption
 from kubesched.plugins.dynamicresources import DynamicResources
+from kubesched.plugins.gangscheduling import GangScheduling
 from kubesched.plugins.imagelocality import ImageLocality
 from kubesched.plugins.interpodaffinity import InterPodAffinity
 from kubesched.plugins.nodeaffinity import NodeAffinity
@@ -48,6 +49,7 @@ IN_TREE: tuple[type[Plugin], ...] = (
     InterPodAffinity,
     NodeDeclaredFeatures,
     DynamicResources,
+    GangScheduling,
 )
 
 

@@ -257,6 +257,23 @@ class SchedulingQueue:
         self._in_flight_marks[qpi.pod_info.key] = self._event_seq
         return qpi
 
+    def pop_specific(self, key: str) -> QueuedPodInfo | None:
+        """PopSpecificPod: activate the pod (PreEnqueue runs), then take it from
+        activeQ into flight as a pop would; None if it is not there after that
+        (gated, in flight already, or unknown). The pod group cycle pops its group's
+        other pods with it."""
+        self.activate([key])
+        qpi = self.active.get(key)
+        if qpi is None:
+            return None
+        self.active.delete(key)
+        qpi.attempts += 1
+        if qpi.initial_attempt_timestamp is None:
+            qpi.initial_attempt_timestamp = self.clock.now()
+        self.in_flight[key] = qpi
+        self._in_flight_marks[key] = self._event_seq
+        return qpi
+
     async def pop(self) -> QueuedPodInfo | None:
         """Wait for a pod; None once the queue is closed."""
         while not self._closed:

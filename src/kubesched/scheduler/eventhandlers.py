@@ -9,6 +9,7 @@ rejected pod fit is handed to the queue as a cluster event.
 from __future__ import annotations
 
 from kubesched.api.objects import Node, Pod
+from kubesched.api.scheduling import PodGroup
 from kubesched.framework.types import (
     EVENT_ASSIGNED_POD_ADD,
     EVENT_ASSIGNED_POD_DELETE,
@@ -20,6 +21,13 @@ from kubesched.framework.types import (
 )
 from kubesched.queue.pod_events import pod_scheduling_properties_change
 from kubesched.scheduler.base import SchedulerBase
+
+# EventUnscheduledPodAdd, which the queue sees with GangScheduling on: a new pod
+# may complete a gang whose other pods PreEnqueue holds back.
+EVENT_UNSCHEDULED_POD_ADD = ClusterEvent(
+    Resource.UNSCHEDULED_POD, ActionType.ADD, "UnscheduledPodAdd"
+)
+EVENT_POD_GROUP_ADD = ClusterEvent(Resource.POD_GROUP, ActionType.ADD, "PodGroupAdd")
 
 
 class EventHandlers(SchedulerBase):
@@ -61,6 +69,7 @@ class EventHandlers(SchedulerBase):
 
     def on_pod_add(self, pod: Pod) -> None:
         if pod.spec.node_name:
+            self.cache.pod_groups.add_pod(pod)
             self.cache.add_pod(PodInfo(pod))
             self.queue.delete(pod.key)
             self.nominator.delete(pod.key)
@@ -70,9 +79,14 @@ class EventHandlers(SchedulerBase):
             info = PodInfo(pod)
             if self.outcome_observer is not None:
                 self.outcome_observer.pod_pending(info.key)
+            # addPodToSchedulingQueue: the group learns of its pod first, so that
+            # PreEnqueue counts it.
+            self.cache.pod_groups.add_pod(pod)
             self.queue.add(info)
             if info.key in self.queue.active:  # not held back by PreEnqueue
                 self.nominator.add(pod, None)
+            if self.gates.gang_scheduling:
+                self.queue.on_event(EVENT_UNSCHEDULED_POD_ADD, None, pod)
 
     def on_pod_update(self, old: Pod | None, new: Pod) -> None:
         if old is not None and replaced(old.metadata.uid, new.metadata.uid):
@@ -84,6 +98,7 @@ class EventHandlers(SchedulerBase):
             self.on_pod_add(new)
             return
         key = f"{new.metadata.namespace}/{new.metadata.name}"
+        self.cache.pod_groups.update_pod(old, new)
         if new.spec.node_name:
             was_assigned = old is not None and bool(old.spec.node_name)
             if key in self.queue and not self.cache.is_assumed(key):
@@ -124,6 +139,7 @@ class EventHandlers(SchedulerBase):
 
     def on_pod_delete(self, pod: Pod) -> None:
         key = f"{pod.metadata.namespace}/{pod.metadata.name}"
+        self.cache.pod_groups.remove_pod(pod)
         self.queue.delete(key)
         self.nominator.delete(key)
         self.last_failures.pop(key, None)
@@ -135,6 +151,22 @@ class EventHandlers(SchedulerBase):
             self.queue.on_event(EVENT_ASSIGNED_POD_DELETE, pod, None)
         elif pod.status.nominated_node_name:
             self._nominated_room_freed(pod)
+
+    # --- PodGroups (GenericWorkload) -------------------------------------------------
+
+    def on_pod_group_add(self, pod_group: PodGroup) -> None:
+        """A PodGroup seen: into the lister, and to the queue (GangScheduling's hint
+        lets its pods in). PodGroups' specs are immutable: an update only refreshes
+        the stored object (its status)."""
+        known = pod_group.key in self.listers.pod_groups.groups
+        self.listers.pod_groups.groups[pod_group.key] = pod_group
+        if not known:
+            self.queue.on_event(EVENT_POD_GROUP_ADD, None, pod_group)
+
+    on_pod_group_update = on_pod_group_add
+
+    def on_pod_group_delete(self, pod_group: PodGroup) -> None:
+        self.listers.pod_groups.groups.pop(pod_group.key, None)
 
     def _nominated_room_freed(self, pod: Pod) -> None:
         """POD held room on its nominated node: lower or equal priority pods may fit
