@@ -211,7 +211,7 @@ def test_pods_wait_at_pre_enqueue_until_the_group_exists(tmp_path: Path) -> None
     result = run(load(tmp_path, text))
     assert result.placements == {"default/w0": None}
     assert result.reasons["default/w0"] == (
-        "waiting for pods's pod group \"missing\" to appear in scheduling queue"
+        'waiting for pods\'s pod group "missing" to appear in scheduling queue'
     )
 
 

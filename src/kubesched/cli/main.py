@@ -209,6 +209,13 @@ class _KlogFlags(click.Command):
     "per attempt).",
 )
 @click.option(
+    "--feature-gates",
+    default="",
+    metavar="NAME=BOOL,...",
+    help="kube-scheduler's feature gates kubesched follows: GenericWorkload, "
+    "GangScheduling (alpha, off by default; GangScheduling needs GenericWorkload).",
+)
+@click.option(
     "--explain-keep",
     type=click.IntRange(1),
     default=1000,
@@ -234,12 +241,14 @@ def run_command(
     verbosity: int,
     plugins: tuple[str, ...],
     explain: bool,
+    feature_gates: str,
     explain_keep: int,
 ) -> None:
     """Schedule the pods of a real cluster (those whose schedulerName is ours)."""
     import asyncio
 
     from kubesched.config import ConfigError
+    from kubesched.framework.features import FeatureGateError, parse_feature_gates
     from kubesched.framework.registry import UnknownPluginError
     from kubesched.kube.config import KubeConfigError
     from kubesched.kube.runner import RunOptions, run
@@ -247,6 +256,10 @@ def run_command(
     from kubesched.plugins.helpers.args import ArgsError
     from kubesched.server.auth import always_allow_path_matcher
 
+    try:
+        gates = parse_feature_gates(feature_gates)
+    except FeatureGateError as exc:
+        raise click.BadParameter(str(exc), param_hint="--feature-gates") from None
     if bool(tls_cert_file) != bool(tls_private_key_file):
         raise click.BadParameter(
             "--tls-cert-file and --tls-private-key-file go together",
@@ -281,6 +294,7 @@ def run_command(
         explain=explain,
         explain_keep=explain_keep,
         registry=registry,
+        gates=gates,
     )
     try:
         code = asyncio.run(run(options))
