@@ -119,8 +119,9 @@ def _predict(
     step: Step,
     names: Mapping[str, str],
 ) -> Prediction | None:
-    """score_step on the state RUN was in before STEP."""
-    if not step.created:
+    """score_step on the state RUN was in before STEP (none for a gang's pods: the
+    pod group cycle places them together, not one by one on that state)."""
+    if not step.created or step.group:
         return None
     created = {s.pod: s.created for s in run.steps if s.created}
     # The harness gave every pod bound before this step its status.startTime.

@@ -49,7 +49,7 @@ class HarnessError(RuntimeError):
 @dataclass
 class Step:
     pod: str
-    outcome: str  # bound | unschedulable | error | timeout | rejected
+    outcome: str  # bound | unschedulable | error | timeout | rejected | created
     node: str | None = None  # logical node name
     reason: str = ""
     message: str = ""
@@ -65,6 +65,10 @@ class Step:
     # per pod its status.resourceClaimStatuses (the claims made from its templates).
     claims: dict[str, dict[str, Any]] = field(default_factory=dict, repr=False)
     claim_statuses: dict[str, list[dict[str, Any]]] = field(default_factory=dict, repr=False)
+    # gangs: the PodGroup the pod belongs to. Such a step is placed with its whole
+    # group (no single-pod prediction); a member before the gang's last is only
+    # created (outcome "created"), the last one's step waits for the whole gang.
+    group: str = ""
 
 
 @dataclass
