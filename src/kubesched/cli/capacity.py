@@ -111,6 +111,8 @@ def capacity_command(
         state.namespaces,
         setup.registry,
         state.dra,
+        state.pod_groups,
+        setup.gates,
     )
     result = capacity(
         world,

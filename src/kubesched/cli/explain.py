@@ -119,6 +119,8 @@ def explain_command(
         dra=state.dra,
         registry=setup.registry,
         explain=keys,
+        pod_groups=state.pod_groups,
+        gates=setup.gates,
     )
     for key in keys:
         victims = victims_of(result, key)
