@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 
 from tests.integration.admin_api import AdminApi, unique_name
 from tests.integration.control_plane import (
@@ -112,6 +113,18 @@ def setup_nodes(api: AdminApi, count: int) -> None:
         api.create_node(f"{prefix}-{i}", cpu="4", memory="16Gi")
 
 
+def pod_group_attempts(proc: Any, result: str) -> float:
+    """scheduler_podgroup_schedule_attempts_total of kubesched's profile for RESULT."""
+    for family in text_string_to_metric_families(proc.metrics().text):
+        for sample in family.samples:
+            if sample.name == "scheduler_podgroup_schedule_attempts_total" and sample.labels == {
+                "profile": "kubesched",
+                "result": result,
+            }:
+                return float(sample.value)
+    return 0.0
+
+
 def start(scheduler: str, cp: ControlPlane, tmp_path: Path) -> Any:
     if scheduler == "kubesched":
         proc = start_kubesched(cp, tmp_path, "--no-leader-elect", "--feature-gates", GATES)
@@ -142,6 +155,8 @@ def test_gang_of_8_binds_all_together_and_the_pod_group_is_scheduled(
         )
         # PodGroups have no generation (the registry sets none): 0, omitted, in both.
         assert condition.get("observedGeneration", 0) == (condition["generation"] or 0)
+        if scheduler == "kubesched":
+            assert pod_group_attempts(proc, "scheduled") == 1
     finally:
         proc.stop()
 
@@ -181,5 +196,8 @@ def test_gang_of_8_where_only_7_fit_binds_none(
         )
         time.sleep(2)  # nothing binds later either
         assert not any(bound(wapi, ns).values())
+        if scheduler == "kubesched":
+            assert pod_group_attempts(proc, "unschedulable") >= 1
+            assert pod_group_attempts(proc, "scheduled") == 0
     finally:
         proc.stop()
