@@ -63,3 +63,34 @@ def test_gang_steps_get_no_single_pod_prediction() -> None:
     comparison = compare(scenario, runs[KUBE], runs[KUBESCHED], {})
     assert comparison.predictions == {}
     assert comparison.disagreements == []
+
+
+def test_gang_steps_after_the_states_diverged_are_counted_not_judged() -> None:
+    scenario = gen.generate(60, 0, features=["gangs"])
+    gang = scenario["gangs"][0]
+    first = scenario["pods"][0]["name"]
+    assert first not in gang["pods"]
+    runs = {}
+    for side in (KUBE, KUBESCHED):
+        run = Run(side, f"ns-{side}")
+        placed: dict[str, str | None] = {}
+        for pod in scenario["pods"]:
+            name = pod["name"]
+            member = name in gang["pods"]
+            # The first pod binds in one run only: the states differ from there on.
+            bound = name == first and side == KUBE
+            placed[name] = scenario["nodes"][0]["name"] if bound else None
+            run.steps.append(
+                Step(
+                    name,
+                    "bound" if bound else ("created" if member else "unschedulable"),
+                    node=placed[name],
+                    group=gang["name"] if member else "",
+                    placements=dict(placed),
+                )
+            )
+        runs[side] = run
+    comparison = compare(scenario, runs[KUBE], runs[KUBESCHED], {})
+    assert comparison.unjudged == len(gang["pods"])
+    assert comparison.disagreements[0].kind == "bound"
+    assert not any(d.pod in gang["pods"] for d in comparison.disagreements)

@@ -320,6 +320,12 @@ def compare(
         pred_b = _predict(scenario, ks, before_b, b, names)
         if pred_b is not None:
             result.predictions[b.pod] = pred_b
+        if not in_sync and (a.group or b.group):
+            # No single-pod prediction judges a gang's pods (see _predict); with the
+            # states apart, nothing compares them: counted, not judged.
+            result.unjudged += 1
+            before_a, before_b = a.placements, b.placements
+            continue
         if not in_sync:
             result.indirect += 1
             pred_a = _predict(scenario, kube, before_a, a, names)

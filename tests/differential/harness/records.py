@@ -147,6 +147,9 @@ class Comparison:
     ties: int = 0
     swaps: int = 0
     indirect: int = 0  # steps compared through in-process predictions
+    # gangs: steps of gang pods after the states diverged, which no in-process
+    # prediction can judge (the pod group cycle places the gang together).
+    unjudged: int = 0
     # dra: pods bound in both runs (directly compared) that have claims; of them, those
     # whose claims are allocated alike (see harness.dra.allocations).
     claims: int = 0
@@ -176,6 +179,8 @@ class Comparison:
             text += f", claims {self.claims_agree}/{self.claims}"
         if self.diverged_at is not None:
             text += f", states diverged after a tie at step {self.diverged_at}"
+        if self.unjudged:
+            text += f", {self.unjudged} gang steps not judged after the states diverged"
         for d in self.disagreements:
             left, right = ("in-process", "kubesched") if d.mode == MODE_KS else (KUBE, KUBESCHED)
             text += (
