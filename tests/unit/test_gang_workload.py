@@ -265,3 +265,12 @@ def test_scheduled_condition_never_goes_back_to_false(tmp_path: Path) -> None:
     condition = find_condition(result.pod_groups["default/g"].status.conditions,
                                POD_GROUP_SCHEDULED)  # fmt: skip
     assert condition is not None and condition.status == "True"
+
+
+def test_the_member_that_let_the_group_in_is_tried_first(tmp_path: Path) -> None:
+    # Its InitialAttemptTimestamp is the earliest: it entered activeQ first, the
+    # others followed on its UnscheduledPodAdd event (podGroupInfoForPod's sort).
+    # With room for 7 of 8, it is among those that fit.
+    result = run(load(tmp_path, gang(nodes=7, pods=8, min_count=8)))
+    assert result.reasons["default/w7"].startswith("pod group is unschedulable")
+    assert result.outcomes["default/w7"].attempts == 1

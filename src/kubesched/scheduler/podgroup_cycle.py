@@ -90,7 +90,13 @@ class PodGroupCycle(PodGroupAlgorithm):
             popped = self.queue.pop_specific(key)
             if popped is not None:
                 members.append(popped)
-        members.sort(key=lambda q: (-q.pod_info.priority, q.initial_attempt_timestamp or 0.0))
+        members.sort(
+            key=lambda q: (
+                -q.pod_info.priority,
+                q.initial_attempt_timestamp or 0.0,
+                q.initial_attempt_seq,
+            )
+        )
         return members
 
     def schedule_pod_group(self, group: QueuedPodGroup) -> None:
