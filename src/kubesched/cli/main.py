@@ -107,6 +107,7 @@ def simulate_command(
     disabled: tuple[str, ...],
     seed: str,
     percentage_of_nodes_to_score: int | None,
+    feature_gates: str,
     output: str,
     html: Path | None,
     html_explain: int,
@@ -118,7 +119,7 @@ def simulate_command(
     err = Console(stderr=True)
     timeout = parse_timeout(optimize_timeout)
     setup = scheduler_setup(
-        config_path, plugins, enabled, disabled, seed, percentage_of_nodes_to_score
+        config_path, plugins, enabled, disabled, seed, percentage_of_nodes_to_score, feature_gates
     )
     state = load_manifests(paths, from_cluster, kubeconfig, context, max_pods)
     problems = [str(p) for p in state.problems]
@@ -154,6 +155,8 @@ def simulate_command(
             registry=setup.registry,
             explain=explained,
             pod_groups=state.pod_groups,
+            workload_pod_groups=state.workload_pod_groups,
+            gates=setup.gates,
         )
 
     comparison = None
@@ -171,6 +174,8 @@ def simulate_command(
             setup.registry,
             state.dra,
             state.pod_groups,
+            state.workload_pod_groups,
+            setup.gates,
         )
         comparison = optimize_batch(
             world,
@@ -323,6 +328,13 @@ class _KlogFlags(click.Command):
     "per attempt).",
 )
 @click.option(
+    "--feature-gates",
+    default="",
+    metavar="NAME=BOOL,...",
+    help="kube-scheduler's feature gates kubesched follows: GenericWorkload, "
+    "GangScheduling (alpha, off by default; GangScheduling needs GenericWorkload).",
+)
+@click.option(
     "--explain-keep",
     type=click.IntRange(1),
     default=1000,
@@ -348,12 +360,14 @@ def run_command(
     verbosity: int,
     plugins: tuple[str, ...],
     explain: bool,
+    feature_gates: str,
     explain_keep: int,
 ) -> None:
     """Schedule the pods of a real cluster (those whose schedulerName is ours)."""
     import asyncio
 
     from kubesched.config import ConfigError
+    from kubesched.framework.features import FeatureGateError, parse_feature_gates
     from kubesched.framework.registry import UnknownPluginError
     from kubesched.kube.config import KubeConfigError
     from kubesched.kube.runner import RunOptions, run
@@ -361,6 +375,10 @@ def run_command(
     from kubesched.plugins.helpers.args import ArgsError
     from kubesched.server.auth import always_allow_path_matcher
 
+    try:
+        gates = parse_feature_gates(feature_gates)
+    except FeatureGateError as exc:
+        raise click.BadParameter(str(exc), param_hint="--feature-gates") from None
     if bool(tls_cert_file) != bool(tls_private_key_file):
         raise click.BadParameter(
             "--tls-cert-file and --tls-private-key-file go together",
@@ -395,6 +413,7 @@ def run_command(
         explain=explain,
         explain_keep=explain_keep,
         registry=registry,
+        gates=gates,
     )
     try:
         code = asyncio.run(run(options))

@@ -14,6 +14,12 @@ import click
 
 from kubesched.cluster.manifests import DEFAULT_MAX_PODS, ClusterState, load_paths
 from kubesched.config import ConfigError, load_config
+from kubesched.framework.features import (
+    DEFAULT_GATES,
+    FeatureGateError,
+    FeatureGates,
+    parse_feature_gates,
+)
 from kubesched.framework.interfaces import EXTENSION_POINTS, Plugin
 from kubesched.framework.profile import PluginRef, ProfileConfig, resolve
 from kubesched.framework.registry import Registry, load_plugin_path
@@ -130,6 +136,14 @@ def scheduler_options(fn: F) -> F:
                 default=None,
                 help="Override percentageOfNodesToScore (default: the configuration's, or 0).",
             ),
+            click.option(
+                "--feature-gates",
+                default="",
+                metavar="NAME=BOOL,...",
+                help="kube-scheduler's feature gates kubesched follows: GenericWorkload, "
+                "GangScheduling (alpha, off by default; GangScheduling needs "
+                "GenericWorkload).",
+            ),
         ]
     ):
         fn = option(fn)
@@ -146,6 +160,7 @@ class SchedulerSetup:
     seed_given: bool  # False: the seed was picked at random (--seed random)
     percentage_of_nodes_to_score: int
     config_path: str | None
+    gates: FeatureGates = DEFAULT_GATES
 
 
 def scheduler_setup(
@@ -155,9 +170,14 @@ def scheduler_setup(
     disabled: tuple[str, ...],
     seed: str,
     percentage: int | None,
+    feature_gates: str = "",
 ) -> SchedulerSetup:
     """The profiles, registry and seed the options ask for; a UsageError / BadParameter
     naming the option for anything wrong, before anything runs."""
+    try:
+        gates = parse_feature_gates(feature_gates)
+    except FeatureGateError as exc:
+        raise click.BadParameter(str(exc), param_hint="--feature-gates") from None
     loaded: list[type[Plugin]] = []
     for target in plugins:
         try:
@@ -171,13 +191,13 @@ def scheduler_setup(
     config_percentage = 0
     if config_path is not None:
         try:
-            config = load_config(config_path)
+            config = load_config(config_path, gates)
         except ConfigError as exc:
             raise click.BadParameter(str(exc), param_hint="--config") from None
         profiles = config.profiles
         config_percentage = config.percentage_of_nodes_to_score
     else:
-        profiles = [ProfileConfig.default(name) for name in SIMULATED_SCHEDULER_NAMES]
+        profiles = [ProfileConfig.default(name, gates) for name in SIMULATED_SCHEDULER_NAMES]
     for spec in enabled:
         # A plugin that is not registered, or a weight that is not an int32
         # (PluginConfig's Weight) of at least 0, is a usage error, never a traceback.
@@ -223,6 +243,7 @@ def scheduler_setup(
         given,
         config_percentage if percentage is None else percentage,
         config_path,
+        gates,
     )
 
 

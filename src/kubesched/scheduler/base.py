@@ -21,8 +21,9 @@ from kubesched.cache.cache import Cache
 from kubesched.framework.client import ClusterClient
 from kubesched.framework.clock import Clock
 from kubesched.framework.explain import Explanation
+from kubesched.framework.features import FeatureGates
 from kubesched.framework.fit_error import Diagnosis
-from kubesched.framework.handle import Handle
+from kubesched.framework.handle import Handle, Listers
 from kubesched.framework.metrics_recorder import MetricsRecorder
 from kubesched.framework.node_table import NodeTable
 from kubesched.framework.runtime import Framework
@@ -92,6 +93,8 @@ class SchedulerBase:
     observer: Observer | None
     outcome_observer: OutcomeObserver | None
     explain_observer: ExplainObserver | None
+    listers: Listers  # the stores the Handle reads
+    gates: FeatureGates
 
     # --- metrics -------------------------------------------------------------------
 

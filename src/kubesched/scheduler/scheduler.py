@@ -21,6 +21,7 @@ from kubesched.api.objects import ObjectMeta, Pod
 from kubesched.cache.cache import Cache
 from kubesched.framework.client import ClusterClient
 from kubesched.framework.clock import Clock, SimClock
+from kubesched.framework.features import DEFAULT_GATES, FeatureGates
 from kubesched.framework.handle import Handle, Listers
 from kubesched.framework.metrics_recorder import NO_METRICS
 from kubesched.framework.profile import ProfileConfig
@@ -34,10 +35,10 @@ from kubesched.queue.scheduling_queue import QueueProfile, SchedulingQueue
 from kubesched.scheduler.base import ExplainObserver, Observer, OutcomeObserver
 from kubesched.scheduler.binding_cycle import set_nominated_node_name
 from kubesched.scheduler.eventhandlers import EventHandlers
-from kubesched.scheduler.schedule_one import SchedulingCycle
+from kubesched.scheduler.podgroup_cycle import PodGroupCycle
 
 
-class Scheduler(EventHandlers, SchedulingCycle):
+class Scheduler(EventHandlers, PodGroupCycle):
     """kube-scheduler's Scheduler: feed it cluster events (on_node_*, on_pod_*) and
     pods from its queue (schedule_one)."""
 
@@ -57,10 +58,13 @@ class Scheduler(EventHandlers, SchedulingCycle):
         registry: Registry | None = None,
         waiting_pods: WaitingPods | None = None,
         explain_observer: ExplainObserver | None = None,
+        gates: FeatureGates = DEFAULT_GATES,
     ) -> None:
         self.clock = clock or SimClock()
         self.cluster = cluster
+        self.gates = gates
         self.cache = Cache()
+        self.cache.pod_group_states.enabled = gates.generic_workload
         self.table = self.cache.table
         self.waiting_pods = WaitingPods(self.clock) if waiting_pods is None else waiting_pods
         self.rng = np.random.default_rng(seed)
@@ -85,6 +89,8 @@ class Scheduler(EventHandlers, SchedulingCycle):
             workload_selectors=self.listers.workload_selectors,
             pod_groups=self.listers.pod_groups,
             metrics=NO_METRICS if observer is None else observer,
+            workload_pod_groups=self.listers.workload_pod_groups,
+            pod_group_states=self.cache.pod_group_states,
         )
         registry = default_registry() if registry is None else registry
         self.frameworks = {}

@@ -15,7 +15,8 @@ run needs, in creation order:
   created one at a time in list order. Node names in node affinity
   (``matchFields`` on ``metadata.name``, ``kubernetes.io/hostname``) are logical.
 * with features: ``pdbs`` (preemption), ``volumes`` (PersistentVolumes and claims),
-  ``dra`` (DeviceClasses, ResourceSlices, ResourceClaims and templates; see dra.py).
+  ``dra`` (DeviceClasses, ResourceSlices, ResourceClaims and templates; see dra.py),
+  ``gangs`` (PodGroups of the Workload API and their pods; opt-in, see gangs.py).
 
 ``generate(seed, index)`` is a pure function of its arguments: the same seed and
 index give the same scenario on every machine.
@@ -34,6 +35,13 @@ from typing import Any
 
 from tests.differential.generator.dra import dra_objects, slices_of
 from tests.differential.generator.features import _pdbs, _volumes
+from tests.differential.generator.gangs import (
+    GANG_GATES,
+    gangs,
+    last_members,
+    pod_group_manifest,
+    waits_for_group,
+)
 from tests.differential.generator.manifests import (
     dra_class_names,
     dra_cluster_manifests,
@@ -55,6 +63,7 @@ from tests.differential.generator.profiles import (
     FEATURES,
     KUBE_DEFAULT_PLUGINS,
     NO_FEATURES,
+    OPT_IN_FEATURES,
     PROFILES,
     disabled_plugins,
     kubesched_plugins,
@@ -122,6 +131,8 @@ def generate(
         scenario["volumes"] = _volumes(rng, nodes, pods)
     if "dra" in features:
         scenario["dra"] = dra_objects(rng, nodes, pods)
+    if "gangs" in features:
+        scenario["gangs"] = gangs(rng, pods)
     return scenario
 
 
@@ -131,11 +142,13 @@ __all__ = [
     "DEFAULT_IMAGE",
     "FEATURES",
     "FEATURE_PLUGINS",
+    "GANG_GATES",
     "GPU",
     "HOSTNAME_LABEL",
     "IMAGES",
     "KUBE_DEFAULT_PLUGINS",
     "NO_FEATURES",
+    "OPT_IN_FEATURES",
     "PRIORITY_CLASSES",
     "PROFILES",
     "REGION_LABEL",
@@ -149,11 +162,14 @@ __all__ = [
     "dra_cluster_manifests",
     "dra_namespace_manifests",
     "dra_objects",
+    "gangs",
     "generate",
     "kubesched_plugins",
+    "last_members",
     "node_manifest",
     "parse_features",
     "pdb_manifest",
+    "pod_group_manifest",
     "pod_manifest",
     "priority_class_manifests",
     "profile_config",
@@ -165,4 +181,5 @@ __all__ = [
     "slices_of",
     "unsupported_features",
     "volume_manifests",
+    "waits_for_group",
 ]
