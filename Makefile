@@ -87,8 +87,9 @@ clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
 
 # kubesched vs kube-scheduler (docs/benchmarks.md): in-process and end to end on
-# a control plane of its own. WORKLOAD=all|Name[,Name]  SIZE=tiny|small|500|5000
-# BENCH_MODE=all|inprocess|e2e, BENCH_ARGS (e.g. --kubesched-rev HEAD); see
+# a control plane of its own. WORKLOAD=all|Name[,Name]  SIZE=tiny|small|500|5000|15000
+# (5000 and 15000: median of 3 unless --repeat). BENCH_MODE=all or some of
+# inprocess,e2e,backlog,ceiling; BENCH_ARGS (e.g. --kubesched-rev HEAD); see
 # python -m bench --help. Results in bench-results/ (JSON + PNG).
 WORKLOAD   ?= all
 SIZE       ?= small

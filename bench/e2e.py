@@ -109,44 +109,16 @@ async def run_e2e(
     try:
         if quiet_wait > 0:
             result["quiet"] = await asyncio.to_thread(wait_quiet, max_wait=quiet_wait, log=say)
-        await api.create(priority_class_path(), PRIORITY_CLASS, exist_ok=True)
-        for ns in namespaces:
-            await api.create("/api/v1/namespaces", namespace_manifest(ns, {RUN_LABEL: run_id}))
-        started = time.monotonic()
-        await api.create_all(bodies(plan.nodes))
-        say(f"{len(plan.nodes)} nodes created in {time.monotonic() - started:.1f}s")
-        if plan.objects:
-            started = time.monotonic()
-            await create_objects(api, plan)
-            say(f"{len(plan.objects)} objects created in {time.monotonic() - started:.1f}s")
-        if needs_claim_controller(plan):
-            pod = (plan.init_pods or plan.measure_pods)[0]
-            try:
-                await probe_claim_controller(api, plan, run_id, namespaces[0], pod)
-            except BenchError as exc:
-                result.update(status="n/a", reason=str(exc), missing="resourceclaim-controller")
-                say(f"n/a: {exc}")
-                return result
+        if not await prepare(api, plan, run_id, namespaces, result, say):
+            return result
         sched = start_scheduler(
             kind, cp, workdir, workload.required_plugins, kubesched_src=kubesched_src
         )
         result["pid"] = sched.proc.pid
-        try:
-            await asyncio.to_thread(sched.wait_ready)
-        except PluginUnavailable as exc:
-            result.update(status="n/a", reason=str(exc), plugin=exc.plugin)
-            say(f"n/a: {exc}")
+        if not await wait_ready(sched, result, say):
             return result
-        say("ready")
         await _measure(api, sched, plan, run_id, namespaces, profile, result, say)
-        result["peak_rss_mb"] = round(sched.peak_rss_bytes() / 2**20, 1)
-        pods, _ = await api.list_pods(f"{RUN_LABEL}={run_id}")
-        pods = [p for p in pods if p.role != ROLE_CHURN]
-        claims = await read_claims(api, namespaces) if plan.claim_checks else None
-        result["violations"] = plan.verify(pods, claims)
-        result["pods_left"] = {
-            role: sum(1 for p in pods if p.role == role) for role in (ROLE_INIT, ROLE_MEASURE)
-        }
+        await check_placements(api, sched, plan, run_id, namespaces, result)
     except BenchError as exc:
         result.update(status="error", reason=str(exc))
         say(f"error: {exc}")
@@ -156,11 +128,94 @@ async def run_e2e(
                 result["log_tail"] = sched.log_tail(15)
             sched.stop()
         with contextlib.suppress(BenchError):
-            await _cleanup(api, run_id)
+            await cleanup(api, run_id)
         with contextlib.suppress(BenchError):
             await delete_objects(api, plan, run_id, namespaces)
         await api.aclose()
     return result
+
+
+async def prepare(
+    api: Api,
+    plan: Plan,
+    run_id: str,
+    namespaces: list[str],
+    result: dict[str, Any],
+    say: Callable[[str], None],
+) -> bool:
+    """Step 1 up to the scheduler: the PriorityClass, the run's namespaces, nodes
+    and other objects, and (DRA) the check that a resourceclaim controller runs.
+    False (with RESULT n/a) when it does not."""
+    await api.create(priority_class_path(), PRIORITY_CLASS, exist_ok=True)
+    for ns in namespaces:
+        await api.create("/api/v1/namespaces", namespace_manifest(ns, {RUN_LABEL: run_id}))
+    started = time.monotonic()
+    await api.create_all(bodies(plan.nodes))
+    say(f"{len(plan.nodes)} nodes created in {time.monotonic() - started:.1f}s")
+    if plan.objects:
+        started = time.monotonic()
+        await create_objects(api, plan)
+        say(f"{len(plan.objects)} objects created in {time.monotonic() - started:.1f}s")
+    if needs_claim_controller(plan):
+        pod = (plan.init_pods or plan.measure_pods)[0]
+        try:
+            await probe_claim_controller(api, plan, run_id, namespaces[0], pod)
+        except BenchError as exc:
+            result.update(status="n/a", reason=str(exc), missing="resourceclaim-controller")
+            say(f"n/a: {exc}")
+            return False
+    return True
+
+
+async def wait_ready(
+    sched: SchedulerProcess, result: dict[str, Any], say: Callable[[str], None]
+) -> bool:
+    """Until /readyz answers; False (with RESULT n/a) if the scheduler refused the
+    profile for want of a plugin."""
+    try:
+        await asyncio.to_thread(sched.wait_ready)
+    except PluginUnavailable as exc:
+        result.update(status="n/a", reason=str(exc), plugin=exc.plugin)
+        say(f"n/a: {exc}")
+        return False
+    say("ready")
+    return True
+
+
+async def bind_init_pods(api: Api, plan: Plan, run_id: str, say: Callable[[str], None]) -> None:
+    """Step 2: create the init pods and wait until a scheduler has bound them all."""
+    if not plan.init_pods:
+        return
+    started = time.monotonic()
+    selector = f"{RUN_LABEL}={run_id},{ROLE_LABEL}={ROLE_INIT}"
+    async with api.watch_bindings(selector, len(plan.init_pods)) as b:
+        await api.create_all(bodies(plan.init_pods))
+        if not await b.wait(timeout_for(len(plan.init_pods))):
+            raise BenchError(
+                f"init pods: {len(b.bound)}/{len(plan.init_pods)} bound "
+                f"in {time.monotonic() - started:.0f}s {b.error}"
+            )
+    say(f"{len(plan.init_pods)} init pods bound in {time.monotonic() - started:.1f}s")
+
+
+async def check_placements(
+    api: Api,
+    sched: SchedulerProcess,
+    plan: Plan,
+    run_id: str,
+    namespaces: list[str],
+    result: dict[str, Any],
+) -> None:
+    """Step 6's end: the scheduler's peak memory, the placements (and claims)
+    checked, and the pods left pending by role."""
+    result["peak_rss_mb"] = round(sched.peak_rss_bytes() / 2**20, 1)
+    pods, _ = await api.list_pods(f"{RUN_LABEL}={run_id}")
+    pods = [p for p in pods if p.role != ROLE_CHURN]
+    claims = await read_claims(api, namespaces) if plan.claim_checks else None
+    result["violations"] = plan.verify(pods, claims)
+    result["pods_left"] = {
+        role: sum(1 for p in pods if p.role == role) for role in (ROLE_INIT, ROLE_MEASURE)
+    }
 
 
 async def _measure(
@@ -174,20 +229,11 @@ async def _measure(
     say: Callable[[str], None],
 ) -> None:
     run = f"{RUN_LABEL}={run_id}"
-    if plan.init_pods:
-        started = time.monotonic()
-        async with api.watch_bindings(f"{run},{ROLE_LABEL}={ROLE_INIT}", len(plan.init_pods)) as b:
-            await api.create_all(bodies(plan.init_pods))
-            if not await b.wait(timeout_for(len(plan.init_pods))):
-                raise BenchError(
-                    f"init pods: {len(b.bound)}/{len(plan.init_pods)} bound "
-                    f"in {time.monotonic() - started:.0f}s {b.error}"
-                )
-        say(f"{len(plan.init_pods)} init pods bound in {time.monotonic() - started:.1f}s")
+    await bind_init_pods(api, plan, run_id, say)
 
     measure = bodies(plan.measure_pods)  # encoded before the clock starts
     created_at: dict[str, float] = {}
-    before = await asyncio.to_thread(_settled_metrics, sched, profile)
+    before = await asyncio.to_thread(settled_metrics, sched, profile)
     cpu_before = sched.cpu_seconds()
     stop_churn = asyncio.Event()
     churn_task = None
@@ -197,7 +243,7 @@ async def _measure(
         meter.start()
         if plan.churn is not None:
             churn_task = asyncio.create_task(
-                _churn(api, plan, run_id, namespaces[0], profile, stop_churn)
+                churn(api, plan, run_id, namespaces[0], profile, stop_churn)
             )
         t0 = time.monotonic()
         await api.create_all(measure, created_at)
@@ -208,7 +254,7 @@ async def _measure(
         stop_churn.set()
         if churn_task is not None:
             result["churn_cycles"] = await churn_task
-    after = await asyncio.to_thread(_settled_metrics, sched, profile)
+    after = await asyncio.to_thread(settled_metrics, sched, profile)
     cpu = sched.cpu_seconds() - cpu_before
     seconds = end - t0
     bound = len(b.bound)
@@ -220,8 +266,8 @@ async def _measure(
         create_seconds=round(created, 3),
         pods_per_second=round(bound / seconds, 1) if seconds > 0 else None,
         scheduler_cpu_seconds=round(cpu, 2),
-        bound_per_second=_timeline(b, t0),
-        create_to_bound_ms=_create_to_bound(b, created_at),
+        bound_per_second=timeline(b, t0),
+        create_to_bound_ms=create_to_bound(b, created_at),
         watch_restarts=b.restarts,
         cpu=cpu_use,
     )
@@ -231,10 +277,10 @@ async def _measure(
         f"{bound}/{plan.measured} measured pods bound in {seconds:.2f}s "
         f"({result['pods_per_second']} pods/s; created in {created:.2f}s)"
     )
-    result.update(_latency(before, after, profile))
+    result.update(latency(before, after, profile))
 
 
-def _settled_metrics(sched: SchedulerProcess, profile: str, timeout: float = 10.0) -> str:
+def settled_metrics(sched: SchedulerProcess, profile: str, timeout: float = 10.0) -> str:
     """/metrics once the count of scheduled attempts has stopped moving.
 
     kube-scheduler records a scheduled attempt after the bind call returns, so
@@ -260,7 +306,7 @@ def _scheduled(text: str, profile: str) -> float:
     )
 
 
-def _timeline(bindings: Bindings, t0: float) -> list[int]:
+def timeline(bindings: Bindings, t0: float) -> list[int]:
     """How many measured pods were bound in each second after the first create."""
     counts: list[int] = []
     for t in bindings.bound.values():
@@ -270,26 +316,30 @@ def _timeline(bindings: Bindings, t0: float) -> list[int]:
     return counts
 
 
-def _create_to_bound(bindings: Bindings, created_at: dict[str, float]) -> dict[str, float | None]:
+def create_to_bound(bindings: Bindings, created_at: dict[str, float]) -> dict[str, float | None]:
     """Quantiles (ms) of the time from a pod's create being answered to the watch
     showing it bound: what a user waits for, measured the same way for both
     schedulers (unlike the attempt duration, see docs/benchmarks.md)."""
-    waits = sorted(
-        bindings.bound[k] - created_at[k] for k in bindings.bound.keys() & created_at.keys()
+    return quantiles_ms(
+        [bindings.bound[k] - created_at[k] for k in bindings.bound.keys() & created_at.keys()]
     )
+
+
+def quantiles_ms(waits: list[float]) -> dict[str, float | None]:
+    """p50/p90/p99 (nearest rank) of WAITS in seconds, as milliseconds."""
+    waits = sorted(waits)
     out: dict[str, float | None] = {}
     for name, q in QUANTILES.items():
         if not waits:
             out[name] = None
             continue
-        # nearest rank
         out[name] = round(
             max(0.0, waits[min(len(waits) - 1, math.ceil(q * len(waits)) - 1)]) * 1000, 1
         )
     return out
 
 
-def _latency(before: str, after: str, profile: str) -> dict[str, Any]:
+def latency(before: str, after: str, profile: str) -> dict[str, Any]:
     """Attempt latency quantiles (ms) and attempts by result in the measured phase."""
     h_after, h_before = histograms(after, ATTEMPT_DURATION), histograms(before, ATTEMPT_DURATION)
     delta = select(h_after, profile=profile) - select(h_before, profile=profile)
@@ -307,7 +357,7 @@ def _latency(before: str, after: str, profile: str) -> dict[str, Any]:
     return out
 
 
-async def _churn(
+async def churn(
     api: Api, plan: Plan, run_id: str, namespace: str, scheduler: str, stop: asyncio.Event
 ) -> int:
     """scheduler_perf's churn, mode recreate, number 1: returns the cycles done."""
@@ -330,7 +380,7 @@ async def _churn(
     return cycle
 
 
-async def _cleanup(api: Api, run_id: str) -> None:
+async def cleanup(api: Api, run_id: str) -> None:
     """Delete the run's pods (gracePeriodSeconds=0), then its nodes."""
     pods, _ = await api.list_pods(f"{RUN_LABEL}={run_id}")
     await _all(api, [api.delete_pod(p.namespace, p.name) for p in pods])

@@ -68,7 +68,39 @@ def ratios(entry: Result) -> dict[str, float | None]:
         "inprocess_vs_e2e": _ratio(inproc.get("pods_per_second"), ks.get("pods_per_second"))
         if inproc.get("status") == "ok" and ks.get("status") == "ok"
         else None,
+        **_backlog_ratios(entry),
     }
+
+
+def _backlog_ratios(entry: Result) -> dict[str, float | None]:
+    """kubesched / kube-scheduler in the backlog drain: pods/s and CPU seconds."""
+    backlog = entry.get("backlog") or {}
+    ks, us = backlog.get(KUBE_SCHEDULER) or {}, backlog.get(KUBESCHED) or {}
+    ok = ks.get("status") == "ok" and us.get("status") == "ok"
+    return {
+        "backlog_pods_per_second": _ratio(us.get("pods_per_second"), ks.get("pods_per_second"))
+        if ok
+        else None,
+        "backlog_cpu_seconds": _ratio(
+            us.get("scheduler_cpu_seconds"), ks.get("scheduler_cpu_seconds")
+        )
+        if ok
+        else None,
+    }
+
+
+def of_ceiling(entry: Result) -> dict[str, dict[str, float | None]]:
+    """Each scheduler's pods/s in each mode (e2e: creating while scheduling;
+    backlog: draining) as a percentage of the bind ceiling measured beside it."""
+    ceiling = entry.get("ceiling") or {}
+    limit = ceiling.get("pods_per_second") if ceiling.get("status") == "ok" else None
+    out: dict[str, dict[str, float | None]] = {}
+    for mode in ("e2e", "backlog"):
+        for who, result in (entry.get(mode) or {}).items():
+            ok = isinstance(result, dict) and result.get("status") == "ok"
+            share = _ratio(result.get("pods_per_second"), limit) if ok else None
+            out.setdefault(mode, {})[who] = None if share is None else round(share * 100, 1)
+    return out
 
 
 def _why(result: Result | None) -> str | None:
@@ -89,6 +121,8 @@ def missing(entry: Result) -> list[str]:
     lines = []
     results = [("in-process", "kubesched", entry.get("inprocess"))]
     results += [("e2e", who, r) for who, r in (entry.get("e2e") or {}).items()]
+    results += [("backlog", who, r) for who, r in (entry.get("backlog") or {}).items()]
+    results.append(("ceiling", "bind probe", entry.get("ceiling")))
     for mode, who, result in results:
         if not isinstance(result, dict):
             continue
@@ -97,6 +131,9 @@ def missing(entry: Result) -> list[str]:
             lines.append(f"{mode} {who}: {result.get('status')} — {reason[0] if reason else ''}")
         if result.get("violations"):
             lines.append(f"{mode} {who}: placements wrong: {'; '.join(result['violations'])}")
+        if _get(result, "probe", "errors"):
+            first = "; ".join(result["probe"].get("first_errors", []))
+            lines.append(f"{mode} {who}: {result['probe']['errors']} binds failed: {first}")
         share = _get(result, "cpu", "foreign_share")
         if result.get("status") == "ok" and isinstance(share, float) and share > FOREIGN_WARN:
             lines.append(
@@ -106,10 +143,14 @@ def missing(entry: Result) -> list[str]:
 
 
 def _rate(result: Result | None) -> str:
+    """pods/s, and the lowest and highest of the repeats when there were several."""
     why = _why(result)
     if why is not None or result is None:
         return why or "—"
     text = f"{result['pods_per_second']:,.0f}"
+    spread = _get(result, "spread", "pods_per_second")
+    if isinstance(spread, dict) and spread["min"] != spread["max"]:
+        text += f" ({spread['min']:,.0f}–{spread['max']:,.0f})"
     if result.get("violations"):
         text += " (!)"
     return text
@@ -128,8 +169,8 @@ def _mb(result: Result | None) -> str:
     return f"{result['peak_rss_mb']:.0f}"
 
 
-def _c2b(result: Result | None) -> str:
-    lat = _get(result, "create_to_bound_ms")
+def _p50_p99(result: Result | None, key: str) -> str:
+    lat = _get(result, key)
     if _why(result) is not None or not isinstance(lat, dict) or lat.get("p99") is None:
         return "—"
     return f"{lat['p50']:,.0f}/{lat['p99']:,.0f}"
@@ -145,62 +186,167 @@ def _x(value: float | None) -> str:
     return "—" if value is None else f"{value:.2f}×"
 
 
+def _pct(shares: dict[str, float | None] | None) -> str:
+    if not shares:
+        return "—"
+    return " / ".join(
+        "—" if shares.get(who) is None else f"{shares[who]:.0f}%"
+        for who in (KUBE_SCHEDULER, KUBESCHED)
+    )
+
+
 def _sizes(entry: Result) -> str:
     params = entry["params"]
     text = f"{params['nodes']}/{params['init_pods']}/{params['measure_pods']}"
     return text + (f"+{params['unschedulable_pods']}" if params.get("unschedulable_pods") else "")
 
 
+def _pair(results: dict[str, Result] | None, cell: Any) -> str:
+    """One cell for both schedulers: kube-scheduler's / kubesched's."""
+    if results is None:
+        return "—"
+    return f"{cell(results.get(KUBE_SCHEDULER))} / {cell(results.get(KUBESCHED))}"
+
+
+def _table(title: str, columns: list[str]) -> Table:
+    table = Table(title=title, title_justify="left")
+    for column in columns:
+        if column == "workload":
+            table.add_column(column, no_wrap=True)
+        else:
+            table.add_column(column, justify="right")
+    return table
+
+
 def print_table(doc: Result, console: Console | None = None) -> None:
-    """Two tables (throughput; latency and memory), then why figures are missing."""
+    """Three tables (throughput; CPU and memory; latency), then why figures are
+    missing. Cells with two figures are kube-scheduler's / kubesched's."""
     console = console or Console(width=max(150, shutil.get_terminal_size().columns))
     title = (
         f"kubesched vs kube-scheduler {doc['kubernetes_version']} — size {doc['size']}, "
         f"{doc['machine']['nproc']} CPUs, kubesched {doc.get('kubesched_commit', '')}"
+        + (f", median of {doc['repeat']}" if doc.get("repeat", 1) > 1 else "")
     )
-    speed = Table(title=f"{title}: throughput", title_justify="left")
-    for column in (
-        "workload",
-        "nodes/init/\nmeasured",
-        "in-process\npods/s",
-        "in-process\npeak RSS MB",
-        "e2e pods/s\nkube-scheduler",
-        "e2e pods/s\nkubesched",
-        "ratio\nks / k-s",
-        "sched CPU s\nk-s / ks",
-    ):
-        speed.add_column(column, justify="left" if column == "workload" else "right")
-    cost = Table(title=f"{title}: latency (ms) and memory", title_justify="left")
-    for column in (
-        "workload",
-        "attempt p50/p90/p99\nkube-scheduler",
-        "attempt p50/p90/p99\nkubesched",
-        "create→bound p50/p99\nkube-scheduler",
-        "create→bound p50/p99\nkubesched",
-        "peak MB\nkube-scheduler",
-        "peak MB\nkubesched",
-    ):
-        cost.add_column(column, justify="left" if column == "workload" else "right")
+    speed = _table(
+        f"{title}: pods/s; two figures: kube-scheduler / kubesched",
+        [
+            "workload",
+            "nodes/init/\nmeasured",
+            "in-process\nkubesched",
+            "bind\nceiling",
+            "create+schedule\nk-s / ks",
+            "ratio\nks ÷ k-s",
+            "% of ceiling\nk-s / ks",
+            "backlog drain\nk-s / ks",
+            "ratio\nks ÷ k-s",
+            "% of ceiling\nk-s / ks",
+        ],
+    )
+    cost = _table(
+        f"{title}: scheduler CPU seconds and peak memory (VmHWM), k-s / ks",
+        [
+            "workload",
+            "CPU s\ncreate+schedule",
+            "CPU s backlog\n(whole process)",
+            "peak MB\ncreate+schedule",
+            "peak MB\nbacklog",
+            "in-process\npeak MB",
+        ],
+    )
+    latency = _table(
+        f"{title}: latency (ms), k-s / ks",
+        [
+            "workload",
+            "attempt p50/p90/p99\nkube-scheduler",
+            "attempt p50/p90/p99\nkubesched",
+            "create→bound p50/p99\ncreate+schedule",
+            "start→bound p50/p99\nbacklog",
+        ],
+    )
     for name, entry in doc["workloads"].items():
-        e2e = entry.get("e2e") or {}
-        ks, us = e2e.get(KUBE_SCHEDULER), e2e.get(KUBESCHED)
+        e2e, backlog = entry.get("e2e"), entry.get("backlog")
         inproc = entry.get("inprocess")
+        shares = of_ceiling(entry)
         speed.add_row(
             name,
             _sizes(entry),
             _rate(inproc) if "inprocess" in entry else "—",
-            _mb(inproc) if "inprocess" in entry else "—",
-            _rate(ks) if "e2e" in entry else "—",
-            _rate(us) if "e2e" in entry else "—",
+            _rate(entry["ceiling"]) if "ceiling" in entry else "—",
+            _pair(e2e, _rate),
             _x(entry["ratios"]["e2e_pods_per_second"]),
-            f"{_cpu(ks)} / {_cpu(us)}",
+            _pct(shares.get("e2e")),
+            _pair(backlog, _rate),
+            _x(entry["ratios"].get("backlog_pods_per_second")),
+            _pct(shares.get("backlog")),
         )
-        cost.add_row(name, _lat(ks), _lat(us), _c2b(ks), _c2b(us), _mb(ks), _mb(us))
+        cost.add_row(
+            name,
+            _pair(e2e, _cpu),
+            _pair(backlog, _cpu),
+            _pair(e2e, _mb),
+            _pair(backlog, _mb),
+            _mb(inproc) if "inprocess" in entry else "—",
+        )
+        latency.add_row(
+            name,
+            _lat(e2e.get(KUBE_SCHEDULER)) if e2e else "—",
+            _lat(e2e.get(KUBESCHED)) if e2e else "—",
+            _pair(e2e, lambda r: _p50_p99(r, "create_to_bound_ms")),
+            _pair(backlog, lambda r: _p50_p99(r, "start_to_bound_ms")),
+        )
     console.print(speed)
     console.print(cost)
+    console.print(latency)
     for name, entry in doc["workloads"].items():
         for line in missing(entry):
             console.print(f"  {name} — {line}", markup=False, highlight=False)
+
+
+# docs/benchmarks.md's table at upstream's sizes; cells with two figures are
+# kube-scheduler's / kubesched's.
+MARKDOWN_COLUMNS = (
+    "workload",
+    "nodes / init / measured",
+    "bind ceiling pods/s",
+    "create+schedule pods/s",
+    "ratio",
+    "% of ceiling",
+    "backlog drain pods/s",
+    "ratio",
+    "% of ceiling",
+    "create→bound p50 / p99 ms",
+    "scheduler CPU s (create+schedule / backlog)",
+    "peak MB",
+)
+
+
+def markdown_table(doc: Result) -> str:
+    """The results as docs/benchmarks.md's table (median of the repeats, their
+    min–max in brackets), one row per workload."""
+    lines = [
+        "| " + " | ".join(MARKDOWN_COLUMNS) + " |",
+        "|---|---|" + "---:|" * (len(MARKDOWN_COLUMNS) - 2),
+    ]
+    for name, entry in doc["workloads"].items():
+        e2e, backlog = entry.get("e2e"), entry.get("backlog")
+        shares = of_ceiling(entry)
+        ratio = entry.get("ratios") or {}
+        cells = [
+            name,
+            _sizes(entry).replace("/", " / "),
+            _rate(entry.get("ceiling")) if "ceiling" in entry else "—",
+            _pair(e2e, _rate),
+            _x(ratio.get("e2e_pods_per_second")),
+            _pct(shares.get("e2e")),
+            _pair(backlog, _rate),
+            _x(ratio.get("backlog_pods_per_second")),
+            _pct(shares.get("backlog")),
+            _pair(e2e, lambda r: _p50_p99(r, "create_to_bound_ms")),
+            f"{_pair(e2e, _cpu)} ; {_pair(backlog, _cpu)}",
+            _pair(e2e, _mb),
+        ]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
 
 
 def write_json(doc: Result, path: Path) -> None:
@@ -227,8 +373,9 @@ def _gap(entry: Result) -> str:
 def plot(doc: Result, path: Path) -> None:
     """Bars of kubesched / kube-scheduler per workload, on a log scale around 1.
 
-    Left, throughput (higher is better for kubesched): end-to-end pods/s, and
-    kubesched in-process over kube-scheduler end-to-end. Right, costs (lower is
+    Left, throughput (higher is better for kubesched): end-to-end pods/s
+    (creating while scheduling, and draining a backlog), and kubesched
+    in-process over kube-scheduler end-to-end. Right, costs (lower is
     better): p99 scheduling-attempt latency and peak memory, end to end. A
     workload without a ratio says why where its bars would be."""
     import matplotlib
@@ -242,6 +389,7 @@ def plot(doc: Result, path: Path) -> None:
             "throughput: kubesched / kube-scheduler (higher is better)",
             [
                 ("e2e_pods_per_second", "end-to-end pods/s", "#1f77b4", ""),
+                ("backlog_pods_per_second", "backlog drain pods/s", "#2ca02c", "xx"),
                 ("inprocess_vs_e2e", "kubesched in-process ÷ kube-scheduler e2e", "#aec7e8", "//"),
             ],
         ),
@@ -331,3 +479,17 @@ def _tick(doc: Result, name: str) -> str:
         if isinstance(result, dict) and result.get("status") == "ok":
             rates.append(f"{short} {result['pods_per_second']:,.0f}")
     return name + (f"\n{' / '.join(rates)} pods/s" if rates else "")
+
+
+def main() -> None:
+    """python -m bench.report RESULTS.json: the tables again, and the markdown table."""
+    import sys
+
+    for arg in sys.argv[1:]:
+        doc = json.loads(Path(arg).read_text())
+        print_table(doc)
+        print(markdown_table(doc))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,8 +1,13 @@
-"""`python -m bench` / `make bench`: run the workloads in both modes and report.
+"""`python -m bench` / `make bench`: run the workloads in every mode and report.
 
     python -m bench                                   # every workload, size "small"
-    python -m bench --workload SchedulingBasic --size 5000
-    python -m bench --mode e2e --cluster-env .cluster/env   # reuse a running cluster
+    python -m bench --size 5000                       # upstream's sizes, median of 3
+    python -m bench --workload SchedulingBasic --size 15000
+    python -m bench --mode e2e,ceiling --cluster-env .cluster/env   # reuse a running cluster
+
+Modes (MODES): in process; end to end creating the measured pods while the
+scheduler runs (e2e); end to end draining them created beforehand (backlog); and
+the bind ceiling (bench.drain).
 
 Without --cluster-env, a control plane is started with hack/cluster-up.sh in a
 temporary directory and stopped at the end. Results: a table on the terminal,
@@ -28,15 +33,51 @@ from pathlib import Path
 from typing import Any
 
 from bench.cluster import CLIENTS, REPO_ROOT, ControlPlane, cluster_down, cluster_up
+from bench.drain import run_backlog, run_ceiling
 from bench.e2e import run_e2e
 from bench.inprocess import measure_in_subprocess
 from bench.machine import CpuMeter, wait_quiet
-from bench.report import plot, print_table, ratios, write_json
+from bench.report import of_ceiling, plot, print_table, ratios, write_json
 from bench.schedulers import SCHEDULERS
-from bench.workloads import SIZES, WORKLOADS
+from bench.workloads import SIZES, WORKLOADS, Workload
 
-MODES = ("inprocess", "e2e")
-SCHEMA = 1
+# inprocess: kubesched alone, no API. e2e: both schedulers while the harness creates
+# the measured pods (scheduler_perf's way). backlog: both schedulers draining
+# measured pods created beforehand. ceiling: bench.bind_probe binding such a
+# backlog with no scheduling (bench.drain).
+MODES = ("inprocess", "e2e", "backlog", "ceiling")
+CLUSTER_MODES = ("e2e", "backlog", "ceiling")
+SCHEMA = 2
+# Sizes at upstream's scale: measured 3 times (the median kept) unless --repeat says.
+REPEATED_SIZES = {"5000": 3, "15000": 3}
+# Figures of which --repeat keeps the minimum, median and maximum ("spread").
+SPREAD_KEYS = (
+    ("pods_per_second",),
+    ("scheduler_cpu_seconds",),
+    ("peak_rss_mb",),
+    ("create_to_bound_ms", "p50"),
+    ("create_to_bound_ms", "p99"),
+    ("start_to_bound_ms", "p50"),
+    ("start_to_bound_ms", "p99"),
+)
+
+
+def default_repeat(size: str) -> int:
+    return REPEATED_SIZES.get(size, 1)
+
+
+def workloads_of_size(names: Sequence[str], size: str) -> tuple[list[str], list[str]]:
+    """The workloads of NAMES that have SIZE, and those that do not (e.g. 15000 is
+    SchedulingBasic's alone)."""
+    having = [n for n in names if size in WORKLOADS[n].sizes]
+    return having, [n for n in names if n not in having]
+
+
+def ceiling_shape(workload: Workload, size: str) -> tuple[int, int]:
+    """(nodes, pods) of the bind ceiling beside WORKLOAD at SIZE: its nodes, and
+    as many pods as it measures (the unschedulable ones never bind)."""
+    s = workload.size(size)
+    return s.nodes + s.plain_nodes, s.measure_pods
 
 
 def machine() -> dict[str, Any]:
@@ -99,7 +140,7 @@ def run_bench(
     kubesched_src: Path | None = None,
     kubesched_commit: str | None = None,
     quiet_wait: float = 60.0,
-    repeat: int = 1,
+    repeat: int | None = None,
     log: Callable[[str], None] | None = print,
 ) -> tuple[dict[str, Any], Path]:
     """Run WORKLOADS (default: all) at SIZE in MODES; the results document and
@@ -108,12 +149,18 @@ def run_bench(
     than the installed one. QUIET_WAIT: before each measurement, wait up to that
     many seconds for the CPUs to be quiet (0: do not wait). REPEAT: measure each
     (workload, mode, scheduler) that many times, end-to-end runs alternating
-    which scheduler goes first, and keep the run with the median pods/s."""
+    which scheduler goes first, and keep the run with the median pods/s (default:
+    3 at sizes 5000 and 15000, else 1). MODES: of MODES; "ceiling" measures the
+    bind ceiling with each workload's nodes and measured pods, once per repeat,
+    before its schedulers."""
     names = list(workloads or WORKLOADS)
     for name in names:
         if name not in WORKLOADS:
             raise ValueError(f"unknown workload {name!r} (known: {', '.join(WORKLOADS)})")
         WORKLOADS[name].size(size)
+    repeat = default_repeat(size) if repeat is None else repeat
+    if repeat < 1:
+        raise ValueError(f"--repeat {repeat}: at least 1")
     for mode in modes:
         if mode not in MODES:
             raise ValueError(f"unknown mode {mode!r}")
@@ -168,7 +215,7 @@ def run_bench(
                     break
             doc["workloads"][name]["inprocess"] = median_run(tries)
 
-    if "e2e" in modes:
+    if any(mode in modes for mode in CLUSTER_MODES):
         own_dir = None
         if cluster_env is None:
             own_dir = Path(tempfile.mkdtemp(prefix="kubesched-bench-"))
@@ -178,35 +225,44 @@ def run_bench(
             cp = ControlPlane.from_env_file(cluster_env)
         workdir = cp.dir / f"bench-{stamp}"
         workdir.mkdir(parents=True, exist_ok=True)
+        options: dict[str, Any] = {
+            "concurrency": concurrency,
+            "client": client,
+            "kubesched_src": kubesched_src,
+            "quiet_wait": quiet_wait,
+            "log": say,
+        }
         try:
             for name in names:
-                runs: dict[str, list[dict[str, Any]]] = {kind: [] for kind in schedulers}
+                workload = WORKLOADS[name]
+                shape = ceiling_shape(workload, size)
+                runs: dict[str, dict[str, list[dict[str, Any]]]] = {
+                    m: {k: [] for k in schedulers} for m in ("e2e", "backlog") if m in modes
+                }
+                # Measured per workload and repeat, right before its schedulers: on a
+                # shared machine a ceiling measured half an hour earlier says little.
+                ceilings: list[dict[str, Any]] = []
                 for attempt in range(repeat):
+                    tag = f" #{attempt + 1}" if repeat > 1 else ""
+                    if "ceiling" in modes:
+                        say(f"bind ceiling {shape[0]} nodes / {shape[1]} pods ({name}){tag}")
+                        ceilings.append(asyncio.run(run_ceiling(cp, *shape, **options)))
                     # alternate who goes first, so that neither always meets a fresher etcd
                     order = list(schedulers) if attempt % 2 == 0 else list(reversed(schedulers))
-                    for kind in order:
-                        if runs[kind] and runs[kind][-1].get("status") == "n/a":
-                            continue
-                        say(
-                            f"e2e {name} ({size}) with {kind}"
-                            + (f" #{attempt + 1}" if repeat > 1 else "")
-                        )
-                        result = asyncio.run(
-                            run_e2e(
-                                cp,
-                                WORKLOADS[name],
-                                size,
-                                kind,
-                                workdir,
-                                concurrency=concurrency,
-                                client=client,
-                                kubesched_src=kubesched_src,
-                                quiet_wait=quiet_wait,
-                                log=say,
+                    for mode, by_kind in runs.items():
+                        measure = run_e2e if mode == "e2e" else run_backlog
+                        for kind in order:
+                            if by_kind[kind] and by_kind[kind][-1].get("status") == "n/a":
+                                continue
+                            say(f"{mode} {name} ({size}) with {kind}{tag}")
+                            result = asyncio.run(
+                                measure(cp, workload, size, kind, workdir, **options)
                             )
-                        )
-                        runs[kind].append(result)
-                doc["workloads"][name]["e2e"] = {k: median_run(rs) for k, rs in runs.items()}
+                            by_kind[kind].append(result)
+                for mode, by_kind in runs.items():
+                    doc["workloads"][name][mode] = {k: median_run(rs) for k, rs in by_kind.items()}
+                if ceilings:
+                    doc["workloads"][name]["ceiling"] = median_run(ceilings)
         finally:
             if own_dir is not None:
                 say(f"stopping the control plane in {own_dir}")
@@ -214,6 +270,7 @@ def run_bench(
 
     for entry in doc["workloads"].values():
         entry["ratios"] = ratios(entry)
+        entry["of_ceiling"] = of_ceiling(entry)
     path = out_dir / f"results-{stamp}.json"
     if make_plot:
         png = out_dir / f"ratios-{stamp}.png"
@@ -229,7 +286,8 @@ def run_bench(
 def median_run(tries: list[dict[str, Any]]) -> dict[str, Any]:
     """The try with the median pods/s among the successful ones (the lower median
     for an even count; the last try if none succeeded), with every try's rate in
-    ``repeats``."""
+    ``repeats`` and the minimum, median and maximum of each SPREAD_KEYS figure
+    over the successful tries in ``spread``."""
     ok = sorted((r for r in tries if r.get("status") == "ok"), key=lambda r: r["pods_per_second"])
     chosen = dict(ok[(len(ok) - 1) // 2] if ok else tries[-1])
     if len(tries) > 1:
@@ -241,7 +299,23 @@ def median_run(tries: list[dict[str, Any]]) -> dict[str, Any]:
             }
             for r in tries
         ]
+        spread: dict[str, dict[str, float]] = {}
+        for path in SPREAD_KEYS:
+            values = sorted(v for r in ok if isinstance(v := _dig(r, path), int | float))
+            if values:
+                spread[".".join(path)] = {
+                    "min": values[0],
+                    "median": values[(len(values) - 1) // 2],
+                    "max": values[-1],
+                }
+        chosen["spread"] = spread
     return chosen
+
+
+def _dig(d: Any, path: Sequence[str]) -> Any:
+    for key in path:
+        d = d.get(key) if isinstance(d, dict) else None
+    return d
 
 
 def _summary(result: dict[str, Any]) -> str:
@@ -263,7 +337,11 @@ def main(argv: Sequence[str] | None = None) -> None:
         help=f"workload(s), comma-separated or repeated; 'all' (default): {', '.join(WORKLOADS)}",
     )
     parser.add_argument("--size", default="small", help=f"one of {', '.join(SIZES)}")
-    parser.add_argument("--mode", default="all", choices=["all", *MODES])
+    parser.add_argument(
+        "--mode",
+        default="all",
+        help=f"all (default) or some of {', '.join(MODES)}, comma-separated",
+    )
     parser.add_argument(
         "--scheduler", action="append", choices=SCHEDULERS, help="e2e: only this scheduler"
     )
@@ -272,7 +350,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--client", default="aiohttp", choices=CLIENTS)
     parser.add_argument("--concurrency", type=int, default=64)
     parser.add_argument(
-        "--repeat", type=int, default=1, help="measure each this many times; keep the median"
+        "--repeat",
+        type=int,
+        help="measure each this many times; keep the median (default: 3 at sizes 5000 "
+        "and 15000, else 1)",
     )
     parser.add_argument("--no-plot", action="store_true")
     parser.add_argument(
@@ -296,7 +377,12 @@ def main(argv: Sequence[str] | None = None) -> None:
     args = parser.parse_args(argv)
     names = [n for arg in args.workload or ["all"] for n in arg.split(",") if n]
     if "all" in names:
-        names = list(WORKLOADS)
+        names, skipped = workloads_of_size(list(WORKLOADS), args.size)
+        if skipped:
+            print(f"size {args.size}: only {', '.join(names)} (not {', '.join(skipped)})")
+    modes = [m for m in args.mode.split(",") if m]
+    if "all" in modes:
+        modes = list(MODES)
     src, commit = args.kubesched_src, None
     try:
         if args.kubesched_rev:
@@ -304,7 +390,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         run_bench(
             names,
             args.size,
-            modes=MODES if args.mode == "all" else (args.mode,),
+            modes=modes,
             schedulers=args.scheduler or SCHEDULERS,
             cluster_env=args.cluster_env,
             out_dir=args.out,

@@ -11,7 +11,8 @@ affinity/, topology_spreading/ performance-config.yaml and templates/):
 
 The names of the sizes: ``tiny`` (scheduler_perf's integration-test sizes, for
 CI), ``small`` (the default: every workload in a few minutes on 2 cores),
-``500`` and ``5000`` (scheduler_perf's 500Nodes / 5000Nodes cases).
+``500`` and ``5000`` (scheduler_perf's 500Nodes / 5000Nodes cases), and ``15000``
+(SchedulingBasic only: SchedulingDaemonset 15000Nodes' 15,000 nodes and 30,000 pods).
 """
 
 from __future__ import annotations
@@ -647,9 +648,14 @@ WORKLOADS: dict[str, Workload] = {
                 "small": Size(100, 100, 500),
                 "500": Size(500, 500, 1000),
                 "5000": Size(5000, 1000, 10000),
+                # SchedulingDaemonset 15000Nodes' counts (no init pods), default pods.
+                "15000": Size(15000, 0, 30000),
             },
             _basic,
-            upstream="misc/performance-config.yaml SchedulingBasic 500Nodes, 5000Nodes_10000Pods",
+            upstream=(
+                "misc/performance-config.yaml SchedulingBasic 500Nodes, 5000Nodes_10000Pods; "
+                "15000: SchedulingDaemonset 15000Nodes' counts"
+            ),
         ),
         Workload(
             "SchedulingNodeAffinity",
@@ -752,7 +758,7 @@ WORKLOADS: dict[str, Workload] = {
     )
 }
 
-SIZES = ("tiny", "small", "500", "5000")
+SIZES = ("tiny", "small", "500", "5000", "15000")
 
 
 def scheduler_config(

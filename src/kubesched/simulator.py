@@ -206,7 +206,7 @@ class World:
     # The Workload API's PodGroups (GenericWorkload), by key; copied, their
     # PodGroupScheduled condition is written.
     workload_pod_groups: Mapping[str, WorkloadPodGroup] | None = None
-    gates: FeatureGates = DEFAULT_GATES
+    gates: FeatureGates = DEFAULT_GATES  # --feature-gates
 
 
 @dataclass(slots=True)

@@ -187,8 +187,9 @@ def main(argv: list[str] | None = None) -> int:
         "--features",
         default="",
         help=f"comma list of {','.join(gen.FEATURES)} (default: all of them; "
-        f"'{gen.NO_FEATURES}': none, their plugins disabled), and the opt-in "
-        f"{','.join(gen.OPT_IN_FEATURES)}",
+        f"'{gen.NO_FEATURES}': none, their plugins disabled), and of the opt-in "
+        f"{','.join(gen.OPT_IN_FEATURES)} (gangs: Workload API gangs; batching: runs of "
+        "identical pods for OpportunisticBatching)",
     )
     parser.add_argument(
         "--force",

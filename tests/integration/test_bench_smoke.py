@@ -1,5 +1,6 @@
 """`make bench` in miniature: the smallest workload through bench.run.run_bench,
-in-process and end to end against the session's control plane, both schedulers.
+in-process and end to end against the session's control plane, both schedulers,
+creating the pods while scheduling and draining a backlog, beside the bind ceiling.
 
 Checks that the harness works and that both schedulers bound every pod; it
 asserts nothing about speed.
@@ -50,6 +51,7 @@ def test_smallest_workload_end_to_end(control_plane: ControlPlane, tmp_path: Pat
     doc, path = run_bench(
         ["SchedulingBasic"],
         "tiny",
+        modes=("inprocess", "e2e"),
         cluster_env=control_plane.dir / "env",
         out_dir=tmp_path,
         show_table=False,
@@ -80,7 +82,12 @@ def test_smallest_workload_end_to_end(control_plane: ControlPlane, tmp_path: Pat
         "e2e_peak_rss",
         "e2e_cpu_seconds",
         "inprocess_vs_e2e",
+        "backlog_pods_per_second",
+        "backlog_cpu_seconds",
     }
+    # backlog not run here: no ratio, and no share of a ceiling
+    assert entry["ratios"]["backlog_pods_per_second"] is None
+    assert "ceiling" not in entry
 
     inproc = entry["inprocess"]
     assert inproc["status"] == "ok", inproc
@@ -101,6 +108,50 @@ def test_smallest_workload_end_to_end(control_plane: ControlPlane, tmp_path: Pat
     assert entry["ratios"]["e2e_pods_per_second"] is not None
 
 
+@pytest.mark.timeout(240)
+def test_backlog_drain_and_bind_ceiling(control_plane: ControlPlane, tmp_path: Path) -> None:
+    """Both schedulers drain pods created before they start, and the bind probe
+    binds the same number of pending pods through kubesched's client stack; the
+    table's shares of the ceiling come out of the same run."""
+    doc, _ = run_bench(
+        ["Unschedulable"],
+        "tiny",
+        modes=("backlog", "ceiling"),
+        cluster_env=control_plane.dir / "env",
+        out_dir=tmp_path,
+        make_plot=False,
+        show_table=False,
+        quiet_wait=0,
+        log=None,
+    )
+    entry = doc["workloads"]["Unschedulable"]
+    assert "e2e" not in entry and "inprocess" not in entry
+
+    ceiling = entry["ceiling"]
+    assert ceiling["status"] == "ok", ceiling
+    assert (ceiling["nodes"], ceiling["measured_pods"], ceiling["bound"]) == (5, 10, 10)
+    probe = ceiling["probe"]
+    assert probe["pods"] == probe["bound"] == 10 and probe["errors"] == 0, probe
+    assert probe["nodes"] == 5
+    assert ceiling["pods_per_second"] > 0
+
+    for kind in SCHEDULERS:
+        result = entry["backlog"][kind]
+        assert result["status"] == "ok", (kind, result)
+        assert result["mode"] == "backlog"
+        assert result["bound"] == result["measured_pods"] == 10, (kind, result)
+        # no violation: every measured pod bound, the 2 that fit nowhere left pending
+        assert result["violations"] == [], (kind, result)
+        assert result["pods_left"] == {"init": 1, "measure": 10}, (kind, result)
+        assert result["startup_seconds"] > 0 and result["pods_per_second"] > 0
+        assert result["scheduler_cpu_seconds"] >= result["startup_cpu_seconds"] > 0
+        assert result["attempts"].get("scheduled", 0) >= 10, (kind, result["attempts"])
+        assert result["peak_rss_mb"] > 0
+        assert set(result["start_to_bound_ms"]) == {"p50", "p90", "p99"}
+        assert entry["of_ceiling"]["backlog"][kind] is not None
+    assert entry["ratios"]["backlog_pods_per_second"] is not None
+
+
 DRA = "SchedulingWithResourceClaimTemplate"
 
 
@@ -115,6 +166,7 @@ def test_dra_workload_end_to_end(control_plane: ControlPlane, tmp_path: Path) ->
     doc, _ = run_bench(
         [DRA],
         "tiny",
+        modes=("inprocess", "e2e"),
         cluster_env=control_plane.dir / "env",
         out_dir=tmp_path,
         make_plot=False,

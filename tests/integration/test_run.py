@@ -15,6 +15,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 from prometheus_client.samples import Sample
 
+from kubesched.kube.inflight import CEILING, FLOOR
 from tests.integration.admin_api import AdminApi
 from tests.integration.control_plane import REPO_ROOT, ControlPlane
 from tests.integration.kubesched_proc import KubeschedProcess, start_kubesched
@@ -140,6 +141,8 @@ EXPORTED_METRICS = {
     "scheduler_cache_size",
     "scheduler_unschedulable_pods",
     "scheduler_plugin_evaluation_total",
+    # kubesched's own: the API client's adaptive in-flight limit (kube/inflight.py).
+    "kubesched_api_requests_inflight_limit",
 }
 
 # An out-of-tree Permit plugin, installed the way a package installs one (an entry
@@ -297,6 +300,9 @@ def test_every_exported_metric_moves(
     ours = {"profile": "kubesched"}
     assert sample(families, "scheduler_schedule_attempts_total", result="scheduled", **ours) == 16
     assert sample(families, "scheduler_pod_scheduling_attempts_count") == 16
+    # A handful of requests to a quiet apiserver: between the floor and the ceiling.
+    limit = sample(families, "kubesched_api_requests_inflight_limit")
+    assert limit is not None and FLOOR <= limit <= CEILING
     assert sample(families, "scheduler_permit_wait_duration_seconds_count", result="Success") == 1
     waited = sample(families, "scheduler_permit_wait_duration_seconds_sum", result="Success")
     assert waited is not None and 0.25 <= waited < 5

@@ -99,3 +99,53 @@ def test_queued_events_hold_no_pod_and_the_queue_holds_upstreams_1000() -> None:
     queued = writer.queue.get_nowait()
     assert not any(isinstance(r, Pod) for r in gc.get_referents(queued))
     assert (queued.regarding.name, queued.regarding.resource_version) == ("p07", "0")
+
+
+class _SlowClient(_Client):
+    """Each POST takes a while; records how many were in flight at once."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.in_flight = 0
+        self.most_in_flight = 0
+
+    async def post(self, path: str, body: Any) -> bytes:
+        self.in_flight += 1
+        self.most_in_flight = max(self.most_in_flight, self.in_flight)
+        await asyncio.sleep(0.01)
+        self.in_flight -= 1
+        return await super().post(path, body)
+
+
+def _named(name: str, resource_version: str = "1") -> Pod:
+    pod = _pod(resource_version)
+    return msgspec.structs.replace(pod, metadata=msgspec.structs.replace(pod.metadata, name=name))
+
+
+def test_events_are_written_by_several_writers_and_isomorphic_ones_still_join_a_series() -> None:
+    """One writer at a time bounded the events to one POST's latency each (the
+    queue filled at a busy scheduler's bind rate and events were dropped): several
+    write at once, and an event isomorphic to one being written still joins its
+    series rather than making a second Event."""
+    client = _SlowClient()
+    writer = EventWriter(client, writers=8)  # type: ignore[arg-type]
+
+    async def run() -> None:
+        task = asyncio.ensure_future(writer.run())
+        for i in range(40):
+            writer.record(_named(f"p{i}"), "Normal", "Scheduled", f"bound p{i}", "kubesched")
+        for _ in range(3):
+            writer.record(_named("again"), "Warning", "FailedScheduling", "0/1 fit", "kubesched")
+        while writer.queue.qsize() or client.in_flight:
+            await asyncio.sleep(0.01)
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+
+    asyncio.run(run())
+    assert client.most_in_flight > 1
+    assert len(client.posts) == 41 and writer.dropped == 0
+    assert sorted(p["regarding"]["name"] for p in client.posts) == sorted(
+        [f"p{i}" for i in range(40)] + ["again"]
+    )
+    [series] = [s for s in writer.series.values() if s.name.startswith("again.")]
+    assert series.count == 3

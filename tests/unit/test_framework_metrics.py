@@ -70,6 +70,11 @@ class Recorder:
     def observe_preemption_victims(self, victims: int) -> None:
         self.victims.append(victims)
 
+    def observe_batch_attempt(self, profile: str, result: str) -> None: ...
+    def inc_batch_flush(self, profile: str, reason: str) -> None: ...
+    def observe_node_hint(self, hinted: str, profile: str, seconds: float) -> None: ...
+    def observe_store_results(self, profile: str, seconds: float) -> None: ...
+
 
 GATE = "test-metrics-Gate"
 
@@ -156,6 +161,7 @@ def test_a_scheduled_pod_records_every_point_once_postbind_included() -> None:
     cluster = schedule(two_nodes(), [make_pod("p", cpu="1")], recorder, GATE)
     assert cluster.pods["default/p"].spec.node_name
     assert recorder.points == [
+        ("Sign", "Success"),  # OpportunisticBatching (on by default) signs the pod
         ("PreFilter", "Success"),
         ("Filter", "Success"),
         ("PreScore", "Success"),
@@ -172,6 +178,7 @@ def test_a_pod_that_fits_nowhere_records_postfilter_with_its_status() -> None:
     recorder = Recorder(sample=False)
     schedule(two_nodes(), [make_pod("huge", cpu="64")], recorder)
     assert recorder.points == [
+        ("Sign", "Success"),
         ("PreFilter", "Success"),
         ("Filter", "Success"),
         ("PostFilter", "Unschedulable"),
@@ -198,10 +205,10 @@ def test_a_permit_rejection_records_unreserve() -> None:
 def test_a_plugin_that_raises_is_recorded_as_an_error_of_its_point() -> None:
     recorder = Recorder(sample=False)
     schedule(two_nodes(), [labelled("p", "1", breaks="PreFilter")], recorder, BREAKS)
-    assert recorder.points == [("PreFilter", "Error")]
+    assert recorder.points == [("Sign", "Success"), ("PreFilter", "Error")]
     recorder = Recorder(sample=False)
     schedule(two_nodes(), [labelled("p", "1", breaks="Filter")], recorder, BREAKS)
-    assert recorder.points == [("PreFilter", "Success"), ("Filter", "Error")]
+    assert recorder.points == [("Sign", "Success"), ("PreFilter", "Success"), ("Filter", "Error")]
 
 
 def test_filter_is_recorded_once_per_pass_even_when_the_pass_filters_twice() -> None:

@@ -20,6 +20,8 @@ from kubesched.cli.gangs import gang_note
 from kubesched.cli.html import simulation_page, write_page
 from kubesched.cli.optimize_report import comparison_document, parse_timeout, print_comparison
 from kubesched.cli.options import (
+    feature_gates_from_option,
+    feature_gates_option,
     html_option,
     load_manifests,
     manifest_options,
@@ -235,6 +237,14 @@ class _KlogFlags(click.Command):
         return super().parse_args(ctx, args)
 
 
+def _duration(text: str, flag: str) -> float:
+    try:
+        return parse_timeout(text)
+    except click.BadParameter as exc:
+        exc.param_hint = flag
+        raise
+
+
 @main.command("run", cls=_KlogFlags)
 @click.option(
     "--kubeconfig",
@@ -309,6 +319,7 @@ class _KlogFlags(click.Command):
     help="Override leaderElection.leaderElect of the configuration.",
 )
 @click.option("--seed", type=int, default=None, help="Seed for tie-breaks between best nodes.")
+@feature_gates_option
 @click.option(
     "--logging-format", type=click.Choice(["text", "json"]), default="text", show_default=True
 )
@@ -328,18 +339,25 @@ class _KlogFlags(click.Command):
     "per attempt).",
 )
 @click.option(
-    "--feature-gates",
-    default="",
-    metavar="NAME=BOOL,...",
-    help="kube-scheduler's feature gates kubesched follows: GenericWorkload, "
-    "GangScheduling (alpha, off by default; GangScheduling needs GenericWorkload).",
-)
-@click.option(
     "--explain-keep",
     type=click.IntRange(1),
     default=1000,
     show_default=True,
     help="With --explain: how many pods' last explanations are kept.",
+)
+@click.option(
+    "--batch-window",
+    default=None,
+    metavar="DURATION",
+    help="Batch placement (off by default): for this long (e.g. 1s) pods the cycle "
+    "places wait at Permit and pods it leaves unschedulable are gathered; then the "
+    "batch engine places them jointly and the cycle binds its answer.",
+)
+@click.option(
+    "--batch-timeout",
+    default=None,
+    metavar="DURATION",
+    help="With --batch-window: the engine's time limit per batch (default 1s).",
 )
 def run_command(
     kubeconfig: str | None,
@@ -356,18 +374,19 @@ def run_command(
     health_address: str,
     leader_elect: bool | None,
     seed: int | None,
+    feature_gates: str,
     logging_format: str,
     verbosity: int,
     plugins: tuple[str, ...],
     explain: bool,
-    feature_gates: str,
     explain_keep: int,
+    batch_window: str | None,
+    batch_timeout: str | None,
 ) -> None:
     """Schedule the pods of a real cluster (those whose schedulerName is ours)."""
     import asyncio
 
     from kubesched.config import ConfigError
-    from kubesched.framework.features import FeatureGateError, parse_feature_gates
     from kubesched.framework.registry import UnknownPluginError
     from kubesched.kube.config import KubeConfigError
     from kubesched.kube.runner import RunOptions, run
@@ -375,10 +394,7 @@ def run_command(
     from kubesched.plugins.helpers.args import ArgsError
     from kubesched.server.auth import always_allow_path_matcher
 
-    try:
-        gates = parse_feature_gates(feature_gates)
-    except FeatureGateError as exc:
-        raise click.BadParameter(str(exc), param_hint="--feature-gates") from None
+    gates = feature_gates_from_option(feature_gates)
     if bool(tls_cert_file) != bool(tls_private_key_file):
         raise click.BadParameter(
             "--tls-cert-file and --tls-private-key-file go together",
@@ -393,6 +409,8 @@ def run_command(
         raise click.BadParameter(
             str(exc), param_hint="--authorization-always-allow-paths"
         ) from None
+    if batch_timeout is not None and batch_window is None:
+        raise click.BadParameter("needs --batch-window", param_hint="--batch-timeout")
     configure_logging("json" if logging_format == "json" else "text", verbosity)
     registry = scheduler_setup(None, plugins, (), (), "0", None).registry
     options = RunOptions(
@@ -414,6 +432,8 @@ def run_command(
         explain_keep=explain_keep,
         registry=registry,
         gates=gates,
+        batch_window=None if batch_window is None else _duration(batch_window, "--batch-window"),
+        batch_timeout=1.0 if batch_timeout is None else _duration(batch_timeout, "--batch-timeout"),
     )
     try:
         code = asyncio.run(run(options))

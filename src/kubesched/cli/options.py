@@ -136,18 +136,33 @@ def scheduler_options(fn: F) -> F:
                 default=None,
                 help="Override percentageOfNodesToScore (default: the configuration's, or 0).",
             ),
-            click.option(
-                "--feature-gates",
-                default="",
-                metavar="NAME=BOOL,...",
-                help="kube-scheduler's feature gates kubesched follows: GenericWorkload, "
-                "GangScheduling (alpha, off by default; GangScheduling needs "
-                "GenericWorkload).",
-            ),
+            feature_gates_option,
         ]
     ):
         fn = option(fn)
     return fn
+
+
+def feature_gates_option(fn: F) -> F:
+    """--feature-gates, as kube-scheduler's (the gates kubesched can set)."""
+    return click.option(
+        "--feature-gates",
+        "feature_gates",
+        default="",
+        metavar="NAME=BOOL,...",
+        help="Feature gates to turn on or off, as kube-scheduler's --feature-gates: "
+        "OpportunisticBatching (beta, on by default), GenericWorkload and GangScheduling "
+        "(alpha, off by default; GangScheduling needs GenericWorkload), as in v1.36.3.",
+    )(fn)
+
+
+def feature_gates_from_option(text: str) -> FeatureGates:
+    """The --feature-gates value as the effective gates; a BadParameter naming the
+    option."""
+    try:
+        return parse_feature_gates(text)
+    except FeatureGateError as exc:
+        raise click.BadParameter(str(exc), param_hint="--feature-gates") from None
 
 
 @dataclass(slots=True)
@@ -174,10 +189,7 @@ def scheduler_setup(
 ) -> SchedulerSetup:
     """The profiles, registry and seed the options ask for; a UsageError / BadParameter
     naming the option for anything wrong, before anything runs."""
-    try:
-        gates = parse_feature_gates(feature_gates)
-    except FeatureGateError as exc:
-        raise click.BadParameter(str(exc), param_hint="--feature-gates") from None
+    gates = feature_gates_from_option(feature_gates)
     loaded: list[type[Plugin]] = []
     for target in plugins:
         try:

@@ -3,7 +3,8 @@ v1.36.3): the ones kubesched follows, their defaults and their dependencies.
 
 Only the gates whose behaviour kubesched implements can be changed; the rest of
 upstream's gates keep v1.36.3's defaults, and setting one is an error rather than
-a silent no-op. `--feature-gates` takes upstream's "Name=bool,Name=bool" form.
+a silent no-op (kubesched cannot honour it, and taking it in silence would mislead).
+`--feature-gates` takes upstream's "Name=bool,Name=bool" form.
 """
 
 from __future__ import annotations
@@ -13,18 +14,21 @@ from dataclasses import dataclass, field
 
 GENERIC_WORKLOAD = "GenericWorkload"
 GANG_SCHEDULING = "GangScheduling"
+OPPORTUNISTIC_BATCHING = "OpportunisticBatching"
 
 # Name -> (default, pre-release), as kube_features.go's defaultVersionedKubernetesFeatureGates
 # has them at 1.36.
 KNOWN: dict[str, tuple[bool, str]] = {
     GENERIC_WORKLOAD: (False, "ALPHA"),
     GANG_SCHEDULING: (False, "ALPHA"),
+    OPPORTUNISTIC_BATCHING: (True, "BETA"),  # beta since 1.35
 }
 
 # featureDependencies in kube_features.go: a gate on needs these on too.
 DEPENDENCIES: dict[str, tuple[str, ...]] = {
     GANG_SCHEDULING: (GENERIC_WORKLOAD,),
     GENERIC_WORKLOAD: (),
+    OPPORTUNISTIC_BATCHING: (),
 }
 
 # Gates of v1.36.3 kubesched knows but does not implement: refused when turned on.
@@ -53,6 +57,10 @@ class FeatureGates:
     @property
     def gang_scheduling(self) -> bool:
         return self.on(GANG_SCHEDULING)
+
+    @property
+    def opportunistic_batching(self) -> bool:
+        return self.on(OPPORTUNISTIC_BATCHING)
 
     def describe(self) -> str:
         return ",".join(f"{n}={str(v).lower()}" for n, v in sorted(self.enabled.items()))
@@ -97,7 +105,7 @@ def parse_feature_gates(text: str | Mapping[str, bool]) -> FeatureGates:
                 )
             continue
         if name not in KNOWN:
-            raise FeatureGateError(f"unrecognized feature gate: {name}")
+            raise FeatureGateError(_unknown(name))
         enabled[name] = value
     for name, needs in DEPENDENCIES.items():
         if not enabled[name]:
@@ -110,3 +118,8 @@ def parse_feature_gates(text: str | Mapping[str, bool]) -> FeatureGates:
                 f"[{' '.join(missing)}]"
             )
     return FeatureGates(enabled)
+
+
+def _unknown(name: str) -> str:
+    known = ", ".join(f"{n}=true|false (default={str(d).lower()})" for n, (d, _) in KNOWN.items())
+    return f"unrecognized feature gate: {name} (kubesched can set: {known})"

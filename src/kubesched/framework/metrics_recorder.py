@@ -5,7 +5,9 @@ directly: frameworkImpl's RunXPlugins observe FrameworkExtensionPointDuration,
 its metricsRecorder (a MetricAsyncRecorder) the sampled per-plugin durations,
 the instrumented plugins that NewFramework sets up (setInstrumentedPlugins)
 count PluginEvaluationTotal, and DefaultPreemption's Evaluator counts
-PreemptionAttempts and observes PreemptionVictims. Here the framework and the
+PreemptionAttempts and observes PreemptionVictims, and the OpportunisticBatch
+counts BatchAttemptStats and BatchCacheFlushed and times GetNodeHint and
+StoreScheduleResults. Here the framework and the
 plugins see only this Protocol, on the Handle (`Handle.metrics`); the
 scheduler's Observer (kubesched.metrics.SchedulerMetrics in `kubesched run`)
 implements it. Without one, the Handle holds NO_METRICS, and the framework
@@ -46,6 +48,22 @@ class MetricsRecorder(Protocol):
         """preemption_victims: the victims of the candidate preemption acts on."""
         ...
 
+    def observe_batch_attempt(self, profile: str, result: str) -> None:
+        """batch_attempts_total: a hint was used, not used, or not given."""
+        ...
+
+    def inc_batch_flush(self, profile: str, reason: str) -> None:
+        """batch_cache_flushed_total: the batch's ranking was dropped, and why."""
+        ...
+
+    def observe_node_hint(self, hinted: str, profile: str, seconds: float) -> None:
+        """get_node_hint_duration_seconds."""
+        ...
+
+    def observe_store_results(self, profile: str, seconds: float) -> None:
+        """store_schedule_results_duration_seconds."""
+        ...
+
 
 def _ignore(n: float) -> None:
     pass
@@ -72,6 +90,18 @@ class NoMetrics:
         pass
 
     def observe_preemption_victims(self, victims: int) -> None:
+        pass
+
+    def observe_batch_attempt(self, profile: str, result: str) -> None:
+        pass
+
+    def inc_batch_flush(self, profile: str, reason: str) -> None:
+        pass
+
+    def observe_node_hint(self, hinted: str, profile: str, seconds: float) -> None:
+        pass
+
+    def observe_store_results(self, profile: str, seconds: float) -> None:
         pass
 
 

@@ -28,6 +28,7 @@ import numpy as np
 import numpy.typing as npt
 
 from kubesched.framework import interfaces as ifc
+from kubesched.framework.batch import OpportunisticBatch
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.explain import CycleCapture, ScoreCapture
 from kubesched.framework.fit_error import Diagnosis
@@ -36,6 +37,7 @@ from kubesched.framework.metrics_recorder import records
 from kubesched.framework.node_table import IntArray, NodeTable, Rows
 from kubesched.framework.profile import ProfileConfig, resolve
 from kubesched.framework.registry import Registry
+from kubesched.framework.signature import PodSigner
 from kubesched.framework.status import CODE_NAMES, Code, Status
 from kubesched.framework.timing import TimedBlock, async_extension_point, extension_point
 from kubesched.framework.types import PodInfo, QueuedPodInfo
@@ -149,6 +151,14 @@ class Framework:
         self._filter_evaluations = self._evaluation_counters("Filter", self.filter)
         self._pre_score_evaluations = self._evaluation_counters("PreScore", self.pre_score)
         self._score_evaluations = self._evaluation_counters("Score", self.score)
+        # Opportunistic batching: who signs pods (computeBatchablePlugins) and the
+        # previous cycle's ranking (newOpportunisticBatch).
+        self.signer = PodSigner(
+            self.profile_name, [*self.pre_filter, *self.filter, *self.pre_score, *self.score]
+        )
+        self.batch = OpportunisticBatch(
+            self.profile_name, handle.nodes, handle.clock, handle.metrics
+        )
 
     def _evaluation_counters(
         self, point: str, found: list[P]
@@ -500,6 +510,16 @@ class Framework:
         feasible = feasible[np.argsort(position[feasible], kind="stable")]
         diagnosis.sort_rows(rows, nodes.capacity)
         return feasible, diagnosis
+
+    def rejected_on(self, state: CycleState, pod: PodInfo, row: int) -> bool:
+        """Whether the filters reject the pod on one node (RunFilterPlugins, then
+        IsRejected, for the batch's "node not full" check); an error is not a
+        rejection."""
+        try:
+            feasible, _ = self.run_filters(state, pod, self.handle.nodes, np.array([row], np.intp))
+        except PluginError:
+            return False
+        return not len(feasible)
 
     def filter_status_with_nominated_pods(
         self, state: CycleState, pod: PodInfo, nodes: NodeTable, row: int

@@ -114,6 +114,11 @@ class QueuedPodInfo:
     # The node table's generation at the last attempt: retrying on an unchanged
     # cluster gives the same answer, which lets the simulator know it is done.
     tried_at_generation: int = -1
+    # Opportunistic batching: the pod's signature (PodSignature upstream), and the
+    # PodInfo it was worked out for; an update brings a new PodInfo, so the pod is
+    # signed again (QueuedPodInfo.Update clears the signature upstream).
+    signature: bytes | None = None
+    signed: PodInfo | None = None
 
     @property
     def pod(self) -> Pod:

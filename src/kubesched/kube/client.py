@@ -21,6 +21,7 @@ import aiohttp
 import msgspec
 
 from kubesched.kube.config import Connection
+from kubesched.kube.inflight import CEILING, AdaptiveLimiter
 from kubesched.logs import V
 
 T = TypeVar("T")
@@ -30,8 +31,11 @@ log = logging.getLogger("kubesched.kube.client")
 REQUEST_LOG_LEVEL = V(6)
 
 USER_AGENT = "kubesched/0.1.0"
-# Requests in flight at once (binds, status patches, events); more wait for a connection.
-MAX_CONNECTIONS = 64
+# Connections of the request pool: as many as the in-flight limit can reach (the
+# AdaptiveLimiter, not the pool, decides how many requests are in flight).
+MAX_CONNECTIONS = CEILING
+# client-go's Request.maxRetries: how often a 429 or 5xx with a Retry-After is retried.
+MAX_RETRIES = 10
 
 
 class ApiError(Exception):
@@ -55,6 +59,17 @@ class ApiError(Exception):
         return cls(status, reason, message, method, path)
 
 
+def _retry_after_seconds(header: str | None) -> float | None:
+    """retryAfterSeconds in client-go: a whole number of seconds, else no wait."""
+    if header is None:
+        return None
+    try:
+        seconds = int(header.strip())
+    except ValueError:
+        return None
+    return float(seconds) if seconds >= 0 else None
+
+
 class ListMeta(msgspec.Struct, rename="camel"):
     resource_version: str = ""
     continue_: str = msgspec.field(default="", name="continue")
@@ -71,9 +86,18 @@ class WatchEvent(msgspec.Struct):
 
 
 class KubeClient:
-    def __init__(self, connection: Connection, *, timeout: float = 30.0):
+    def __init__(
+        self,
+        connection: Connection,
+        *,
+        timeout: float = 30.0,
+        limiter: AdaptiveLimiter | None = None,
+    ):
         self.connection = connection
         self._timeout = timeout
+        # Every request but watches waits here for a slot (binds, events, statuses).
+        self.limiter = limiter or AdaptiveLimiter()
+        self.retries = 0  # requests sent again after a Retry-After (tests read it)
         # Requests share one pool; every watch streams on a connection of its own
         # (an HTTP/1.1 stream holds its connection), from a pool without a limit so
         # that watches never wait behind binds.
@@ -131,32 +155,74 @@ class KubeClient:
             else (body if isinstance(body, bytes) else msgspec.json.encode(body))
         )
         headers = {"Content-Type": content_type} if content is not None else {}
-        for attempt in (1, 2):
-            started = time.monotonic()
-            async with self._requests().request(
-                method, path, params=params, data=content, headers=self._headers(headers)
-            ) as response:
-                data = await response.read()
-                status = response.status
-                phrase = response.reason or ""
-            if log.isEnabledFor(REQUEST_LOG_LEVEL):
-                log.log(
-                    REQUEST_LOG_LEVEL,
-                    "%s %s%s %d %s in %d milliseconds",
-                    method,
-                    self.connection.host,
-                    path,
-                    status,
-                    phrase,
-                    (time.monotonic() - started) * 1000,
-                )
-            if status == 401 and attempt == 1:
+        reauthenticated = False
+        retries = 0
+        while True:
+            status, phrase, data, retry_after = await self._send(
+                method, path, params, content, headers
+            )
+            if status == 401 and not reauthenticated:
+                reauthenticated = True
                 await self._reauthenticate()
+                continue
+            if retry_after is not None and retries < MAX_RETRIES:
+                # checkWait in client-go's with_retry.go: a 429 or 5xx that says
+                # when to come back is sent again then (the limiter holds every
+                # request until that time).
+                retries += 1
+                self.retries += 1
                 continue
             if status >= 400:
                 raise ApiError.from_body(status, phrase, data, method, path)
             return data
-        raise AssertionError("unreachable")
+
+    async def _send(
+        self,
+        method: str,
+        path: str,
+        params: Mapping[str, str] | None,
+        content: bytes | None,
+        headers: Mapping[str, str],
+    ) -> tuple[int, str, bytes, float | None]:
+        """One request through the limiter: status, reason phrase, body, and the
+        Retry-After of a 429 or 5xx (None if it had none or the answer is no overload)."""
+        limiter = self.limiter
+        in_flight = await limiter.acquire()
+        started = time.monotonic()
+        try:
+            try:
+                async with self._requests().request(
+                    method, path, params=params, data=content, headers=self._headers(headers)
+                ) as response:
+                    data = await response.read()
+                    status = response.status
+                    phrase = response.reason or ""
+                    retry_after_header = response.headers.get("Retry-After")
+            except TimeoutError:
+                # No answer in time: the apiserver is as overloaded as a 429 says.
+                limiter.controller.on_overload(time.monotonic() - started, None)
+                raise
+            latency = time.monotonic() - started
+            retry_after = None
+            if status == 429 or status >= 500:
+                retry_after = _retry_after_seconds(retry_after_header)
+                limiter.controller.on_overload(latency, retry_after)
+            else:
+                limiter.controller.on_success(latency, in_flight)
+        finally:
+            limiter.release()
+        if log.isEnabledFor(REQUEST_LOG_LEVEL):
+            log.log(
+                REQUEST_LOG_LEVEL,
+                "%s %s%s %d %s in %d milliseconds",
+                method,
+                self.connection.host,
+                path,
+                status,
+                phrase,
+                latency * 1000,
+            )
+        return status, phrase, data, retry_after
 
     async def _reauthenticate(self) -> None:
         await self.connection.reload()

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
-
 import msgspec
 
 from kubesched.api.objects import Pod, PodExtendedResourceClaimStatus
@@ -11,15 +9,12 @@ from kubesched.framework.client import BindConflict
 from kubesched.kube.client import ApiError, KubeClient
 from kubesched.kube.writer import EventWriter, StatusWriter, rfc3339
 
-MAX_CONCURRENT_BINDS = 64
-
 
 class KubeCluster:
     def __init__(self, client: KubeClient, events: EventWriter, statuses: StatusWriter) -> None:
         self.client = client
         self.events = events
         self.statuses = statuses
-        self._binds = asyncio.Semaphore(MAX_CONCURRENT_BINDS)
         self.bound = 0
 
     async def bind(self, pod: Pod, node_name: str) -> None:
@@ -30,17 +25,17 @@ class KubeCluster:
             "metadata": {"name": meta.name, "namespace": meta.namespace, "uid": meta.uid},
             "target": {"apiVersion": "v1", "kind": "Node", "name": node_name},
         }
-        async with self._binds:
-            try:
-                await self.client.post(
-                    f"/api/v1/namespaces/{meta.namespace}/pods/{meta.name}/binding", body
-                )
-            except ApiError as exc:
-                # 404: the pod is gone; 409: already bound (or a new pod of that name).
-                # Neither gets better by trying again.
-                if exc.status in (404, 409):
-                    raise BindConflict(str(exc)) from exc
-                raise
+        # The client's AdaptiveLimiter bounds the binds in flight.
+        try:
+            await self.client.post(
+                f"/api/v1/namespaces/{meta.namespace}/pods/{meta.name}/binding", body
+            )
+        except ApiError as exc:
+            # 404: the pod is gone; 409: already bound (or a new pod of that name).
+            # Neither gets better by trying again.
+            if exc.status in (404, 409):
+                raise BindConflict(str(exc)) from exc
+            raise
         self.bound += 1
         self.statuses.forget(meta.key)
 

@@ -52,6 +52,7 @@ from kubesched.kube.writer import EventWriter, StatusWriter
 from kubesched.metrics import SchedulerMetrics, status_label
 from kubesched.plugins.registry import default_registry
 from kubesched.scheduler import Scheduler
+from kubesched.scheduler.batch_window import BatchOptions
 from kubesched.server import CheckFailed, HealthServer
 from kubesched.server.auth import (
     ALWAYS_ALLOW_PATHS,
@@ -101,6 +102,10 @@ class RunOptions:
     explain_keep: int = DEFAULT_KEEP
     registry: Registry | None = None  # None: the default one (`--plugin` adds to it)
     gates: FeatureGates = DEFAULT_GATES  # --feature-gates
+    # `--batch-window`: the batch placement fallback (scheduler/batch_window.py); off
+    # (None) by default, which is kube-scheduler's behaviour.
+    batch_window: float | None = None
+    batch_timeout: float = 1.0
 
 
 def default_config(gates: FeatureGates = DEFAULT_GATES) -> SchedulerConfig:
@@ -124,6 +129,7 @@ class Runner:
         self.informers: list[Informer[Any]] = []
         self.servers: list[HealthServer] = []
         self.client: KubeClient | None = None
+        self.lease_client: KubeClient | None = None  # leader election's own
         # Review clients of their own (--authentication/authorization-kubeconfig).
         self.review_clients: list[KubeClient] = []
         self.scheduling = asyncio.Event()  # set while the scheduling loop runs
@@ -277,8 +283,12 @@ class Runner:
             self.handlers_synced.set()
 
         if leader_elect and not self.stop.is_set():
+            # A client of its own, as resourcelock.NewFromKubeconfig makes one (with
+            # a timeout of renewDeadline/2, at least 1 s): lease renewals must not
+            # wait behind binds for a slot of the shared client's in-flight limit.
+            self.lease_client = KubeClient(connection, timeout=max(1.0, cfg.renew_deadline / 2))
             self.elector = LeaderElector(
-                client,
+                self.lease_client,
                 LeaderElectionConfig(
                     cfg.lease_namespace,
                     cfg.lease_name,
@@ -411,8 +421,14 @@ class Runner:
     async def _schedule_forever(self) -> None:
         sched = self.scheduler
         assert sched is not None
+        limiter = self.client.limiter if self.client is not None else None
         self.scheduling.set()
         while True:
+            if limiter is not None and not limiter.has_room():
+                # The binds of the pods already assumed fill the in-flight limit
+                # and one more round waits behind it: the next pod waits in the
+                # scheduling queue, where a change of the cluster still reaches it.
+                await limiter.wait_for_room()
             qpi = await sched.queue.pop()
             if qpi is None:
                 return
@@ -445,6 +461,15 @@ class Runner:
         Observer, which it hands to every framework on the Handle; Permit's waits
         (WaitOnPermit upstream) through the WaitingPods it is built with."""
         cfg = self.config
+        options = self.options
+        batch = None
+        if options.batch_window is not None:
+            batch = BatchOptions(options.batch_window, options.batch_timeout)
+            log.info(
+                "Batch placement on: window %gs, engine time limit %gs",
+                options.batch_window,
+                options.batch_timeout,
+            )
         return Scheduler(
             cfg.profiles,
             cluster,
@@ -459,6 +484,8 @@ class Runner:
             registry=self.options.registry,
             explain_observer=self.explained,
             gates=self.options.gates,
+            batch=batch,
+            batch_observer=self.metrics.observe_batch,
         )
 
     def observe_permit_wait(self, status: Status, seconds: float) -> None:
@@ -476,6 +503,8 @@ class Runner:
         self.metrics.set_cache_size(
             nodes=len(cache.table), pods=len(cache.placed), assumed_pods=len(cache.assumed)
         )
+        if self.client is not None:
+            self.metrics.set_api_inflight_limit(self.client.limiter.limit)
 
     async def _shutdown(self) -> None:
         sched = self.scheduler
@@ -499,6 +528,8 @@ class Runner:
             await review_client.aclose()
         if self.client is not None:
             await self.client.aclose()
+        if self.lease_client is not None:
+            await self.lease_client.aclose()
 
 
 async def run(options: RunOptions) -> int:

@@ -94,6 +94,9 @@ class SchedulingQueue:
         self.in_flight_events: list[tuple[int, ClusterEvent, object, object]] = []
         self._in_flight_marks: dict[str, int] = {}
         self._event_seq = 0
+        # The pods popped so far (schedulingCycle upstream): the batch of
+        # opportunistic batching holds only from one cycle to the very next.
+        self.scheduling_cycle = 0
         self._seq = itertools.count()
         self._ready = asyncio.Event()
         self._closed = False
@@ -259,6 +262,7 @@ class SchedulingQueue:
                 self._ready.clear()
                 return None
             qpi = early
+        self.scheduling_cycle += 1
         qpi.attempts += 1
         self._mark_initial_attempt(qpi)  # popped early from backoffQ
         self.in_flight[qpi.pod_info.key] = qpi

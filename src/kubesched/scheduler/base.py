@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
@@ -31,6 +31,9 @@ from kubesched.framework.status import Code, Status
 from kubesched.framework.waiting import WaitingPods
 from kubesched.queue.nominator import Nominator
 from kubesched.queue.scheduling_queue import SchedulingQueue
+
+if TYPE_CHECKING:
+    from kubesched.scheduler.batch_window import BatchWindow
 
 
 class Observer(MetricsRecorder, Protocol):
@@ -81,6 +84,7 @@ class SchedulerBase:
     table: NodeTable  # the cache's node table
     waiting_pods: WaitingPods
     handle: Handle
+    listers: Listers
     frameworks: dict[str, Framework]  # by scheduler name, one per profile
     queue: SchedulingQueue
     rng: np.random.Generator
@@ -93,8 +97,9 @@ class SchedulerBase:
     observer: Observer | None
     outcome_observer: OutcomeObserver | None
     explain_observer: ExplainObserver | None
-    listers: Listers  # the stores the Handle reads
-    gates: FeatureGates
+    gates: FeatureGates  # the feature gates (framework/features.py)
+    opportunistic_batching: bool  # the OpportunisticBatching gate
+    batch: BatchWindow | None  # `run --batch-window`; None: kube-scheduler's behaviour
 
     # --- metrics -------------------------------------------------------------------
 

@@ -124,6 +124,8 @@ class BindingCycle(SchedulerBase):
             qpi.unschedulable_plugins = set(diagnosis.unschedulable_plugins)
             qpi.pending_plugins = set(diagnosis.pending_plugins)
         key = qpi.pod_info.key
+        if self.batch is not None:
+            nominated = self.batch.moved_to(key, nominated)
         queued = self.queue.find(key)
         if queued is not None and queued is not qpi and not same_pod(queued.pod, qpi.pod):
             # handleSchedulingFailure: "Pod was recreated while handling scheduling
@@ -133,7 +135,8 @@ class BindingCycle(SchedulerBase):
             if key not in self.queue.in_flight:
                 self.queue.scheduling_done(key)
             return
-        if key in self.queue.in_flight:
+        requeued = key in self.queue.in_flight
+        if requeued:
             self.queue.requeue_failed(qpi)
             # (A pod deleted meanwhile is no longer in flight: it is not nominated,
             # and nothing is remembered of it.)
@@ -152,6 +155,8 @@ class BindingCycle(SchedulerBase):
         self.cluster.set_unschedulable(pod, reason, message, node)
         if node != pod.status.nominated_node_name:
             set_nominated_node_name(qpi, node)
+        if self.batch is not None:
+            self.batch.failed(qpi, node, requeued and diagnosis is not None)
 
 
 def set_nominated_node_name(qpi: QueuedPodInfo, node: str) -> None:

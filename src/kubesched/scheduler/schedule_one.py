@@ -15,12 +15,14 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from kubesched.framework.batch import SortedNodes
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.explain import CycleCapture
 from kubesched.framework.fit_error import NO_NODES_AT_ALL, Diagnosis, fit_error_message
 from kubesched.framework.interfaces import PreFilterResult
 from kubesched.framework.node_table import IntArray, NodeTable, Rows
 from kubesched.framework.runtime import Framework, PluginError
+from kubesched.framework.signature import PodSignature
 from kubesched.framework.status import Code, Status
 from kubesched.framework.types import PodInfo, QueuedPodInfo
 from kubesched.scheduler.binding_cycle import BindingCycle
@@ -105,7 +107,7 @@ class SchedulingCycle(BindingCycle, Explaining):
         pod = qpi.pod_info
         capture: CycleCapture | None = state.explain
         try:
-            result = self.schedule_pod(fw, state, pod)
+            result = self.schedule_pod(fw, state, pod, self._sign(fw, qpi))
         except FitError as fit:
             nominating = self._post_filter(fw, state, qpi, fit)
             if capture is not None:
@@ -156,6 +158,9 @@ class SchedulingCycle(BindingCycle, Explaining):
             self._observe_failure(fw, status, started)
             self._explain_failure(explanation, "Permit", status)
             return None
+        if self.batch is not None and not waits:
+            # Batch mode: held at Permit until the window closes (batch_window.py).
+            waits = self.batch.hold(pod, node, fw.profile_name)
         if waits:
             self.waiting_pods.add(pod.key, node, waits)
         if explanation is not None and self.explain_observer is not None:
@@ -176,13 +181,44 @@ class SchedulingCycle(BindingCycle, Explaining):
         fit.args = (fit_error_message(fit.num_all_nodes, fit.diagnosis),)
         return None if result is None else result.nominated_node_name
 
-    def schedule_pod(self, fw: Framework, state: CycleState, pod: PodInfo) -> ScheduleResult:
+    def _sign(self, fw: Framework, qpi: QueuedPodInfo) -> PodSignature | None:
+        """The pod's signature when OpportunisticBatching is on: worked out once per
+        version of the pod, as upstream's queue signs a pod when it comes in or is
+        updated (signPod), and kept on the queued pod. The Sign extension point is
+        timed as SignPod times it, also for a profile that signs nothing, always
+        with "Success" (its deferred function reads a status never set)."""
+        if not self.opportunistic_batching:
+            return None
+        pod = qpi.pod_info
+        if qpi.signed is pod:
+            return qpi.signature
+        if self.observer is None:
+            signature = fw.signer.sign(pod)
+        else:
+            started = time.perf_counter()
+            signature = fw.signer.sign(pod)
+            seconds = time.perf_counter() - started
+            self.observer.observe_extension_point("Sign", "Success", fw.profile_name, seconds)
+        qpi.signature, qpi.signed = signature, pod
+        return signature
+
+    def schedule_pod(
+        self,
+        fw: Framework,
+        state: CycleState,
+        pod: PodInfo,
+        signature: PodSignature | None = None,
+    ) -> ScheduleResult:
         """Pick a node for the pod, or raise FitError / NoNodesError / PluginError
-        (schedulePod in schedule_one.go)."""
+        (schedulePod in schedule_one.go). With OpportunisticBatching on, the pass's
+        ranking is handed to the profile's batch (StoreScheduleResults)."""
         num_all = len(self.table)
         if num_all == 0:
             raise NoNodesError()
-        feasible, diagnosis, evaluated = self.find_nodes_that_fit(fw, state, pod)
+        cycle = self.queue.scheduling_cycle
+        feasible, diagnosis, evaluated, hint = self.find_nodes_that_fit(
+            fw, state, pod, signature, cycle
+        )
         capture: CycleCapture | None = state.explain
         if capture is not None:
             capture.num_all_nodes, capture.evaluated = num_all, evaluated
@@ -193,9 +229,24 @@ class SchedulingCycle(BindingCycle, Explaining):
             row = int(feasible[0])
             if capture is not None:
                 capture.chosen_row = row
-            return ScheduleResult(self.table.names[row], row, evaluated, 1)
+            name = self.table.names[row]
+            if self.opportunistic_batching:
+                fw.batch.store_schedule_results(signature, hint, name, None, cycle)
+            return ScheduleResult(name, row, evaluated, 1)
         totals = self.prioritize_nodes(fw, state, pod, feasible)
-        row = int(feasible[select_host(totals, self.rng)])
+        chosen = select_host(totals, self.rng)
+        row = int(feasible[chosen])
+        if self.opportunistic_batching:
+            # The others, best first. Only a pod with a signature has its list
+            # kept (StoreScheduleResults upstream); for another one only how many
+            # nodes are left counts (the flush's reason), so nothing is copied.
+            if signature is None:
+                ranking = SortedNodes(None, totals[1:], self.rng)
+            else:
+                others = np.delete(feasible, chosen)
+                names = [self.table.names[r] for r in others.tolist()]
+                ranking = SortedNodes(names, np.delete(totals, chosen), self.rng)
+            fw.batch.store_schedule_results(signature, hint, self.table.names[row], ranking, cycle)
         if capture is not None:
             capture.totals, capture.chosen_row = totals, row
             capture.tied_rows = [int(r) for r in feasible[totals == totals.max()]]
@@ -204,30 +255,42 @@ class SchedulingCycle(BindingCycle, Explaining):
     # --- filtering -----------------------------------------------------------------
 
     def find_nodes_that_fit(
-        self, fw: Framework, state: CycleState, pod: PodInfo
-    ) -> tuple[Rows, Diagnosis, int]:
+        self,
+        fw: Framework,
+        state: CycleState,
+        pod: PodInfo,
+        signature: PodSignature | None = None,
+        cycle: int = 0,
+    ) -> tuple[Rows, Diagnosis, int, str]:
         """Feasible rows (at most numFeasibleNodesToFind of them), the diagnosis,
-        and how many nodes were evaluated (findNodesThatFitPod in schedule_one.go)."""
+        how many nodes were evaluated, and the batch's node hint, "" if none
+        (findNodesThatFitPod in schedule_one.go)."""
         table = self.table
         order = table.order()
         num_all = len(order)
         pre_result, status = fw.run_pre_filter(state, pod, table)
         if not status.is_success():
-            return np.empty(0, np.intp), pre_filter_diagnosis(status, num_all), 0
+            return np.empty(0, np.intp), pre_filter_diagnosis(status, num_all), 0, ""
 
+        hint = ""
+        if self.opportunistic_batching:
+            # Asked for even when the pod has a nominated node, as upstream does.
+            hint = fw.batch.get_node_hint(pod, signature, state, cycle, fw.rejected_on)
         # A pod nominated by an earlier preemption tries that node first
-        # (evaluateNominatedNode): it is likely the only one that fits.
+        # (evaluateNominatedNode): it is likely the only one that fits. The
+        # batch's hint is tried the same way, after a nomination.
         nominated_row: int | None = None
         nominated: Diagnosis | None = None
-        if pod.pod.status.nominated_node_name:
-            nominated_row = table.row_of(pod.pod.status.nominated_node_name)
+        first_try = pod.pod.status.nominated_node_name or hint
+        if first_try:
+            nominated_row = table.row_of(first_try)
         if nominated_row is not None:
             fits, nominated = self.evaluate_nominated_node(fw, state, pod, nominated_row)
-            if state.explain is not None:
+            if state.explain is not None and pod.pod.status.nominated_node_name:
                 state.explain.nominated_node = pod.pod.status.nominated_node_name
                 state.explain.nominated_fits = bool(len(fits))
             if len(fits):
-                return fits, Diagnosis.empty(), 1
+                return fits, Diagnosis.empty(), 1, hint
 
         candidates, absent = pre_filter_candidates(table, order, pre_result)
         if state.explain is not None:
@@ -248,7 +311,7 @@ class SchedulingCycle(BindingCycle, Explaining):
             self.next_start_node_index = (self.next_start_node_index + processed) % num_all
         if absent is not None:
             set_absent_nodes_status(diagnosis, absent, num_all - explicit)
-        return feasible, diagnosis, processed
+        return feasible, diagnosis, processed, hint
 
     def evaluate_nominated_node(
         self, fw: Framework, state: CycleState, pod: PodInfo, row: int

@@ -33,6 +33,7 @@ from kubesched.plugins.registry import default_registry
 from kubesched.queue.nominator import Nominator
 from kubesched.queue.scheduling_queue import QueueProfile, SchedulingQueue
 from kubesched.scheduler.base import ExplainObserver, Observer, OutcomeObserver
+from kubesched.scheduler.batch_window import BatchObserver, BatchOptions, BatchWindow
 from kubesched.scheduler.binding_cycle import set_nominated_node_name
 from kubesched.scheduler.eventhandlers import EventHandlers
 from kubesched.scheduler.podgroup_cycle import PodGroupCycle
@@ -59,7 +60,11 @@ class Scheduler(EventHandlers, PodGroupCycle):
         waiting_pods: WaitingPods | None = None,
         explain_observer: ExplainObserver | None = None,
         gates: FeatureGates = DEFAULT_GATES,
+        batch: BatchOptions | None = None,
+        batch_observer: BatchObserver | None = None,
     ) -> None:
+        # v1.36.3's defaults with the caller's overrides (--feature-gates).
+        self.opportunistic_batching = gates.opportunistic_batching
         self.clock = clock or SimClock()
         self.cluster = cluster
         self.gates = gates
@@ -120,6 +125,8 @@ class Scheduler(EventHandlers, PodGroupCycle):
         self.observer = observer
         self.outcome_observer = outcome_observer
         self.explain_observer = explain_observer
+        # `run --batch-window`: off (None) unless asked.
+        self.batch = None if batch is None else BatchWindow(self, batch, batch_observer)
 
     def _activate(self, keys: list[str]) -> None:
         self.queue.activate(keys)

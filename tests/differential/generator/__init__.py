@@ -34,7 +34,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from tests.differential.generator.dra import dra_objects, slices_of
-from tests.differential.generator.features import _pdbs, _volumes
+from tests.differential.generator.features import _pdbs, _replicas, _volumes
 from tests.differential.generator.gangs import (
     GANG_GATES,
     gangs,
@@ -114,6 +114,8 @@ def generate(
     gpu_nodes = rng.random() < 0.6
     nodes = [_node(rng, i, gpu_nodes) for i in range(rng.randint(node_min, node_max))]
     pods = [_pod(rng, i, nodes, gpu_nodes, features) for i in range(rng.randint(pod_min, pod_max))]
+    if "batching" in features:
+        pods = _replicas(rng, pods)
     scenario: Scenario = {
         "name": f"seed{seed}-{index:03d}-{profile}",
         "seed": seed,

@@ -59,6 +59,28 @@ def _pod_affinity(rng: random.Random, app: str) -> dict[str, Any]:
     return out
 
 
+def _replicas(rng: random.Random, pods: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The `batching` feature: runs of identical pods (replicas), as a controller
+    makes them, right after the pod they copy. Pods with volumes or claims are
+    not copied (the copies would share them). Half the runs get a host port, so
+    that each node holds one replica: v1.36.3 reuses a ranking only when the
+    node the previous pod went to no longer fits the next one."""
+    out: list[dict[str, Any]] = []
+    chosen = set(rng.sample(range(len(pods)), k=min(len(pods), rng.randint(1, 3))))
+    for i, pod in enumerate(pods):
+        out.append(pod)
+        spec = pod["spec"]
+        if i not in chosen or spec.get("volumes") or spec.get("resourceClaims"):
+            continue
+        if rng.random() < 0.5:
+            spec["containers"][0]["ports"] = [{"containerPort": 8080, "hostPort": 8080}]
+        for k in range(rng.randint(2, 5)):
+            copy_ = copy.deepcopy(pod)
+            copy_["name"] = f"{pod['name']}r{k}"
+            out.append(copy_)
+    return out
+
+
 def _pdbs(rng: random.Random) -> list[dict[str, Any]]:
     out = []
     for app in rng.sample(APPS, k=rng.randint(0, 2)):

@@ -46,11 +46,16 @@ FEATURE_PLUGINS: dict[str, tuple[str, ...]] = {
     "dra": ("DynamicResources",),
 }
 FEATURES = tuple(FEATURE_PLUGINS)
-# Features only run when asked for by name (not part of "every feature"): gangs needs
-# a control plane serving the alpha Workload API (hack/cluster-up.sh with
-# KUBESCHED_WORKLOAD_API=1) and both schedulers with GenericWorkload and
-# GangScheduling on, whose default profile then ends with GangScheduling.
-OPT_IN_FEATURES = ("gangs",)
+# Features only run when asked for by name (not part of "every feature", which keeps
+# the scenarios it always made):
+# - gangs needs a control plane serving the alpha Workload API (hack/cluster-up.sh
+#   with KUBESCHED_WORKLOAD_API=1) and both schedulers with GenericWorkload and
+#   GangScheduling on, whose default profile then ends with GangScheduling;
+# - batching needs no plugin of its own: it makes runs of identical pods and has
+#   PodTopologySpread add no cluster-default constraints (defaultingType: List),
+#   without which v1.36.3 signs no pod, so OpportunisticBatching (on by default in
+#   both schedulers) has pods to batch.
+OPT_IN_FEATURES = ("gangs", "batching")
 # `--features none` (make diff FEATURES=none): only the plugins no feature covers.
 NO_FEATURES = "none"
 
@@ -170,11 +175,10 @@ def unsupported_features(features: Iterable[str]) -> dict[str, list[str]]:
     have = kubesched_plugins()
     out: dict[str, list[str]] = {}
     for feature in features:
-        if feature in OPT_IN_FEATURES:
-            continue
-        if feature not in FEATURE_PLUGINS:
-            raise ValueError(f"unknown feature {feature!r} (known: {', '.join(FEATURES)})")
-        missing = [p for p in FEATURE_PLUGINS[feature] if p not in have]
+        if feature not in FEATURE_PLUGINS and feature not in OPT_IN_FEATURES:
+            known = ", ".join((*FEATURES, *OPT_IN_FEATURES))
+            raise ValueError(f"unknown feature {feature!r} (known: {known})")
+        missing = [p for p in FEATURE_PLUGINS.get(feature, ()) if p not in have]
         if missing:
             out[feature] = missing
     return out
@@ -215,6 +219,10 @@ def profile_config(profile: str, features: Iterable[str]) -> dict[str, Any]:
     disabled.extend({"name": n} for n in disabled_plugins(features) if n not in names)
     if disabled:  # with every feature on, the default profile has nothing disabled
         multi["disabled"] = disabled
+    if "batching" in features and "PodTopologySpread" not in disabled_plugins(features):
+        body.setdefault("pluginConfig", []).append(
+            {"name": "PodTopologySpread", "args": {"defaultingType": "List"}}
+        )
     return body
 
 

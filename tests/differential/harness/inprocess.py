@@ -98,7 +98,7 @@ def score_step(
     cluster.watch(sched)
     cycle = CycleState()
     info = PodInfo(pending)
-    feasible, diagnosis, _ = sched.find_nodes_that_fit(fw, cycle, info)
+    feasible, diagnosis, _, _ = sched.find_nodes_that_fit(fw, cycle, info)
     table = sched.table
     names = [logical.get(table.names[int(r)], table.names[int(r)]) for r in feasible]
     if len(feasible) == 0:

@@ -49,6 +49,7 @@ from kubesched.framework.interfaces import (
 )
 from kubesched.framework.node_table import IntArray, NodeTable, Rows
 from kubesched.framework.nodeinfo import NodeInfo
+from kubesched.framework.signature import SignFragment, SignPlugin, not_signable
 from kubesched.framework.status import Status
 from kubesched.framework.types import PodInfo
 from kubesched.plugins.dynamicresources import extended, postfilter, prebind
@@ -124,6 +125,7 @@ class _SharedCachesAllocator:
 
 
 class DynamicResources(
+    SignPlugin,
     PreEnqueuePlugin,
     PreFilterPlugin,
     NodeFilterPlugin,
@@ -152,6 +154,12 @@ class DynamicResources(
         self.allocator_factory = (
             _SharedCachesAllocator() if allocator_factory is None else allocator_factory
         )
+
+    def sign_pod(self, pod: PodInfo) -> tuple[Sequence[SignFragment], Status]:
+        """SignPod: a pod with ResourceClaims is not signable."""
+        if pod.pod.spec.resource_claims:
+            return not_signable("pods with dra resource claims are not signable")
+        return (), Status.success()
 
     @property
     def dra(self) -> DraState:

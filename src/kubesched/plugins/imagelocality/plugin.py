@@ -12,6 +12,7 @@ compared as they are.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -19,6 +20,8 @@ import numpy as np
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.interfaces import MAX_NODE_SCORE, ScorePlugin
 from kubesched.framework.node_table import IntArray, NodeTable, Rows, normalized_image_name
+from kubesched.framework.signature import IMAGE_NAMES_SIGNER, SignFragment, SignPlugin
+from kubesched.framework.status import Status
 from kubesched.framework.types import PodInfo
 
 if TYPE_CHECKING:
@@ -62,8 +65,15 @@ def image_holders(nodes: NodeTable, name: str) -> tuple[dict[int, int], int]:
     return holders, next(iter(holders.values()), 0)
 
 
-class ImageLocality(ScorePlugin):
+class ImageLocality(SignPlugin, ScorePlugin):
     name = NAME
+
+    def sign_pod(self, pod: PodInfo) -> tuple[Sequence[SignFragment], Status]:
+        """SignPod: the normalized image names of all containers, init ones too."""
+        spec = pod.pod.spec
+        containers = (*spec.containers, *spec.init_containers)
+        names = sorted({normalized_image_name(c.image) for c in containers})
+        return [(IMAGE_NAMES_SIGNER, names)], Status.success()
 
     def score(self, state: CycleState, pod: PodInfo, nodes: NodeTable, rows: Rows) -> IntArray:
         spec = pod.pod.spec

@@ -15,7 +15,7 @@ of pods with affinity, parsed when the pod was placed.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
@@ -43,6 +43,7 @@ from kubesched.framework.pod_index import (
     pod_affinity_terms,
     sparse_counts,
 )
+from kubesched.framework.signature import LABELS_SIGNER, SignFragment, SignPlugin, not_signable
 from kubesched.framework.status import Code, Status
 from kubesched.framework.types import ActionType, ClusterEvent, PodInfo, Resource
 from kubesched.plugins.helpers.args import raw_args
@@ -173,6 +174,7 @@ class _PreScoreState:
 
 
 class InterPodAffinity(
+    SignPlugin,
     PreFilterPlugin,
     PreFilterExtensions,
     FilterPlugin,
@@ -203,6 +205,19 @@ class InterPodAffinity(
         )
 
     # --- namespaces ----------------------------------------------------------------------
+
+    def sign_pod(self, pod: PodInfo) -> tuple[Sequence[SignFragment], Status]:
+        """SignPod: a pod with pod affinity or anti-affinity is not signable;
+        others sign with their labels (existing pods' terms may match them),
+        unless ignorePreferredTermsOfExistingPods makes those irrelevant."""
+        affinity = pod.pod.spec.affinity
+        if affinity is not None and (
+            affinity.pod_affinity is not None or affinity.pod_anti_affinity is not None
+        ):
+            return not_signable("pods with InterPodAffinity are not signable")
+        if self.ignore_preferred_terms_of_existing_pods:
+            return (), Status.success()
+        return [(LABELS_SIGNER, pod.pod.metadata.labels)], Status.success()
 
     def _namespace_labels(self, namespace: str) -> Mapping[str, str]:
         """GetNamespaceLabelsSnapshot: an unknown namespace has no labels."""

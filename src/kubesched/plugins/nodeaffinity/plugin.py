@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -34,6 +34,13 @@ from kubesched.framework.interfaces import (
     ScorePlugin,
 )
 from kubesched.framework.node_table import IntArray, NodeTable, Rows
+from kubesched.framework.signature import (
+    NODE_AFFINITY_SIGNER,
+    NODE_SELECTOR_SIGNER,
+    SignFragment,
+    SignPlugin,
+    node_affinity_signer,
+)
 from kubesched.framework.status import Code, Status
 from kubesched.framework.types import ActionType, ClusterEvent, PodInfo, Resource
 from kubesched.plugins.helpers.args import raw_args
@@ -76,7 +83,9 @@ def _pod_preferred_terms(pod: Pod) -> PreferredTerms | None:
     return parse_preferred_terms(terms) if terms else None
 
 
-class NodeAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, EnqueueExtensions):
+class NodeAffinity(
+    SignPlugin, PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, EnqueueExtensions
+):
     """Args (NodeAffinityArgs): `addedAffinity`, a NodeAffinity applied to every pod.
 
     Its required terms must hold on top of the pod's own (failing them gives the
@@ -107,6 +116,13 @@ class NodeAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, E
             self.added_preferred = parse_preferred_terms(preferred)
 
     # --- filtering -----------------------------------------------------------------
+
+    def sign_pod(self, pod: PodInfo) -> tuple[Sequence[SignFragment], Status]:
+        """SignPod: the pod's node affinity and node selector."""
+        return [
+            (NODE_AFFINITY_SIGNER, node_affinity_signer(pod.pod)),
+            (NODE_SELECTOR_SIGNER, pod.pod.spec.node_selector),
+        ], Status.success()
 
     def pre_filter(
         self, state: CycleState, pod: PodInfo, nodes: NodeTable

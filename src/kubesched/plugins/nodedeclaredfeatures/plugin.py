@@ -9,6 +9,7 @@ and PreFilter then skips the plugin's Filter.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from kubesched.api.declared_features import infer_for_scheduling
@@ -23,6 +24,7 @@ from kubesched.framework.interfaces import (
     PreFilterResult,
 )
 from kubesched.framework.node_table import NodeTable, Rows
+from kubesched.framework.signature import FEATURES_SIGNER, SignFragment, SignPlugin
 from kubesched.framework.status import Code, Status
 from kubesched.framework.types import ActionType, ClusterEvent, PodInfo, Resource
 from kubesched.plugins.helpers.hints import as_node, as_pod, same_pod
@@ -38,8 +40,12 @@ class _PreFilterState:
     required: int  # bitmap of the features the pod needs, never 0
 
 
-class NodeDeclaredFeatures(PreFilterPlugin, FilterPlugin, EnqueueExtensions):
+class NodeDeclaredFeatures(SignPlugin, PreFilterPlugin, FilterPlugin, EnqueueExtensions):
     name = "NodeDeclaredFeatures"
+
+    def sign_pod(self, pod: PodInfo) -> tuple[Sequence[SignFragment], Status]:
+        """SignPod: the features the pod needs (InferForPodScheduling)."""
+        return [(FEATURES_SIGNER, infer_for_scheduling(pod.pod.spec))], Status.success()
 
     def pre_filter(
         self, state: CycleState, pod: PodInfo, nodes: NodeTable

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 
 from kubesched.framework.cycle_state import CycleState
@@ -13,14 +15,19 @@ from kubesched.framework.interfaces import (
     NodeVerdicts,
 )
 from kubesched.framework.node_table import NodeTable, Rows
-from kubesched.framework.status import Code
+from kubesched.framework.signature import NODE_NAME_SIGNER, SignFragment, SignPlugin
+from kubesched.framework.status import Code, Status
 from kubesched.framework.types import ActionType, ClusterEvent, PodInfo, Resource
 
 ERR_REASON = "node(s) didn't match the requested node name"
 
 
-class NodeName(FilterPlugin, EnqueueExtensions):
+class NodeName(SignPlugin, FilterPlugin, EnqueueExtensions):
     name = "NodeName"
+
+    def sign_pod(self, pod: PodInfo) -> tuple[Sequence[SignFragment], Status]:
+        """SignPod: spec.nodeName."""
+        return [(NODE_NAME_SIGNER, pod.pod.spec.node_name)], Status.success()
 
     def filter_scope(self, pod: PodInfo) -> FilterScope:
         # The verdict reads the node's name.

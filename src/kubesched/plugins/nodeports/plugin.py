@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -19,6 +19,12 @@ from kubesched.framework.interfaces import (
     PreFilterResult,
 )
 from kubesched.framework.node_table import NodeTable, Rows
+from kubesched.framework.signature import (
+    HOST_PORTS_SIGNER,
+    SignFragment,
+    SignPlugin,
+    host_ports_signer,
+)
 from kubesched.framework.status import Code, Status
 from kubesched.framework.types import ActionType, ClusterEvent, HostPort, PodInfo, Resource
 from kubesched.plugins.helpers.hints import as_pod
@@ -87,8 +93,12 @@ def conflicting_rows(nodes: NodeTable, wanted: Iterable[HostPort]) -> list[int]:
     return sorted(found)
 
 
-class NodePorts(PreFilterPlugin, FilterPlugin, EnqueueExtensions):
+class NodePorts(SignPlugin, PreFilterPlugin, FilterPlugin, EnqueueExtensions):
     name = "NodePorts"
+
+    def sign_pod(self, pod: PodInfo) -> tuple[Sequence[SignFragment], Status]:
+        """SignPod: the pod's host ports."""
+        return [(HOST_PORTS_SIGNER, host_ports_signer(pod.pod))], Status.success()
 
     def pre_filter(
         self, state: CycleState, pod: PodInfo, nodes: NodeTable

@@ -20,6 +20,7 @@ import numpy as np
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.interfaces import PreScorePlugin, ScorePlugin
 from kubesched.framework.node_table import IntArray, NodeTable, Rows
+from kubesched.framework.signature import SignFragment, SignPlugin
 from kubesched.framework.status import Status
 from kubesched.framework.types import PodInfo
 from kubesched.plugins.helpers.args import raw_args
@@ -27,6 +28,7 @@ from kubesched.plugins.noderesources.args import (
     NodeResourcesBalancedAllocationArgs,
     balanced_allocation_args,
 )
+from kubesched.plugins.noderesources.fit import sign_requests
 from kubesched.plugins.noderesources.resource_allocation import (
     CPU_AND_MEMORY,
     balanced_allocation,
@@ -51,7 +53,7 @@ def _best_effort(requests: Sequence[int]) -> bool:
     return all(request == 0 for request in requests)
 
 
-class NodeResourcesBalancedAllocation(PreScorePlugin, ScorePlugin):
+class NodeResourcesBalancedAllocation(SignPlugin, PreScorePlugin, ScorePlugin):
     name = NAME
 
     def __init__(
@@ -63,6 +65,11 @@ class NodeResourcesBalancedAllocation(PreScorePlugin, ScorePlugin):
         self.balanced_args = balanced_allocation_args(args)
         self.resources = self.balanced_args.resources
         self._cpu_memory = tuple(spec.name for spec in self.resources) == CPU_AND_MEMORY
+
+    def sign_pod(self, pod: PodInfo) -> tuple[Sequence[SignFragment], Status]:
+        """SignPod: the pod's requests; not signable when a DeviceClass backs one
+        of them (DRAExtendedResource)."""
+        return sign_requests(self._handle, pod)
 
     def pre_score(self, state: CycleState, pod: PodInfo, nodes: NodeTable, rows: Rows) -> Status:
         requests = pod_request_list(pod, self.resources, use_requested=True)

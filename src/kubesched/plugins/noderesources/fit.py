@@ -43,6 +43,7 @@ from kubesched.framework.interfaces import (
     ScorePlugin,
 )
 from kubesched.framework.node_table import PODS, BoolArray, IntArray, NodeTable, Rows
+from kubesched.framework.signature import RESOURCES_SIGNER, SignFragment, SignPlugin, not_signable
 from kubesched.framework.status import Code, Status
 from kubesched.framework.types import ActionType, ClusterEvent, PodInfo, Resource
 from kubesched.plugins.helpers.args import raw_args
@@ -132,6 +133,20 @@ def _need(nodes: NodeTable, request: tuple[tuple[str, int], ...]) -> IntArray | 
     return need
 
 
+def sign_requests(handle: Handle | None, pod: PodInfo) -> tuple[Sequence[SignFragment], Status]:
+    """Fit's and BalancedAllocation's SignPod: the pod's requests (with overhead),
+    or not signable when a DeviceClass backs a resource it asks for
+    (shouldDelegateResourceToDRA with no node: DRAExtendedResource, on in v1.36.3)."""
+    if handle is not None and handle.dra.classes:
+        dra = handle.dra
+        for name, amount in pod.requests.items():
+            if amount and dra.device_class_for(name) is not None:
+                return not_signable(
+                    "signature disabled when dra extended resources are used in the cluster"
+                )
+    return [(RESOURCES_SIGNER, pod.requests)], Status.success()
+
+
 @dataclass(frozen=True, slots=True)
 class _PreScoreState:
     pod_requests: tuple[int, ...]
@@ -141,7 +156,7 @@ class _PreScoreState:
 
 
 class NodeResourcesFit(
-    PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, EnqueueExtensions
+    SignPlugin, PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, EnqueueExtensions
 ):
     name = NAME
 
@@ -171,6 +186,11 @@ class NodeResourcesFit(
             self._cpu_memory_weights = (self.resources[0].weight, self.resources[1].weight)
 
     # --- PreFilter / Filter ------------------------------------------------------------
+
+    def sign_pod(self, pod: PodInfo) -> tuple[Sequence[SignFragment], Status]:
+        """SignPod: the pod's requests; not signable when a DeviceClass backs one
+        of them (DRAExtendedResource)."""
+        return sign_requests(self._handle, pod)
 
     def pre_filter(
         self, state: CycleState, pod: PodInfo, nodes: NodeTable

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from kubesched.api.objects import Pod, Taint
 from kubesched.api.taints import NO_SCHEDULE, TAINT_NODE_UNSCHEDULABLE, tolerations_tolerate_taint
 from kubesched.framework.cycle_state import CycleState
@@ -13,7 +15,13 @@ from kubesched.framework.interfaces import (
     NodeVerdicts,
 )
 from kubesched.framework.node_table import NodeTable, Rows
-from kubesched.framework.status import Code
+from kubesched.framework.signature import (
+    TOLERATIONS_SIGNER,
+    SignFragment,
+    SignPlugin,
+    tolerations_signer,
+)
+from kubesched.framework.status import Code, Status
 from kubesched.framework.types import ActionType, ClusterEvent, PodInfo, Resource
 from kubesched.plugins.helpers.hints import as_node, as_pod, same_pod
 
@@ -28,8 +36,12 @@ def tolerates_unschedulable(pod: Pod) -> bool:
     return tolerations_tolerate_taint(pod.spec.tolerations, UNSCHEDULABLE_TAINT)
 
 
-class NodeUnschedulable(FilterPlugin, EnqueueExtensions):
+class NodeUnschedulable(SignPlugin, FilterPlugin, EnqueueExtensions):
     name = "NodeUnschedulable"
+
+    def sign_pod(self, pod: PodInfo) -> tuple[Sequence[SignFragment], Status]:
+        """SignPod: the pod's tolerations."""
+        return [(TOLERATIONS_SIGNER, tolerations_signer(pod.pod))], Status.success()
 
     def filter_scope(self, pod: PodInfo) -> FilterScope:
         # The verdict reads the node's unschedulable flag and taints.

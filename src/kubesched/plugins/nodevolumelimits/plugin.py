@@ -11,7 +11,7 @@ is migrated to CSI under that CSI driver), with a handle unique to the claim.
 from __future__ import annotations
 
 import secrets
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
@@ -34,6 +34,7 @@ from kubesched.framework.interfaces import (
     PreFilterResult,
 )
 from kubesched.framework.node_table import NodeTable, Rows
+from kubesched.framework.signature import VOLUMES_SIGNER, SignFragment, SignPlugin, volumes_signer
 from kubesched.framework.status import Code, Status
 from kubesched.framework.types import ActionType, ClusterEvent, PodInfo, Resource
 from kubesched.plugins.helpers.hints import as_pod
@@ -86,7 +87,7 @@ def volume_limits(csi_node: CSINode | None) -> dict[str, int]:
     }
 
 
-class NodeVolumeLimits(PreFilterPlugin, FilterPlugin, EnqueueExtensions):
+class NodeVolumeLimits(SignPlugin, PreFilterPlugin, FilterPlugin, EnqueueExtensions):
     name = NAME
     uses_storage: ClassVar[bool] = True
 
@@ -96,6 +97,10 @@ class NodeVolumeLimits(PreFilterPlugin, FilterPlugin, EnqueueExtensions):
         self.random_volume_id_prefix = secrets.token_hex(16)
         self._limits_key: tuple[int, int] | None = None
         self._limits_cache: dict[str, dict[str, int]] = {}
+
+    def sign_pod(self, pod: PodInfo) -> tuple[Sequence[SignFragment], Status]:
+        """SignPod: the pod's volume sources."""
+        return [(VOLUMES_SIGNER, volumes_signer(pod.pod))], Status.success()
 
     @property
     def storage(self) -> StorageState:

@@ -37,6 +37,7 @@ from kubesched.framework.interfaces import (
 )
 from kubesched.framework.node_table import BoolArray, IntArray, LabelColumn, NodeTable, Rows
 from kubesched.framework.pod_index import sparse_counts
+from kubesched.framework.signature import SignFragment, SignPlugin, not_signable
 from kubesched.framework.status import Code, Status
 from kubesched.framework.types import ActionType, ClusterEvent, PodInfo, Resource
 from kubesched.plugins.helpers.args import raw_args
@@ -182,6 +183,7 @@ def _grown(array: IntArray | BoolArray, size: int) -> Any:
 
 
 class PodTopologySpread(
+    SignPlugin,
     PreFilterPlugin,
     PreFilterExtensions,
     FilterPlugin,
@@ -207,6 +209,15 @@ class PodTopologySpread(
         self.default_constraints, self.system_defaulted = default_constraints(self.spread_args)
 
     # --- constraints -------------------------------------------------------------------
+
+    def sign_pod(self, pod: PodInfo) -> tuple[Sequence[SignFragment], Status]:
+        """SignPod: a pod with spread constraints, its own or the cluster's
+        default ones (System defaulting has them), is not signable."""
+        if pod.pod.spec.topology_spread_constraints:
+            return not_signable("pods with topology constraints are not signable")
+        if self.default_constraints:
+            return not_signable("pods with default topology constraints are not signable")
+        return (), Status.success()
 
     def _default_constraints(self, pod: Pod, action: str) -> list[Constraint]:
         """buildDefaultConstraints."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -25,6 +26,12 @@ from kubesched.framework.interfaces import (
     ScorePlugin,
 )
 from kubesched.framework.node_table import IntArray, NodeTable, Rows
+from kubesched.framework.signature import (
+    TOLERATIONS_SIGNER,
+    SignFragment,
+    SignPlugin,
+    tolerations_signer,
+)
 from kubesched.framework.status import Code, Status
 from kubesched.framework.types import ActionType, ClusterEvent, PodInfo, Resource
 from kubesched.plugins.helpers.hints import as_node, as_pod, same_pod
@@ -59,10 +66,14 @@ def count_intolerable_prefer_no_schedule(
     )
 
 
-class TaintToleration(FilterPlugin, PreScorePlugin, ScorePlugin, EnqueueExtensions):
+class TaintToleration(SignPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, EnqueueExtensions):
     """Weight 3 in the default profile (set by the profile, not here)."""
 
     name = "TaintToleration"
+
+    def sign_pod(self, pod: PodInfo) -> tuple[Sequence[SignFragment], Status]:
+        """SignPod: the pod's tolerations."""
+        return [(TOLERATIONS_SIGNER, tolerations_signer(pod.pod))], Status.success()
 
     def filter_scope(self, pod: PodInfo) -> FilterScope:
         # The verdict reads the node's taints.

@@ -17,7 +17,7 @@ PreScore always skips.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -59,6 +59,7 @@ from kubesched.framework.interfaces import (
     ScorePlugin,
 )
 from kubesched.framework.node_table import BoolArray, IntArray, NodeTable, Rows
+from kubesched.framework.signature import VOLUMES_SIGNER, SignFragment, SignPlugin, volumes_signer
 from kubesched.framework.status import Code, Status
 from kubesched.framework.types import ActionType, ClusterEvent, PodInfo, Resource
 from kubesched.plugins.helpers.args import raw_args
@@ -107,6 +108,7 @@ class VolumeBindingError(Exception):
 
 
 class VolumeBinding(
+    SignPlugin,
     PreFilterPlugin,
     FilterPlugin,
     PreScorePlugin,
@@ -129,6 +131,10 @@ class VolumeBinding(
         super().__init__(raw_args(args), handle)
         self.binding_args = volume_binding_args(args)
         self.bind_timeout = float(self.binding_args.bind_timeout_seconds)
+
+    def sign_pod(self, pod: PodInfo) -> tuple[Sequence[SignFragment], Status]:
+        """SignPod: the pod's volume sources."""
+        return [(VOLUMES_SIGNER, volumes_signer(pod.pod))], Status.success()
 
     @property
     def storage(self) -> StorageState:

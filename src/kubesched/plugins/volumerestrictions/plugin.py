@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -29,6 +30,7 @@ from kubesched.framework.interfaces import (
     PreFilterResult,
 )
 from kubesched.framework.node_table import NodeTable, Rows
+from kubesched.framework.signature import VOLUMES_SIGNER, SignFragment, SignPlugin, volumes_signer
 from kubesched.framework.status import Code, Status
 from kubesched.framework.types import ActionType, ClusterEvent, PodInfo, Resource
 from kubesched.plugins.helpers.hints import as_pod
@@ -118,9 +120,15 @@ def satisfies_volume_conflicts(pod: Pod, others: list[Pod]) -> bool:
     return True
 
 
-class VolumeRestrictions(PreFilterPlugin, PreFilterExtensions, FilterPlugin, EnqueueExtensions):
+class VolumeRestrictions(
+    SignPlugin, PreFilterPlugin, PreFilterExtensions, FilterPlugin, EnqueueExtensions
+):
     name = NAME
     uses_storage: ClassVar[bool] = True
+
+    def sign_pod(self, pod: PodInfo) -> tuple[Sequence[SignFragment], Status]:
+        """SignPod: the pod's volume sources."""
+        return [(VOLUMES_SIGNER, volumes_signer(pod.pod))], Status.success()
 
     def pre_filter(
         self, state: CycleState, pod: PodInfo, nodes: NodeTable

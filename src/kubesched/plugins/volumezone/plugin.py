@@ -12,6 +12,7 @@ waits for the first consumer, and rejected otherwise.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -36,6 +37,7 @@ from kubesched.framework.interfaces import (
     PreFilterResult,
 )
 from kubesched.framework.node_table import BoolArray, NodeTable, Rows
+from kubesched.framework.signature import VOLUMES_SIGNER, SignFragment, SignPlugin, volumes_signer
 from kubesched.framework.status import Code, Status
 from kubesched.framework.types import ActionType, ClusterEvent, PodInfo, Resource
 
@@ -92,9 +94,13 @@ def pvc_names(pod: Pod) -> list[str]:
     ]
 
 
-class VolumeZone(PreFilterPlugin, FilterPlugin, EnqueueExtensions):
+class VolumeZone(SignPlugin, PreFilterPlugin, FilterPlugin, EnqueueExtensions):
     name = NAME
     uses_storage: ClassVar[bool] = True
+
+    def sign_pod(self, pod: PodInfo) -> tuple[Sequence[SignFragment], Status]:
+        """SignPod: the pod's volume sources."""
+        return [(VOLUMES_SIGNER, volumes_signer(pod.pod))], Status.success()
 
     def _topologies(self, pod: Pod) -> tuple[list[PVTopology], Status]:
         """getPVbyPod."""

@@ -1,0 +1,327 @@
+"""`run --batch-window`: the batch placement engine as a fallback of the
+scheduling cycle (issue 17; the PostFilter fallback of arXiv 2511.08373).
+
+Off (the default), none of this exists and the scheduler is kube-scheduler.
+On, a window opens with the first pod the cycle places or leaves unschedulable,
+and for `window` seconds:
+
+- every pod the cycle places (it passed Filter, Reserve and Permit) is held at
+  Permit, under the wait `BatchPlacement`, still assumed on its node;
+- every pod the cycle leaves unschedulable that preemption did not nominate
+  (PostFilter found nothing) is gathered.
+
+When the window closes, with no pod gathered the held ones are let go at once:
+the cost is the wait. Otherwise the engine (kubesched.batch.place_batch) places
+the held and gathered pods of each profile jointly on the cache's node table
+without them, under the time limit, with the cycle's placement as greedy's. A
+pod left unschedulable on its own cannot fit once more pods are placed, so the
+held pods are what the engine may rearrange; pods already bound stay where they
+are (moving running pods is out of scope).
+
+The answer goes back through the normal cycles, never around them: a held pod
+the engine keeps where it is goes on to PreBind and Bind; one it puts elsewhere
+is rejected at Permit (Unreserve runs) and nominated to its new node; gathered
+pods it places are nominated to theirs. The nominated ones are then activated,
+once the moved ones have given their room back, and each tries its nominated
+node first (evaluateNominatedNode, as after preemption), through Filter,
+Reserve, Permit, PreBind and Bind. The nominations keep the room from
+lower-or-equal priority pods meanwhile, as preemption's do.
+
+When the engine keeps greedy's placement, fails or runs out of time, every held
+pod is let go and the gathered ones stay as the normal cycle left them. A pod
+the engine nominated that fails again is not gathered on that failure, so an
+answer that the cluster has overtaken is not tried again before a cluster event
+wakes the pod: no loop.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from kubesched.batch import BatchPlacement, place_batch
+from kubesched.framework.node_table import SavedRow
+from kubesched.framework.types import PodInfo, QueuedPodInfo
+from kubesched.logs import kv
+from kubesched.scheduler.binding_cycle import set_nominated_node_name
+
+if TYPE_CHECKING:
+    from kubesched.scheduler.base import SchedulerBase
+
+log = logging.getLogger("kubesched.batch")
+
+# The name of the batch's wait at Permit, and of the rejection of a pod it moves.
+BATCH_PLUGIN = "BatchPlacement"
+# A held pod is let go by the window's close; this much past the window and the
+# engine's time is the safety net of its Permit wait (rejected: retried as usual).
+HOLD_GRACE_SECONDS = 30.0
+
+# Told of each batch the engine ran on: its result ("engine", "greedy", "error")
+# and how many more pods it placed than greedy.
+BatchObserver = Callable[[str, int], None]
+
+
+@dataclass(frozen=True, slots=True)
+class BatchOptions:
+    window: float  # seconds the window stays open
+    timeout: float = 1.0  # the engine's time limit per profile
+    workers: int = 1  # CP-SAT's workers: the scheduler shares its machine
+
+
+@dataclass(slots=True)
+class BatchOutcome:
+    """What one closed window did (the log line and the tests read it)."""
+
+    profile: str
+    pods: int  # held + gathered
+    held: int
+    gathered: int
+    result: str  # engine | greedy | error
+    beyond_greedy: int = 0  # pods placed beyond greedy's placement
+    moved: dict[str, str] = field(default_factory=dict)  # held pod -> its new node
+    nominated: dict[str, str] = field(default_factory=dict)  # gathered pod -> node
+    note: str = ""
+    seconds: float = 0.0
+
+
+@dataclass(slots=True)
+class _Held:
+    pod: PodInfo
+    node: str
+    profile: str
+
+
+class BatchWindow:
+    """The scheduler's batch mode: holds, gathers, and closes windows (see the
+    module's docstring). The scheduler calls `hold` after Permit, `moved_to` and
+    `failed` from handle_scheduling_failure; the window closes on the
+    scheduler's clock."""
+
+    def __init__(
+        self,
+        scheduler: SchedulerBase,
+        options: BatchOptions,
+        observe: BatchObserver | None = None,
+    ) -> None:
+        self.scheduler = scheduler
+        self.options = options
+        self.observe = observe
+        self.held: dict[str, _Held] = {}
+        self.gathered: dict[str, str] = {}  # pod key -> profile
+        self.outcomes: list[BatchOutcome] = []  # the last windows' (a few kept)
+        self.windows_closed = 0
+        self._close_timer: Callable[[], None] | None = None
+        # Held pods rejected at Permit to move: key -> new node, until their
+        # failure is handled; then the pods to activate are.
+        self._moves: dict[str, str] = {}
+        self._to_activate: list[str] = []
+        # Pods the engine nominated: their next failure is not gathered.
+        self._spent: set[str] = set()
+
+    # --- the scheduler's hooks ---------------------------------------------------
+
+    def hold(self, pod: PodInfo, node: str, profile: str) -> dict[str, float]:
+        """The Permit wait of a pod the cycle placed: held until the window closes;
+        none for a pod the engine just placed (its attempt is the batch's answer)."""
+        if pod.key in self._spent:
+            self._spent.discard(pod.key)
+            return {}
+        self._open()
+        self.held[pod.key] = _Held(pod, node, profile)
+        opts = self.options
+        return {BATCH_PLUGIN: opts.window + 2 * opts.timeout + HOLD_GRACE_SECONDS}
+
+    def moved_to(self, key: str, nominated: str | None) -> str | None:
+        """The nomination a failed attempt leaves: the engine's node for a held pod
+        it rejected at Permit to move, else `nominated` unchanged."""
+        return self._moves.get(key, nominated)
+
+    def failed(self, qpi: QueuedPodInfo, nominated: str, unschedulable: bool) -> None:
+        """An attempt failed and was handled. Gathered: a pod no node fits
+        (`unschedulable`: the filters' verdict) that is not nominated (preemption
+        did not help), unless the engine's last nomination of it just failed."""
+        key = qpi.pod_info.key
+        if key in self._moves:
+            del self._moves[key]
+            self._to_activate.append(key)
+            if not self._moves:
+                self._activate()
+            return
+        if not unschedulable or nominated:
+            return
+        if key in self._spent:
+            self._spent.discard(key)  # the normal behaviour from now on
+            return
+        self._open()
+        self.gathered[key] = qpi.pod_info.pod.spec.scheduler_name
+
+    # --- the window --------------------------------------------------------------
+
+    def _open(self) -> None:
+        if self._close_timer is None:
+            clock = self.scheduler.clock
+            self._close_timer = clock.call_at(clock.now() + self.options.window, self.close)
+
+    def close(self) -> None:
+        """Close the window: let the held pods go, or run the engine per profile
+        on what the window holds and hand its answer to the normal cycles."""
+        self._close_timer = None
+        self.windows_closed += 1
+        held, self.held = self.held, {}
+        gathered, self.gathered = self.gathered, {}
+        sched = self.scheduler
+        # Pods deleted since the engine placed them are forgotten.
+        self._spent = {k for k in self._spent if sched.queue.find(k) is not None}
+        live: dict[str, _Held] = {}
+        for key, h in held.items():
+            waiting = sched.waiting_pods.get(key)
+            if waiting is not None and sched.cache.assumed.get(key) == h.node:
+                live[key] = h
+        pending: dict[str, QueuedPodInfo] = {}
+        for key in gathered:
+            qpi = sched.queue.unschedulable.get(key) or sched.queue.backoff.get(key)
+            if qpi is not None and not qpi.pod.status.nominated_node_name:
+                pending[key] = qpi
+        outcomes: list[BatchOutcome] = []
+        if pending:
+            profiles = {h.profile for h in live.values()}
+            profiles |= {q.pod.spec.scheduler_name for q in pending.values()}
+            for profile in sorted(profiles):
+                own = {k: h for k, h in live.items() if h.profile == profile}
+                waiting_pods = {
+                    k: q for k, q in pending.items() if q.pod.spec.scheduler_name == profile
+                }
+                outcome = self._place(profile, own, waiting_pods)
+                if outcome is not None:
+                    outcomes.append(outcome)
+        for key in live:
+            if key not in self._moves:
+                self._allow(key)
+        if self._to_activate and not self._moves:
+            self._activate()
+        elif self._moves:
+            # The moved pods' failures end the moves; should one never come (the
+            # pod deleted or made again meanwhile), the rest are woken anyway.
+            clock = sched.clock
+            clock.call_at(clock.now() + self.options.window, self._give_up_moves)
+        self.outcomes = [*self.outcomes, *outcomes][-16:]
+
+    def _place(
+        self, profile: str, held: dict[str, _Held], pending: dict[str, QueuedPodInfo]
+    ) -> BatchOutcome | None:
+        sched = self.scheduler
+        fw = sched.frameworks.get(profile)
+        if fw is None or not pending:
+            return None
+        table = sched.table
+        pods = [h.pod for h in held.values()] + [q.pod_info for q in pending.values()]
+        greedy = {key: h.node for key, h in held.items()}
+        outcome = BatchOutcome(profile, len(pods), len(held), len(pending), "greedy")
+        # The engine places pods on a table holding none of them: the held pods
+        # are taken off their rows for the solve and put back after.
+        saved: dict[int, SavedRow] = {}
+        result: BatchPlacement | None = None
+        try:
+            for h in held.values():
+                row = table.row_of(h.node)
+                if row is None:
+                    continue
+                if row not in saved:
+                    saved[row] = table.save_row(row)
+                table.remove_pod(h.pod, row)
+            labels = {name: ns.metadata.labels for name, ns in sched.listers.namespaces.items()}
+            result = place_batch(
+                fw,
+                table,
+                pods,
+                greedy,
+                timeout=self.options.timeout,
+                workers=self.options.workers,
+                namespace_labels=labels,
+            )
+        except Exception as exc:  # the engine must never stop the scheduler
+            log.exception("Batch placement failed; the pods keep the normal behaviour")
+            outcome.result = "error"
+            outcome.note = str(exc)
+        finally:
+            for kept in saved.values():
+                table.restore_row(kept)
+        if result is not None:
+            outcome.seconds = result.solve_seconds
+            outcome.note = result.note
+            if result.source == "engine":
+                outcome.result = "engine"
+                outcome.beyond_greedy = result.total - len(greedy)
+                self._hand_off(result, held, pending, outcome)
+        log.info(
+            "Batch placement",
+            extra=kv(
+                profile=profile,
+                pods=outcome.pods,
+                held=outcome.held,
+                gathered=outcome.gathered,
+                result=outcome.result,
+                placedBeyondGreedy=outcome.beyond_greedy,
+                moved=len(outcome.moved),
+                seconds=round(outcome.seconds, 3),
+                note=outcome.note,
+            ),
+        )
+        if self.observe is not None:
+            self.observe(outcome.result, outcome.beyond_greedy)
+        return outcome
+
+    def _hand_off(
+        self,
+        result: BatchPlacement,
+        held: dict[str, _Held],
+        pending: dict[str, QueuedPodInfo],
+        outcome: BatchOutcome,
+    ) -> None:
+        """The engine's answer to the cycles: held pods it keeps go on, the ones it
+        moves (or leaves out) are rejected at Permit, the gathered ones it places
+        are nominated."""
+        sched = self.scheduler
+        for key, h in held.items():
+            node = result.placements.get(key)
+            if node == h.node:
+                continue
+            waiting = sched.waiting_pods.get(key)
+            if waiting is None:
+                continue
+            if node is None:
+                message = "the batch placement places other pods of this priority instead"
+            else:
+                message = f"the batch placement moves the pod to node {node}"
+                self._moves[key] = node
+                outcome.moved[key] = node
+                self._spent.add(key)
+            waiting.reject(BATCH_PLUGIN, message)
+        for key, qpi in pending.items():
+            node = result.placements.get(key)
+            if node is None:
+                continue
+            pod = qpi.pod
+            sched.nominator.add(pod, node)
+            reason, message = sched.last_failures.get(key, ("Unschedulable", ""))
+            sched.cluster.set_unschedulable(pod, reason, message, node)
+            set_nominated_node_name(qpi, node)
+            outcome.nominated[key] = node
+            self._spent.add(key)
+            self._to_activate.append(key)
+
+    def _allow(self, key: str) -> None:
+        waiting = self.scheduler.waiting_pods.get(key)
+        if waiting is not None:
+            waiting.allow(BATCH_PLUGIN)
+
+    def _give_up_moves(self) -> None:
+        if self._moves:
+            self._moves.clear()
+            self._activate()
+
+    def _activate(self) -> None:
+        keys, self._to_activate = self._to_activate, []
+        self.scheduler.queue.activate(keys)
