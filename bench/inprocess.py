@@ -168,6 +168,8 @@ def run_inprocess(
 
     async def both_phases() -> tuple[float, int]:
         await schedule(init, False)
+        # As simulate and run do after their initial sync (large clusters only).
+        _freeze_after_sync(len(plan.nodes) + len(init))
         attempts_before = recorder.attempts
         if profiler is not None:
             profiler.enable()
@@ -195,6 +197,16 @@ def run_inprocess(
         "peak_rss_mb": round(peak_rss_bytes() / 2**20, 1),
         "violations": plan.verify(states, claim_states(dra) if dra is not None else None),
     }
+
+
+def _freeze_after_sync(objects: int) -> None:
+    """scheduler.freeze_after_sync, when the kubesched under test (--kubesched-rev)
+    has it."""
+    try:
+        from kubesched.scheduler.scheduler import freeze_after_sync
+    except ImportError:
+        return
+    freeze_after_sync(objects)
 
 
 def _churner(

@@ -35,6 +35,7 @@ from kubesched.framework.registry import Registry
 from kubesched.framework.storage import StorageState
 from kubesched.scheduler import Scheduler
 from kubesched.scheduler.explain import profile_plugins
+from kubesched.scheduler.scheduler import freeze_after_sync
 
 # Simulated runs yield to binding tasks this often, as a real scheduler would
 # between cycles, so that bind events reach the queue in a realistic order.
@@ -231,6 +232,7 @@ async def _simulate(
 ) -> SimulationResult:
     session = start_session(world, seed, percentage, explain)
     scheduler = session.scheduler
+    freeze_after_sync(len(world.nodes) + len(world.pods))
     started = time.perf_counter()
     total = len(scheduler.queue.active) + len(scheduler.queue.unschedulable)
     await run_until_quiet(scheduler, session.clock, progress, total)

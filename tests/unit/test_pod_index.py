@@ -8,10 +8,12 @@ import random
 import msgspec
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from kubesched.api.labels import EVERYTHING, NOTHING, SelectorError, label_selector_as_selector
 from kubesched.api.objects import LabelSelector, PodAffinityTerm
-from kubesched.framework.pod_index import AffinityTerm, affinity_term, sparse_counts
+from kubesched.framework.pod_index import AffinityTerm, RowCounts, affinity_term, sparse_counts
 from kubesched.framework.types import PodInfo
 from kubesched.testing import make_node, make_pod, make_table
 
@@ -43,6 +45,31 @@ def test_groups_follow_adds_and_removes() -> None:
     assert [g.rows for g in index.groups.values()] == [{a: 2}]
     table.remove_node("a")
     assert not index.groups and not index.by_label and not index.by_key and not index.by_namespace
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 12), st.sampled_from([1, 1, 1, -1, -1]))))
+def test_row_counts_arrays_equal_a_recount_after_any_bumps(
+    bumps: list[tuple[int, int]],
+) -> None:
+    """The arrays kept in step with each bump hold what a full recount gives, and a
+    snapshot taken earlier is not changed by later bumps."""
+    counts = RowCounts()
+    want: dict[int, int] = {}
+    snapshots: list[tuple[tuple[np.ndarray, np.ndarray], dict[int, int]]] = []
+    for row, delta in bumps:
+        counts.bump(row, delta)
+        if want.get(row, 0) + delta > 0:
+            want[row] = want.get(row, 0) + delta
+        else:
+            want.pop(row, None)
+        rows, values = counts.arrays()
+        assert dict(zip(rows.tolist(), values.tolist(), strict=True)) == want
+        assert len(set(rows.tolist())) == len(rows)  # each row once
+        assert counts.rows == want
+        snapshots.append(((rows, values), dict(want)))
+    for (rows, values), then in snapshots:
+        assert dict(zip(rows.tolist(), values.tolist(), strict=True)) == then
 
 
 def test_terminating_pods_group_apart() -> None:

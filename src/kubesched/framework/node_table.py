@@ -205,6 +205,9 @@ class NodeTable:
         # "namespace/claim" -> {row: pods there using it} (PVCRefCounts upstream)
         self.pvc_refs: dict[str, dict[int, int]] = {}
         self.generation = 0  # bumped on every change, for plugins that cache per snapshot
+        # Bumped when a node is added, changed or removed (not when pods move), for
+        # plugins that cache what they read off the nodes alone across cycles.
+        self.node_generation = 0
         # the placed pods by namespace and labels (PodTopologySpread, InterPodAffinity)
         self.pod_index = PodIndex()
 
@@ -287,6 +290,7 @@ class NodeTable:
             self._drop_images(row)
         self._write_node_columns(row, node)
         self.generation += 1
+        self.node_generation += 1
         return row
 
     def _write_node_columns(self, row: int, node: Node) -> None:
@@ -370,6 +374,7 @@ class NodeTable:
         self._free.append(row)
         self._order = None
         self.generation += 1
+        self.node_generation += 1
         return pods
 
     # --- pods ------------------------------------------------------------------

@@ -214,30 +214,52 @@ _K = TypeVar("_K")
 
 class RowCounts:
     """How many of a group's pods each row holds (sparse, row -> count), with the
-    same as arrays for the plugins, rebuilt after a change."""
+    same as arrays for the plugins.
 
-    __slots__ = ("_arrays", "rows")
+    The arrays are kept in step with every bump (a row's slot is found through
+    `_slot`; a row that empties takes the last slot's place), so reading them is
+    one copy of the used part, not a walk over the dict: the inter-pod plugins
+    read the groups they match every cycle, and each cycle's bind changes one.
+    """
+
+    __slots__ = ("_arrays", "_counts", "_rows", "_slot", "rows")
 
     def __init__(self) -> None:
         self.rows: dict[int, int] = {}
+        self._slot: dict[int, int] = {}
+        self._rows: Rows = np.zeros(4, dtype=np.intp)
+        self._counts: IntArray = np.zeros(4, dtype=np.int64)
         self._arrays: tuple[Rows, IntArray] | None = None
 
     def bump(self, row: int, delta: int) -> None:
         count = self.rows.get(row, 0) + delta
+        slot = self._slot.get(row)
         if count > 0:
             self.rows[row] = count
-        else:
-            self.rows.pop(row, None)
+            if slot is None:
+                slot = len(self._slot)
+                if slot == len(self._rows):
+                    self._rows = np.concatenate([self._rows, np.zeros(slot, dtype=np.intp)])
+                    self._counts = np.concatenate([self._counts, np.zeros(slot, dtype=np.int64)])
+                self._slot[row] = slot
+                self._rows[slot] = row
+            self._counts[slot] = count
+        elif slot is not None:
+            del self.rows[row]
+            del self._slot[row]
+            last = len(self._slot)
+            if slot != last:
+                moved = int(self._rows[last])
+                self._rows[slot] = moved
+                self._counts[slot] = self._counts[last]
+                self._slot[moved] = slot
         self._arrays = None
 
     def arrays(self) -> tuple[Rows, IntArray]:
-        """(rows, counts) as arrays."""
+        """(rows, counts) as arrays, a snapshot that later bumps leave alone."""
         if self._arrays is None:
-            n = len(self.rows)
-            self._arrays = (
-                np.fromiter(self.rows.keys(), dtype=np.intp, count=n),
-                np.fromiter(self.rows.values(), dtype=np.int64, count=n),
-            )
+            n = len(self._slot)
+            self._arrays = (self._rows[:n].copy(), self._counts[:n].copy())
         return self._arrays
 
 

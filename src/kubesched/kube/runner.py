@@ -53,6 +53,7 @@ from kubesched.metrics import SchedulerMetrics, status_label
 from kubesched.plugins.registry import default_registry
 from kubesched.scheduler import Scheduler
 from kubesched.scheduler.batch_window import BatchOptions
+from kubesched.scheduler.scheduler import freeze_after_sync
 from kubesched.server import CheckFailed, HealthServer
 from kubesched.server.auth import (
     ALWAYS_ALLOW_PATHS,
@@ -281,6 +282,9 @@ class Runner:
         await self._until(pods.synced.wait())
         if all(informer.synced.is_set() for informer in self.informers):
             self.handlers_synced.set()
+        # The listed nodes and pods stay for long: out of the collector's way, as
+        # simulate does (scheduler.freeze_after_sync; large clusters only).
+        freeze_after_sync(len(nodes.store) + len(pods.store))
 
         if leader_elect and not self.stop.is_set():
             # A client of its own, as resourcelock.NewFromKubeconfig makes one (with

@@ -67,31 +67,47 @@ class KeyedHeap(Generic[T]):
         if not self._up(i):
             self._down(i)
 
-    def _swap(self, i: int, j: int) -> None:
-        items = self._items
-        items[i], items[j] = items[j], items[i]
-        self._pos[self._key(items[i])] = i
-        self._pos[self._key(items[j])] = j
+    # Both sifts move a hole rather than swapping at each level (as heapq does): each
+    # item moved is written and re-indexed once. With a total order (PrioritySort's,
+    # the backoff's) the pops come out as with any other sift; items a custom
+    # QueueSort ties come out in some order, as from upstream's heap.
 
     def _up(self, i: int) -> bool:
-        moved = False
+        items, pos, less, key = self._items, self._pos, self._less, self._key
+        item = items[i]
+        start = i
         while i > 0:
-            parent = (i - 1) // 2
-            if not self._less(self._items[i], self._items[parent]):
+            parent = (i - 1) >> 1
+            above = items[parent]
+            if not less(item, above):
                 break
-            self._swap(i, parent)
+            items[i] = above
+            pos[key(above)] = i
             i = parent
-            moved = True
-        return moved
+        if i == start:
+            return False
+        items[i] = item
+        pos[key(item)] = i
+        return True
 
     def _down(self, i: int) -> None:
-        n = len(self._items)
+        items, pos, less, key = self._items, self._pos, self._less, self._key
+        n = len(items)
+        item = items[i]
+        start = i
         while True:
-            smallest = i
-            for child in (2 * i + 1, 2 * i + 2):
-                if child < n and self._less(self._items[child], self._items[smallest]):
-                    smallest = child
-            if smallest == i:
-                return
-            self._swap(i, smallest)
-            i = smallest
+            child = 2 * i + 1
+            if child >= n:
+                break
+            right = child + 1
+            if right < n and less(items[right], items[child]):
+                child = right
+            below = items[child]
+            if not less(below, item):
+                break
+            items[i] = below
+            pos[key(below)] = i
+            i = child
+        if i != start:
+            items[i] = item
+            pos[key(item)] = i

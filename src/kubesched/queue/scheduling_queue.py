@@ -76,6 +76,7 @@ class SchedulingQueue:
         max_in_unschedulable: float = DEFAULT_MAX_IN_UNSCHEDULABLE,
     ) -> None:
         self.profiles = profiles
+        self._interest: dict[ClusterEvent, bool] = {}
         self.clock = clock
         self.initial_backoff = initial_backoff
         self.max_backoff = max_backoff
@@ -428,15 +429,18 @@ class SchedulingQueue:
     # --- moving on events ------------------------------------------------------
 
     def _interesting(self, event: ClusterEvent) -> bool:
-        """isEventOfInterest: a wildcard event, or one some plugin registered for."""
-        if event.resource == Resource.WILDCARD:
-            return True
-        return any(
-            event.matches(registered.event)
-            for profile in self.profiles.values()
-            for registrations in profile.events.values()
-            for registered in registrations
-        )
+        """isEventOfInterest: a wildcard event, or one some plugin registered for.
+        The answer is kept per event (the registrations are fixed once the profiles
+        are built; every assigned pod's add asks the same question)."""
+        found = self._interest.get(event)
+        if found is None:
+            found = self._interest[event] = event.resource == Resource.WILDCARD or any(
+                event.matches(registered.event)
+                for profile in self.profiles.values()
+                for registrations in profile.events.values()
+                for registered in registrations
+            )
+        return found
 
     def _gating_plugin_wants(self, qpi: QueuedPodInfo, event: ClusterEvent) -> bool:
         profile = self._profile(qpi.pod)

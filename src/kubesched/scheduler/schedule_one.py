@@ -9,6 +9,7 @@ binding cycle (binding_cycle.py) as an asyncio task.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import logging
 import time
 from dataclasses import dataclass, field
@@ -466,7 +467,7 @@ def stop_at_enough(
         keep = position[diagnosis.rows] <= cut
         diagnosis.rows = diagnosis.rows[keep]
         diagnosis.codes = diagnosis.codes[keep]
-        diagnosis.plugins = [p for p, k in zip(diagnosis.plugins, keep, strict=True) if k]
+        diagnosis.plugins = list(itertools.compress(diagnosis.plugins, keep.tolist()))
         diagnosis.reasons = [
             (reason, rows[position[rows] <= cut]) for reason, rows in diagnosis.reasons
         ]

@@ -137,6 +137,17 @@ class TopologyCounts:
         return not any(v.any() for v in self.by_key.values())
 
 
+def _any_namespace_selector(terms: PodAffinityTerms, *, preferred: bool) -> bool:
+    """Whether a term (preferred ones, or required ones) has a namespaceSelector that
+    selects some namespaces but not all: only those are unrolled."""
+    found: Iterable[AffinityTerm] = (
+        (w.term for w in (*terms.preferred_affinity, *terms.preferred_anti_affinity))
+        if preferred
+        else (*terms.required_affinity, *terms.required_anti_affinity)
+    )
+    return any(not (t.namespace_selector.empty() or t.namespace_selector.nothing) for t in found)
+
+
 def pod_matches_all_terms(terms: Iterable[AffinityTerm], pod: Pod) -> bool:
     """podMatchesAllAffinityTerms (no namespace labels: the terms' selectors are unrolled)."""
     terms = tuple(terms)
@@ -230,7 +241,8 @@ class InterPodAffinity(
         """mergeAffinityTermNamespacesIfNotEmpty: the namespaces the namespaceSelector
         selects join `namespaces` (the selector becomes Nothing); an empty selector
         (all namespaces) stays."""
-        if term.namespace_selector.empty():
+        if term.namespace_selector.empty() or term.namespace_selector.nothing:
+            # All namespaces stay all; Nothing selects none to add (the term as it is).
             return term
         namespaces = {} if self._handle is None else self._handle.namespaces
         selected = [
@@ -241,6 +253,8 @@ class InterPodAffinity(
         return term.with_namespaces(selected)
 
     def _merged(self, terms: PodAffinityTerms, *, preferred: bool) -> PodAffinityTerms:
+        if not _any_namespace_selector(terms, preferred=preferred):
+            return terms  # nothing to unroll: the shared parsed terms as they are
         if preferred:
             return replace(
                 terms,
@@ -269,7 +283,8 @@ class InterPodAffinity(
         if not nodes.pod_index.affinity_sets and not _has_pod_affinity(pod):
             # No terms on either side: what follows would find nothing and skip.
             return None, Status.skip()
-        parsed = pod_affinity_terms(pod.pod)
+        # The parsed terms of placed pods with the same ones, else parsed now.
+        parsed = nodes.pod_index.terms_of(pod)
         if parsed.errors:
             return None, Status.unresolvable(
                 f"parsing pod: {parsed.error_message()}", plugin=self.name
@@ -423,7 +438,7 @@ class InterPodAffinity(
             return Status.skip()
         if not nodes.pod_index.affinity_sets and not _has_pod_affinity(pod):
             return Status.skip()  # nothing to score: what follows would touch nothing
-        parsed = pod_affinity_terms(pod.pod)
+        parsed = nodes.pod_index.terms_of(pod)
         if parsed.errors:
             return Status.as_error(
                 f"failed to parse pod: {parsed.error_message()}", plugin=self.name

@@ -103,7 +103,7 @@ class NodePorts(SignPlugin, PreFilterPlugin, FilterPlugin, EnqueueExtensions):
     def pre_filter(
         self, state: CycleState, pod: PodInfo, nodes: NodeTable
     ) -> tuple[PreFilterResult | None, Status]:
-        ports = host_ports(pod.pod)
+        ports = pod.host_ports  # host_ports(pod.pod), worked out once per PodInfo
         if not ports:
             return None, Status.skip()
         state.write(PRE_FILTER_STATE_KEY, _PreFilterState(ports))

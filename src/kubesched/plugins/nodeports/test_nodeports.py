@@ -155,6 +155,17 @@ def test_sidecar_init_container_ports_count() -> None:
     assert verdicts(pod)["udp"] == FAIL
 
 
+def test_pod_info_host_ports_are_get_host_ports() -> None:
+    """PreFilter reads PodInfo.host_ports: the same ports as host_ports (GetHostPorts)."""
+    for pod in [
+        port_pod("p"),
+        port_pod("p", (8080, "TCP", ""), (53, "UDP", "10.0.0.1"), (0, "TCP", "")),
+        port_pod("p", (80, "", ""), init=((8080, "UDP", ""),), init_restart="Always"),
+        port_pod("p", (80, "TCP", ""), init=((9090, "TCP", ""),)),
+    ]:
+        assert PodInfo(pod).host_ports == host_ports(pod)
+
+
 def test_filter_without_pre_filter_is_an_error() -> None:
     nodes = table()
     with pytest.raises(KeyError):

@@ -17,6 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+import msgspec
 import numpy as np
 
 from kubesched.api.labels import SelectorError
@@ -163,6 +164,22 @@ class _PreScoreState:
     last_ignored: BoolArray = field(default_factory=lambda: np.zeros(0, dtype=np.bool_))
 
 
+@dataclass(frozen=True, slots=True)
+class _Eligible:
+    """For one constraint: the topology key's label column and its width, which values
+    are domains (of nodes whose pods count), and those nodes by row (None: none)."""
+
+    column: LabelColumn | None
+    size: int
+    domain: BoolArray
+    by_row: BoolArray | None
+
+
+# Distinct (constraints, node affinity, tolerations) kept between node changes.
+_ELIGIBLE_CACHE_SIZE = 256
+_ENCODER = msgspec.json.Encoder()
+
+
 def _lookup(values: IntArray, ids: IntArray) -> IntArray:
     """values[ids], 0 where an id is negative or beyond the array."""
     ok = (ids >= 0) & (ids < len(values))
@@ -207,6 +224,20 @@ class PodTopologySpread(
         super().__init__(raw_args(args), handle)
         self.spread_args = pod_topology_spread_args(args)
         self.default_constraints, self.system_defaulted = default_constraints(self.spread_args)
+        # The default constraints parsed once, per action, when they do not depend on
+        # the pod's labels (no matchLabelKeys); else parsed for each pod.
+        self._parsed_defaults: dict[str, list[Constraint]] = {}
+        if not any(c.match_label_keys for c in self.default_constraints):
+            try:
+                for action in (DO_NOT_SCHEDULE, SCHEDULE_ANYWAY):
+                    self._parsed_defaults[action] = filter_constraints(
+                        self.default_constraints, {}, action
+                    )
+            except SelectorError:
+                self._parsed_defaults = {}  # the error is raised for each pod, as before
+        self._eligible_cache: dict[bytes, list[_Eligible]] = {}
+        self._eligible_table: NodeTable | None = None
+        self._eligible_gen = -1
 
     # --- constraints -------------------------------------------------------------------
 
@@ -221,7 +252,9 @@ class PodTopologySpread(
 
     def _default_constraints(self, pod: Pod, action: str) -> list[Constraint]:
         """buildDefaultConstraints."""
-        constraints = filter_constraints(self.default_constraints, pod.metadata.labels, action)
+        constraints = self._parsed_defaults.get(action)
+        if constraints is None:
+            constraints = filter_constraints(self.default_constraints, pod.metadata.labels, action)
         if not constraints:
             return []
         workloads = None if self._handle is None else self._handle.workload_selectors
@@ -286,38 +319,80 @@ class PodTopologySpread(
         state.write(PRE_FILTER_STATE_KEY, self._pre_filter_state(pod, nodes, constraints))
         return None, Status.success()
 
+    def _eligible_nodes(
+        self, pod: PodInfo, nodes: NodeTable, constraints: list[Constraint]
+    ) -> tuple[RequiredNodeAffinity, list[_Eligible]]:
+        """Per constraint, the nodes whose pods count and their domains: they depend on
+        the nodes alone (and on the pod's node affinity and tolerations where the
+        inclusion policies honour them), so they are kept until a node changes
+        (NodeTable.node_generation); the pods placed since are counted every cycle."""
+        required = required_node_affinity(pod.pod)
+        if nodes is not self._eligible_table or nodes.node_generation != self._eligible_gen:
+            self._eligible_cache.clear()
+            self._eligible_table, self._eligible_gen = nodes, nodes.node_generation
+        spec = pod.pod.spec
+        honour_affinity = any(c.node_affinity_policy == HONOR for c in constraints)
+        honour_taints = any(c.node_taints_policy == HONOR for c in constraints)
+        affinity = spec.affinity.node_affinity if spec.affinity is not None else None
+        key = _ENCODER.encode(
+            (
+                [
+                    (c.topology_key, c.node_affinity_policy, c.node_taints_policy)
+                    for c in constraints
+                ],
+                (spec.node_selector, affinity) if honour_affinity else None,
+                spec.tolerations if honour_taints else None,
+            )
+        )
+        found = self._eligible_cache.get(key)
+        if found is not None:
+            return required, found
+        rows = nodes.order()
+        masks = included_rows(nodes, rows, constraints, pod.pod, required)
+        found = []
+        for constraint, mask in zip(constraints, masks, strict=True):
+            column = nodes.labels.get(constraint.topology_key)
+            size = 0 if column is None else len(column.values)
+            if column is None or not mask.any():
+                found.append(_Eligible(column, size, np.zeros(size, dtype=np.bool_), None))
+                continue
+            eligible = rows[mask]
+            domain = np.bincount(column.codes[eligible], minlength=size) > 0
+            eligible_by_row = np.zeros(nodes.capacity, dtype=np.bool_)
+            eligible_by_row[eligible] = True
+            found.append(_Eligible(column, size, domain, eligible_by_row))
+        if len(self._eligible_cache) >= _ELIGIBLE_CACHE_SIZE:
+            self._eligible_cache.clear()
+        self._eligible_cache[key] = found
+        return required, found
+
     def _pre_filter_state(
         self, pod: PodInfo, nodes: NodeTable, constraints: list[Constraint]
     ) -> _PreFilterState:
         """calPreFilterState: count the matching pods of every eligible node by domain."""
-        rows = nodes.order()
-        required = required_node_affinity(pod.pod)
-        masks = included_rows(nodes, rows, constraints, pod.pod, required)
+        required, eligible_nodes = self._eligible_nodes(pod, nodes, constraints)
         index = nodes.pod_index
         namespace = pod.namespace
         counts: list[IntArray] = []
         domains: list[BoolArray] = []
         paths: list[CriticalPaths] = []
-        for constraint, mask in zip(constraints, masks, strict=True):
-            column = nodes.labels.get(constraint.topology_key)
-            size = 0 if column is None else len(column.values)
+        for constraint, eligible in zip(constraints, eligible_nodes, strict=True):
+            column, size, domain = eligible.column, eligible.size, eligible.domain
             count = np.zeros(size, dtype=np.int64)
-            domain = np.zeros(size, dtype=np.bool_)
-            if column is not None and mask.any():
-                eligible = rows[mask]
-                domain = np.bincount(column.codes[eligible], minlength=size) > 0
-                if not constraint.selector.empty():
-                    groups = index.matching_groups((namespace,), constraint.selector)
-                    pod_rows, pod_counts = sparse_counts(groups, skip_terminating=True)
-                    if len(pod_rows):
-                        eligible_by_row = np.zeros(nodes.capacity, dtype=np.bool_)
-                        eligible_by_row[eligible] = True
-                        keep = eligible_by_row[pod_rows]
-                        count = np.bincount(
-                            column.codes[pod_rows[keep]],
-                            weights=pod_counts[keep],
-                            minlength=size,
-                        ).astype(np.int64)
+            if (
+                column is not None
+                and eligible.by_row is not None
+                and not constraint.selector.empty()
+            ):
+                groups = index.matching_groups((namespace,), constraint.selector)
+                pod_rows, pod_counts = sparse_counts(groups, skip_terminating=True)
+                if len(pod_rows):
+                    keep = eligible.by_row[pod_rows]
+                    count = np.bincount(
+                        column.codes[pod_rows[keep]],
+                        weights=pod_counts[keep],
+                        minlength=size,
+                    ).astype(np.int64)
             counts.append(count)
             domains.append(domain)
             paths.append(CriticalPaths.of(column, count, domain))
