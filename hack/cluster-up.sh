@@ -33,6 +33,13 @@
 #     not point at a loopback address, so the reconciler would only log errors.
 #   --authorization-mode=Node,RBAC, --enable-priority-and-fairness=false
 #
+# KUBESCHED_WORKLOAD_API=1 serves the alpha Workload API: kube-apiserver gets
+# --runtime-config=scheduling.k8s.io/v1alpha2=true and
+# --feature-gates=GenericWorkload=true,GangScheduling=true (what a scheduler with
+# those gates needs: PodGroups, Workloads, and pods' spec.schedulingGroup, which
+# the apiserver drops with GenericWorkload off). Off by default: every other
+# cluster is the shipped v1.36.3 API. DIR/env says WORKLOAD_API=1 when it is on.
+#
 # kube-controller-manager runs the controllers in KUBESCHED_CONTROLLERS (a
 # --controllers list; default: DEFAULT_CONTROLLERS below; "none" or empty: no
 # kube-controller-manager at all), with the admin identity
@@ -78,9 +85,17 @@ kcm_ok() {
     || pid_alive "${DIR}/kube-controller-manager.pid"
 }
 
+# The running cluster serves the Workload API iff it was asked for now.
+workload_api_ok() {
+  local want="${KUBESCHED_WORKLOAD_API:-}"
+  [[ "${want}" == 0 ]] && want=""
+  [[ -n "${want}" ]] && want=1
+  [[ "$(sed -n 's/^WORKLOAD_API=//p' "${DIR}/env")" == "${want}" ]]
+}
+
 # Already running?
 if pid_alive "${DIR}/etcd.pid" && pid_alive "${DIR}/kube-apiserver.pid" && apiserver_ready \
-    && kcm_ok; then
+    && kcm_ok && workload_api_ok; then
   log "cluster already running in ${DIR}"
   sed 's/^/    /' "${DIR}/env" >&2
   echo "${DIR}/env"
@@ -240,6 +255,15 @@ APISERVER_CMD=(
   --profiling=false
   --v=1
 )
+WORKLOAD_API="${KUBESCHED_WORKLOAD_API:-}"
+[[ "${WORKLOAD_API}" == 0 ]] && WORKLOAD_API=""
+if [[ -n "${WORKLOAD_API}" ]]; then
+  WORKLOAD_API=1
+  APISERVER_CMD+=(
+    --runtime-config=scheduling.k8s.io/v1alpha2=true
+    --feature-gates=GenericWorkload=true,GangScheduling=true
+  )
+fi
 # The exact command line, one argument per line (binary first), so that
 # hack/restart-apiserver.sh can start the same apiserver again.
 printf '%s\n' "${APISERVER_CMD[@]}" > "${DIR}/kube-apiserver.args"
@@ -331,6 +355,7 @@ K8S_BIN_DIR=${K8S_BIN_DIR}
 ETCD_BIN_DIR=${ETCD_BIN_DIR}
 KUBE_CONTROLLERS=${CONTROLLERS}
 CONTROLLER_MANAGER_URL=${KCM_URL}
+WORKLOAD_API=${WORKLOAD_API}
 CA_CERT=${CERTS}/ca.crt
 ADMIN_CERT=${CERTS}/admin.crt
 ADMIN_KEY=${CERTS}/admin.key

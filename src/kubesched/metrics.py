@@ -124,6 +124,9 @@ class SchedulerMetrics:
         self._incoming_seen: dict[tuple[str, str], int] = {}
         self._unschedulable_seen: set[tuple[str, str]] = set()
         r = self.registry
+        self.pod_group_attempts: Counter | None = None
+        self.pod_group_attempt_duration: Histogram | None = None
+        self.pod_group_algorithm_duration: Histogram | None = None
 
         self.schedule_attempts = Counter(
             f"{SUBSYSTEM}_schedule_attempts",
@@ -313,6 +316,50 @@ class SchedulerMetrics:
         (profile_metrics.go: observeScheduleAttemptAndLatency)."""
         self.scheduling_attempt_duration.labels(result, profile).observe(seconds)
         self.schedule_attempts.labels(result, profile).inc()
+
+    def enable_pod_group_metrics(self) -> None:
+        """The pod group metrics, which upstream registers only with GenericWorkload on
+        (metrics.go: podGroupScheduleAttempts, podGroupSchedulingLatency,
+        PodGroupSchedulingAlgorithmLatency)."""
+        r = self.registry
+        self.pod_group_attempts = Counter(
+            f"{SUBSYSTEM}_podgroup_schedule_attempts",
+            _help(
+                "ALPHA",
+                "Number of attempts to schedule pod group, by the result. 'unschedulable' "
+                "means a pod group could not be scheduled, while 'error' means an internal "
+                "scheduler problem.",
+            ),
+            ["result", "profile"],
+            registry=r,
+        )
+        self.pod_group_attempt_duration = Histogram(
+            f"{SUBSYSTEM}_podgroup_scheduling_attempt_duration_seconds",
+            _help(
+                "ALPHA",
+                "Pod group scheduling attempt latency in seconds (scheduling algorithm + binding)",
+            ),
+            ["result", "profile"],
+            buckets=exponential_buckets(0.001, 2, 15),
+            registry=r,
+        )
+        self.pod_group_algorithm_duration = Histogram(
+            f"{SUBSYSTEM}_podgroup_scheduling_algorithm_duration_seconds",
+            _help("ALPHA", "Pod group scheduling algorithm latency in seconds"),
+            buckets=exponential_buckets(0.001, 2, 15),
+            registry=r,
+        )
+
+    def observe_pod_group_attempt(self, result: str, profile: str, seconds: float) -> None:
+        """observePodGroupScheduleAttemptAndLatency; nothing unless enabled."""
+        if self.pod_group_attempts is None or self.pod_group_attempt_duration is None:
+            return
+        self.pod_group_attempt_duration.labels(result, profile).observe(seconds)
+        self.pod_group_attempts.labels(result, profile).inc()
+
+    def observe_pod_group_algorithm(self, seconds: float) -> None:
+        if self.pod_group_algorithm_duration is not None:
+            self.pod_group_algorithm_duration.observe(seconds)
 
     def observe_algorithm(self, seconds: float) -> None:
         """SchedulingAlgorithmLatency: the scheduling algorithm alone (filter + score)."""

@@ -72,6 +72,7 @@ async def _optimize(
         world.namespaces,
         world.registry,
         world.dra,
+        gates=world.gates,
     )
     session = start_session(start, seed, 0)
     scheduler = session.scheduler

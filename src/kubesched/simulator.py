@@ -17,15 +17,19 @@ import msgspec
 from kubesched.api.objects import Namespace, Node, Pod, PodDisruptionBudget
 from kubesched.api.pod_groups import PodGroup
 from kubesched.api.resource import ResourceClaim
+from kubesched.api.scheduling import PodGroup as WorkloadPodGroup
 from kubesched.cluster.claim_controller import ResourceClaimController
 from kubesched.cluster.claim_writer import InMemoryClaimWriter
 from kubesched.cluster.memory import InMemoryCluster, RecordedEvent
 from kubesched.cluster.volume_writer import InMemoryVolumeWriter
+from kubesched.cluster.workload_pod_group_writer import InMemoryPodGroupConditionWriter
 from kubesched.framework.clock import SimClock
 from kubesched.framework.dra import DraState
 from kubesched.framework.explain import Explanation, ProfilePlugins
+from kubesched.framework.features import DEFAULT_GATES, FeatureGates
 from kubesched.framework.fit_error import Diagnosis
 from kubesched.framework.handle import Listers
+from kubesched.framework.podgroup_states import WorkloadPodGroupLister
 from kubesched.framework.profile import ProfileConfig
 from kubesched.framework.registry import Registry
 from kubesched.framework.storage import StorageState
@@ -139,6 +143,9 @@ class SimulationResult:
     explanations: dict[str, list[Explanation]] = field(default_factory=dict)
     # scheduler-plugins' PodGroups as the simulation left them (status written), by key.
     pod_groups: dict[str, PodGroup] = field(default_factory=dict)
+    # The Workload API's PodGroups as the simulation left them (PodGroupScheduled
+    # conditions), by key.
+    workload_pod_groups: dict[str, WorkloadPodGroup] = field(default_factory=dict)
 
     @property
     def scheduled(self) -> int:
@@ -160,14 +167,25 @@ def simulate(
     dra: DraState | None = None,
     explain: Collection[str] = (),
     pod_groups: Sequence[PodGroup] = (),
-    feature_gates: Mapping[str, bool] | None = None,
+    workload_pod_groups: Mapping[str, WorkloadPodGroup] | None = None,
+    gates: FeatureGates = DEFAULT_GATES,
 ) -> SimulationResult:
     """Schedule `pods` (in queue order; those with spec.nodeName already run) on `nodes`.
     `pdbs` (with their status) are what preemption respects where it can; `dra` holds
     the DRA objects (the pods' claims made from their templates already); every
     attempt of the pods in `explain` (keys) is explained in the result."""
     world = World(
-        nodes, pods, profiles, pdbs, storage, namespaces, registry, dra, pod_groups, feature_gates
+        nodes,
+        pods,
+        profiles,
+        pdbs,
+        storage,
+        namespaces,
+        registry,
+        dra,
+        pod_groups,
+        workload_pod_groups,
+        gates,
     )
     return asyncio.run(_simulate(world, seed, percentage_of_nodes_to_score, progress, explain))
 
@@ -186,7 +204,10 @@ class World:
     dra: DraState | None = None
     # scheduler-plugins' PodGroups (Coscheduling); copied, their status is written.
     pod_groups: Sequence[PodGroup] = ()
-    feature_gates: Mapping[str, bool] | None = None  # --feature-gates
+    # The Workload API's PodGroups (GenericWorkload), by key; copied, their
+    # PodGroupScheduled condition is written.
+    workload_pod_groups: Mapping[str, WorkloadPodGroup] | None = None
+    gates: FeatureGates = DEFAULT_GATES  # --feature-gates
 
 
 @dataclass(slots=True)
@@ -242,6 +263,10 @@ def start_session(
         # The DRA objects, a copy that PreBind allocates and reserves claims in through
         # its writer, as the runner's KubeClaimWriter does on the API server.
         dra=DraState() if dra is None else dra.copy(),
+        workload_pod_groups=WorkloadPodGroupLister(dict(world.workload_pod_groups or {})),
+    )
+    listers.workload_pod_groups.writer = InMemoryPodGroupConditionWriter(
+        listers.workload_pod_groups
     )
     listers.storage.writer = InMemoryVolumeWriter(listers.storage, cluster.nodes)
     claim_writer = InMemoryClaimWriter(listers.dra, now=lambda: _timestamp(clock))
@@ -261,7 +286,7 @@ def start_session(
         listers=listers,
         registry=world.registry,
         explain_observer=explainer if explain else None,
-        feature_gates=world.feature_gates,
+        gates=world.gates,
     )
     if storage is not None:
         # Every change to the volume objects reaches the queue as the informers' would.
@@ -296,8 +321,9 @@ def session_result(session: Session, wall: float) -> SimulationResult:
         outcome = recorder.outcomes.get(key)
         qpi = scheduler.queue.unschedulable.get(key)
         if qpi is not None and qpi.gated:
-            gates = " ".join(g.name for g in pod.spec.scheduling_gates)
-            reasons[key] = f"waiting for scheduling gates: [{gates}]"
+            # The PreEnqueue verdict that holds it back (scheduling gates, a gang).
+            fw = scheduler.frameworks[pod.spec.scheduler_name]
+            reasons[key] = fw.run_pre_enqueue(qpi.pod_info).message()
         elif outcome is not None and outcome.message:
             reasons[key] = outcome.message
         else:
@@ -329,6 +355,7 @@ def session_result(session: Session, wall: float) -> SimulationResult:
         [profile_plugins(fw) for fw in scheduler.frameworks.values()],
         session.explainer.explanations,
         {group.key: group for group in session.listers.pod_groups},
+        dict(session.listers.workload_pod_groups.groups),
     )
 
 

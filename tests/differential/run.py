@@ -1,6 +1,8 @@
 """`make diff`: N generated scenarios through kube-scheduler and kubesched; agreement rates.
 
     python -m tests.differential.run -n 50 --seed 1 [--features spread,affinity|none]
+    python -m tests.differential.run -n 50 --seed 60 --features gangs   (opt-in: the
+        Workload API, on a control plane serving it, both schedulers with its gates)
         [--size small|normal|large] [--profile NAME] [--shrink] [--jobs K]
         [--cluster-env DIR/env ...]
 
@@ -51,8 +53,11 @@ REGRESSIONS = Path(__file__).resolve().parent / "regressions"
 
 
 @contextlib.contextmanager
-def control_plane(env_file: Path | None = None) -> Iterator[ControlPlane]:
-    """A running cluster: the one of ENV_FILE, or a new one torn down afterwards."""
+def control_plane(
+    env_file: Path | None = None, workload_api: bool = False
+) -> Iterator[ControlPlane]:
+    """A running cluster: the one of ENV_FILE, or a new one torn down afterwards
+    (serving the alpha Workload API if WORKLOAD_API: the gangs feature)."""
     if env_file is not None:
         yield ControlPlane.from_env_file(env_file)
         return
@@ -60,7 +65,8 @@ def control_plane(env_file: Path | None = None) -> Iterator[ControlPlane]:
     with tempfile.TemporaryDirectory(prefix="kubesched-diff-") as tmp:
         cluster_dir = Path(tmp) / "cluster"
         try:
-            env = Path(run_hack("cluster-up.sh", str(cluster_dir), timeout=180))
+            extra = {"KUBESCHED_WORKLOAD_API": "1"} if workload_api else None
+            env = Path(run_hack("cluster-up.sh", str(cluster_dir), timeout=180, env=extra))
         except BaseException:
             with contextlib.suppress(Exception):
                 run_hack("cluster-down.sh", str(cluster_dir), timeout=60)
@@ -182,7 +188,8 @@ def main(argv: list[str] | None = None) -> int:
         default="",
         help=f"comma list of {','.join(gen.FEATURES)} (default: all of them; "
         f"'{gen.NO_FEATURES}': none, their plugins disabled), and of the opt-in "
-        f"{','.join(gen.OPT_IN_FEATURES)} (runs of identical pods for OpportunisticBatching)",
+        f"{','.join(gen.OPT_IN_FEATURES)} (gangs: Workload API gangs; batching: runs of "
+        "identical pods for OpportunisticBatching)",
     )
     parser.add_argument(
         "--force",
@@ -251,7 +258,7 @@ def main(argv: list[str] | None = None) -> int:
         try:
             for j in range(jobs):
                 env = args.cluster_env[j] if args.cluster_env else None
-                cps.append(stack.enter_context(control_plane(env)))
+                cps.append(stack.enter_context(control_plane(env, "gangs" in features)))
         except Exception as exc:
             print(f"cannot start the control plane: {exc}", file=sys.stderr)
             return 2

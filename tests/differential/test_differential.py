@@ -119,8 +119,10 @@ def test_dra_runs_start_from_the_same_devices(
     second run."""
     real_start = Harness._start
 
-    def kube_on_both_sides(self: Harness, side: str, config_path: Path, work: Path) -> Any:
-        return real_start(self, KUBE, config_path, work)
+    def kube_on_both_sides(
+        self: Harness, side: str, config_path: Path, work: Path, gates: str = ""
+    ) -> Any:
+        return real_start(self, KUBE, config_path, work, gates)
 
     monkeypatch.setattr(Harness, "_start", kube_on_both_sides)
     harness = Harness(diff_control_plane, tmp_path)

@@ -47,6 +47,8 @@ ALLOWED = [
     ("list", "persistentvolumes", "", "", ""),
     ("watch", "persistentvolumeclaims", "", "", ""),
     ("list", "priorityclasses", "scheduling.k8s.io", "", ""),
+    ("watch", "podgroups", "scheduling.k8s.io", "", ""),
+    ("patch", "podgroups/status", "scheduling.k8s.io", "team-a", "g"),
     ("watch", "poddisruptionbudgets", "policy", "", ""),
     ("list", "replicasets", "apps", "", ""),
     ("watch", "statefulsets", "apps", "", ""),

@@ -18,8 +18,8 @@ from kubesched.framework.batch import MAX_BATCH_AGE, SortedNodes
 from kubesched.framework.clock import SimClock
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.features import (
+    DEFAULT_GATES,
     FeatureGateError,
-    feature_gates,
     parse_feature_gates,
 )
 from kubesched.framework.interfaces import FilterPlugin, NodeVerdicts
@@ -62,7 +62,7 @@ def scheduler(
         clock=clock,
         seed=1,
         observer=metrics,
-        feature_gates=gates,
+        gates=parse_feature_gates(gates or {}),
         registry=registry,
     )
     cluster.watch(sched)
@@ -301,14 +301,14 @@ def test_a_user_plugin_that_signs_adds_its_fragment_and_may_refuse() -> None:
 
 
 def test_the_gate_is_on_by_default_and_can_be_turned_off() -> None:
-    assert feature_gates() == {"OpportunisticBatching": True}
-    assert parse_feature_gates("OpportunisticBatching=false") == {"OpportunisticBatching": False}
+    assert DEFAULT_GATES.opportunistic_batching
+    assert not parse_feature_gates("OpportunisticBatching=false").opportunistic_batching
     with pytest.raises(FeatureGateError, match="unrecognized feature gate: Foo"):
         parse_feature_gates("Foo=true")
     with pytest.raises(FeatureGateError, match='parsing "maybe": invalid syntax'):
         parse_feature_gates("OpportunisticBatching=maybe")
     with pytest.raises(FeatureGateError, match="unrecognized feature gate: Foo"):
-        feature_gates({"Foo": True})
+        parse_feature_gates({"Foo": True})
 
 
 # --- the ranking's order ---------------------------------------------------------------

@@ -45,8 +45,12 @@ ALLOWED_CLUSTER_VERBS: dict[tuple[str, str], set[str]] = {
     ("apps", "statefulsets"): READ,
     ("policy", "poddisruptionbudgets"): READ,
     ("scheduling.k8s.io", "priorityclasses"): READ,
+    # Coscheduling: scheduler-plugins' PodGroups read, their status patched.
     ("scheduling.x-k8s.io", "podgroups"): READ,
     ("scheduling.x-k8s.io", "podgroups/status"): {"patch"},
+    # GenericWorkload (alpha, off by default): PodGroups read, their status patched.
+    ("scheduling.k8s.io", "podgroups"): READ,
+    ("scheduling.k8s.io", "podgroups/status"): {"patch"},
     **{
         ("storage.k8s.io", r): READ
         for r in ("storageclasses", "csinodes", "csidrivers", "csistoragecapacities")

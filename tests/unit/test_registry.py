@@ -20,8 +20,10 @@ from kubesched.scheduler import Scheduler
 def test_builtins_are_found_by_name() -> None:
     assert in_tree_registry()["NodePorts"] is NodePorts
     assert "NodeResourcesFit" in in_tree_registry()
-    # kube-scheduler's 20, and scheduler-plugins' Coscheduling (off unless enabled)
-    assert len(in_tree_registry()) == 21
+    # kube-scheduler's 21 (with GangScheduling, which its gate adds to the profile), and
+    # scheduler-plugins' Coscheduling (off unless a profile enables it)
+    assert len(in_tree_registry()) == 22
+    assert {"GangScheduling", "Coscheduling"} <= set(in_tree_registry())
     assert default_registry()["NodePorts"] is NodePorts
 
 

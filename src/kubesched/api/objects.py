@@ -168,6 +168,13 @@ class PodSchedulingGate(_Api):
     name: str
 
 
+class PodSchedulingGroup(_Api):
+    """spec.schedulingGroup (GenericWorkload, v1.36): the PodGroup the pod belongs
+    to. A union of which podGroupName is the one member in v1.36.3."""
+
+    pod_group_name: str | None = None
+
+
 class TopologySpreadConstraint(_Api):
     max_skew: int
     topology_key: str
@@ -280,6 +287,7 @@ class PodSpec(_Api):
     host_users: bool | None = None
     restart_policy: str = "Always"
     resource_claims: list[PodResourceClaim] = []
+    scheduling_group: PodSchedulingGroup | None = None
 
 
 class PodCondition(_Api):

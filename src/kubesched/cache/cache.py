@@ -11,6 +11,7 @@ import logging
 
 from kubesched.api.objects import Node, same_pod
 from kubesched.framework.node_table import NodeTable, UnrepresentableNode
+from kubesched.framework.podgroup_states import PodGroupStates
 from kubesched.framework.types import PodInfo
 
 log = logging.getLogger("kubesched.cache")
@@ -23,6 +24,9 @@ class Cache:
         self.placed: dict[str, tuple[PodInfo, str]] = {}  # every pod counted on a node
         # Pods that name a node the cache has not seen yet; counted when it arrives.
         self._orphans: dict[str, dict[str, PodInfo]] = {}
+        # The pod groups' runtime state (GenericWorkload); kept by the event
+        # handlers for pods seen, and by assume/forget here.
+        self.pod_group_states = PodGroupStates()
 
     # --- nodes -----------------------------------------------------------------
 
@@ -84,6 +88,7 @@ class Cache:
     def assume_pod(self, pod: PodInfo, node_name: str) -> None:
         self._place(pod, node_name)
         self.assumed[pod.key] = node_name
+        self.pod_group_states.assume_pod(pod.pod)
 
     def forget_pod(self, pod: PodInfo) -> None:
         """ForgetPod: drop the pod's assumption, if the pod assumed under its key is
@@ -95,6 +100,7 @@ class Cache:
             return
         if self.assumed.pop(key, None) is not None:
             self._unplace(key)
+            self.pod_group_states.forget_pod(pod.pod)
 
     def finish_binding(self, key: str) -> None:
         self.assumed.pop(key, None)

@@ -72,6 +72,7 @@ def capacity_command(
     disabled: tuple[str, ...],
     seed: str,
     percentage_of_nodes_to_score: int | None,
+    feature_gates: str,
     limit: int,
     exclude_nodes: str,
     output: str,
@@ -82,7 +83,7 @@ def capacity_command(
     semantics); the count, the copies per node, and the stop reason (the
     FailedScheduling text of the first copy that did not fit)."""
     setup = scheduler_setup(
-        config_path, plugins, enabled, disabled, seed, percentage_of_nodes_to_score
+        config_path, plugins, enabled, disabled, seed, percentage_of_nodes_to_score, feature_gates
     )
     state = load_manifests(paths, from_cluster, kubeconfig, context, max_pods)
     templates = [_template(state, spec) for spec in specs]
@@ -116,6 +117,8 @@ def capacity_command(
         setup.registry,
         state.dra,
         state.pod_groups,
+        state.workload_pod_groups,
+        setup.gates,
     )
     result = capacity(
         world,

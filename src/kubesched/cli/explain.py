@@ -81,6 +81,7 @@ def explain_command(
     disabled: tuple[str, ...],
     seed: str,
     percentage_of_nodes_to_score: int | None,
+    feature_gates: str,
     output: str,
     all_attempts: bool,
     top: int,
@@ -93,7 +94,7 @@ def explain_command(
     filter verdict, each score plugin's raw, normalized and weighted score, the
     tie-break, and PostFilter (preemption)."""
     setup = scheduler_setup(
-        config_path, plugins, enabled, disabled, seed, percentage_of_nodes_to_score
+        config_path, plugins, enabled, disabled, seed, percentage_of_nodes_to_score, feature_gates
     )
     state = load_manifests(paths, from_cluster, kubeconfig, context, max_pods)
     err = Console(stderr=True)
@@ -126,6 +127,8 @@ def explain_command(
         registry=setup.registry,
         explain=keys,
         pod_groups=state.pod_groups,
+        workload_pod_groups=state.workload_pod_groups,
+        gates=setup.gates,
     )
     for key in keys:
         victims = victims_of(result, key)

@@ -20,7 +20,7 @@ from kubesched.cli.gangs import gang_note
 from kubesched.cli.html import simulation_page, write_page
 from kubesched.cli.optimize_report import comparison_document, parse_timeout, print_comparison
 from kubesched.cli.options import (
-    feature_gate_overrides,
+    feature_gates_from_option,
     feature_gates_option,
     html_option,
     load_manifests,
@@ -66,7 +66,6 @@ def version_command(output: str) -> None:
 @main.command("simulate")
 @manifest_options
 @scheduler_options
-@feature_gates_option
 @click.option(
     "-o", "--output", type=click.Choice(["text", "json", "yaml"]), default="text", show_default=True
 )
@@ -122,9 +121,8 @@ def simulate_command(
     err = Console(stderr=True)
     timeout = parse_timeout(optimize_timeout)
     setup = scheduler_setup(
-        config_path, plugins, enabled, disabled, seed, percentage_of_nodes_to_score
+        config_path, plugins, enabled, disabled, seed, percentage_of_nodes_to_score, feature_gates
     )
-    gates = feature_gate_overrides(feature_gates)
     state = load_manifests(paths, from_cluster, kubeconfig, context, max_pods)
     problems = [str(p) for p in state.problems]
     if output != "text":
@@ -159,7 +157,8 @@ def simulate_command(
             registry=setup.registry,
             explain=explained,
             pod_groups=state.pod_groups,
-            feature_gates=gates,
+            workload_pod_groups=state.workload_pod_groups,
+            gates=setup.gates,
         )
 
     comparison = None
@@ -177,7 +176,8 @@ def simulate_command(
             setup.registry,
             state.dra,
             state.pod_groups,
-            feature_gates=gates,
+            state.workload_pod_groups,
+            setup.gates,
         )
         comparison = optimize_batch(
             world,
@@ -394,6 +394,7 @@ def run_command(
     from kubesched.plugins.helpers.args import ArgsError
     from kubesched.server.auth import always_allow_path_matcher
 
+    gates = feature_gates_from_option(feature_gates)
     if bool(tls_cert_file) != bool(tls_private_key_file):
         raise click.BadParameter(
             "--tls-cert-file and --tls-private-key-file go together",
@@ -408,7 +409,6 @@ def run_command(
         raise click.BadParameter(
             str(exc), param_hint="--authorization-always-allow-paths"
         ) from None
-    gates = feature_gate_overrides(feature_gates)
     if batch_timeout is not None and batch_window is None:
         raise click.BadParameter("needs --batch-window", param_hint="--batch-timeout")
     configure_logging("json" if logging_format == "json" else "text", verbosity)
@@ -431,7 +431,7 @@ def run_command(
         explain=explain,
         explain_keep=explain_keep,
         registry=registry,
-        feature_gates=gates,
+        gates=gates,
         batch_window=None if batch_window is None else _duration(batch_window, "--batch-window"),
         batch_timeout=1.0 if batch_timeout is None else _duration(batch_timeout, "--batch-timeout"),
     )

@@ -14,7 +14,12 @@ import click
 
 from kubesched.cluster.manifests import DEFAULT_MAX_PODS, ClusterState, load_paths
 from kubesched.config import ConfigError, load_config
-from kubesched.framework.features import FeatureGateError, parse_feature_gates
+from kubesched.framework.features import (
+    DEFAULT_GATES,
+    FeatureGateError,
+    FeatureGates,
+    parse_feature_gates,
+)
 from kubesched.framework.interfaces import EXTENSION_POINTS, Plugin
 from kubesched.framework.profile import PluginRef, ProfileConfig, resolve
 from kubesched.framework.registry import Registry, load_plugin_path
@@ -131,6 +136,7 @@ def scheduler_options(fn: F) -> F:
                 default=None,
                 help="Override percentageOfNodesToScore (default: the configuration's, or 0).",
             ),
+            feature_gates_option,
         ]
     ):
         fn = option(fn)
@@ -145,12 +151,14 @@ def feature_gates_option(fn: F) -> F:
         default="",
         metavar="NAME=BOOL,...",
         help="Feature gates to turn on or off, as kube-scheduler's --feature-gates: "
-        "OpportunisticBatching=true|false (default true, as in v1.36.3).",
+        "OpportunisticBatching (beta, on by default), GenericWorkload and GangScheduling "
+        "(alpha, off by default; GangScheduling needs GenericWorkload), as in v1.36.3.",
     )(fn)
 
 
-def feature_gate_overrides(text: str) -> dict[str, bool]:
-    """The --feature-gates value as overrides; a BadParameter naming the option."""
+def feature_gates_from_option(text: str) -> FeatureGates:
+    """The --feature-gates value as the effective gates; a BadParameter naming the
+    option."""
     try:
         return parse_feature_gates(text)
     except FeatureGateError as exc:
@@ -167,6 +175,7 @@ class SchedulerSetup:
     seed_given: bool  # False: the seed was picked at random (--seed random)
     percentage_of_nodes_to_score: int
     config_path: str | None
+    gates: FeatureGates = DEFAULT_GATES
 
 
 def scheduler_setup(
@@ -176,9 +185,11 @@ def scheduler_setup(
     disabled: tuple[str, ...],
     seed: str,
     percentage: int | None,
+    feature_gates: str = "",
 ) -> SchedulerSetup:
     """The profiles, registry and seed the options ask for; a UsageError / BadParameter
     naming the option for anything wrong, before anything runs."""
+    gates = feature_gates_from_option(feature_gates)
     loaded: list[type[Plugin]] = []
     for target in plugins:
         try:
@@ -192,13 +203,13 @@ def scheduler_setup(
     config_percentage = 0
     if config_path is not None:
         try:
-            config = load_config(config_path)
+            config = load_config(config_path, gates)
         except ConfigError as exc:
             raise click.BadParameter(str(exc), param_hint="--config") from None
         profiles = config.profiles
         config_percentage = config.percentage_of_nodes_to_score
     else:
-        profiles = [ProfileConfig.default(name) for name in SIMULATED_SCHEDULER_NAMES]
+        profiles = [ProfileConfig.default(name, gates) for name in SIMULATED_SCHEDULER_NAMES]
     for spec in enabled:
         # A plugin that is not registered, or a weight that is not an int32
         # (PluginConfig's Weight) of at least 0, is a usage error, never a traceback.
@@ -244,6 +255,7 @@ def scheduler_setup(
         given,
         config_percentage if percentage is None else percentage,
         config_path,
+        gates,
     )
 
 

@@ -26,7 +26,10 @@ from kubesched.api.objects import (
     PodDisruptionBudget,
     PriorityClass,
 )
-from kubesched.api.pod_groups import PodGroup
+from kubesched.api.pod_groups import POD_GROUP_GROUP, PodGroup
+from kubesched.api.scheduling import API_VERSION as SCHEDULING_API_VERSION
+from kubesched.api.scheduling import PodGroup as WorkloadPodGroup
+from kubesched.api.scheduling import Workload as WorkloadObject
 from kubesched.api.workloads import DaemonSet, Deployment, Job, ReplicaSet, StatefulSet, Workload
 from kubesched.cluster.admission import (
     NAMESPACE_NAME_LABEL,
@@ -69,6 +72,7 @@ from kubesched.cluster.validation.scheduling_objects import (
     validate_pdb,
     validate_priority_class,
 )
+from kubesched.cluster.validation.workload_api import validate_pod_group, validate_workload
 from kubesched.cluster.volume_manifests import (
     CLUSTER_SCOPED_STORAGE,
     STORAGE_GROUPS,
@@ -91,9 +95,12 @@ _GROUPS: Mapping[str, tuple[str, ...]] = {
     "DaemonSet": ("apps", "extensions"),
     "StatefulSet": ("apps",),
     "Job": ("batch",),
+    # The Workload API's (scheduling.k8s.io/v1alpha2) and scheduler-plugins'
+    # (scheduling.x-k8s.io/v1alpha1, Coscheduling) PodGroups share the kind.
+    "PodGroup": ("scheduling.k8s.io", *POD_GROUP_GROUPS[POD_GROUP_KIND]),
+    "Workload": ("scheduling.k8s.io",),
     **STORAGE_GROUPS,
     **DRA_GROUPS,
-    **POD_GROUP_GROUPS,
 }
 _CLUSTER_SCOPED = (
     frozenset({"Node", "Namespace", "PriorityClass"}) | CLUSTER_SCOPED_STORAGE | CLUSTER_SCOPED_DRA
@@ -234,6 +241,9 @@ class _Loader:
         self.priority_classes: dict[str, tuple[PriorityClass, _Origin]] = {}
         self.namespaces: dict[str, tuple[Namespace, _Origin]] = {}
         self.pdbs: dict[str, tuple[PodDisruptionBudget, _Origin]] = {}
+        # scheduling.k8s.io/v1alpha2 objects (GenericWorkload), by "namespace/name".
+        self.workload_pod_groups: dict[str, tuple[WorkloadPodGroup, _Origin]] = {}
+        self.workload_objects: dict[str, tuple[WorkloadObject, _Origin]] = {}
         self.workload_origin: dict[tuple[str, str], _Origin] = {}
         self.storage_objects = StorageObjects()
         self.dra_objects = DraObjects()
@@ -337,8 +347,11 @@ class _Loader:
             self.add_dra_object(origin, kind, api_version, obj)
         elif kind == "PodDisruptionBudget":
             self.add_pdb(origin, obj)
-        elif kind == POD_GROUP_KIND:
+        elif kind == POD_GROUP_KIND and group in ("", POD_GROUP_GROUP):
+            # scheduler-plugins' PodGroup (Coscheduling); scheduling.k8s.io's below.
             self.add_pod_group(origin, api_version, obj)
+        elif kind in ("PodGroup", "Workload"):
+            self.add_scheduling_object(origin, kind, api_version, obj)
         else:
             self.add_workload(origin, kind, obj)
 
@@ -601,6 +614,53 @@ class _Loader:
         if not meta.uid:
             meta.uid = _uid(POD_GROUP_KIND, meta.namespace, meta.name)
         self.pod_groups[key] = (group, origin)
+
+    def add_scheduling_object(
+        self, origin: _Origin, kind: str, api_version: str, obj: Mapping[str, Any]
+    ) -> None:
+        """A PodGroup or a Workload: scheduling.k8s.io/v1alpha2 only (v1.36.3 serves
+        them at that version alone), checked as kube-apiserver validates them."""
+        if api_version != SCHEDULING_API_VERSION:
+            self.problem(
+                origin,
+                kind,
+                _raw_name(obj, kind),
+                "apiVersion",
+                f'{kind} is served at "{SCHEDULING_API_VERSION}" only, got "{api_version}"',
+            )
+            return
+        decoded: WorkloadPodGroup | WorkloadObject | None
+        if kind == "PodGroup":
+            decoded = self.decode(origin, obj, kind, WorkloadPodGroup)
+        else:
+            decoded = self.decode(origin, obj, kind, WorkloadObject)
+        if decoded is None:
+            return
+        meta = decoded.metadata
+        meta.namespace = meta.namespace or "default"
+        name = f"{meta.namespace}/{meta.name}" if meta.name else ""
+        if isinstance(decoded, WorkloadPodGroup):
+            error = _first(validate_pod_group(decoded))
+        else:
+            error = _first(validate_workload(decoded))
+        if error is not None:
+            self.problem(origin, kind, name, *error)
+            return
+        store: dict[str, Any] = (
+            self.workload_pod_groups if kind == "PodGroup" else self.workload_objects
+        )
+        if name in store:
+            self.problem(
+                origin,
+                kind,
+                name,
+                "metadata.name",
+                f"duplicate: a {kind} named {name} was already loaded from {store[name][1]}",
+            )
+            return
+        if not meta.uid:
+            meta.uid = _uid(kind, meta.namespace, meta.name)
+        store[name] = (decoded, origin)
 
     def add_storage_object(self, origin: _Origin, kind: str, obj: Mapping[str, Any]) -> None:
         decoded = self.decode(origin, obj, kind, STORAGE_KINDS[kind][0])

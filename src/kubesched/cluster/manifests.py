@@ -69,6 +69,8 @@ from pathlib import Path
 from kubesched.api.disruption import compute_status
 from kubesched.api.objects import Namespace, Node, Pod, PodDisruptionBudget, PriorityClass
 from kubesched.api.pod_groups import PodGroup
+from kubesched.api.scheduling import PodGroup as WorkloadPodGroup
+from kubesched.api.scheduling import Workload
 from kubesched.cluster.admission import (
     SYSTEM_NAMESPACES,
     _admit_priority,
@@ -118,6 +120,10 @@ class ClusterState:
     dra: DraState = field(default_factory=DraState)
     # scheduler-plugins' PodGroups, for Coscheduling.
     pod_groups: list[PodGroup] = field(default_factory=list)
+    # The Workload API's (scheduling.k8s.io/v1alpha2, GenericWorkload) PodGroups and
+    # Workloads, by key.
+    workload_pod_groups: dict[str, WorkloadPodGroup] = field(default_factory=dict)
+    workloads: dict[str, Workload] = field(default_factory=dict)
     problems: list[LoadProblem] = field(default_factory=list)  # errors: objects skipped
     notes: list[str] = field(default_factory=list)  # informational
 
@@ -251,6 +257,8 @@ def _finish(loader: _Loader, max_pods: int) -> ClusterState:
         namespaces=namespaces,
         pdbs=pdbs,
         pod_groups=[group for group, _ in loader.pod_groups.values()],
+        workload_pod_groups={key: pg for key, (pg, _) in loader.workload_pod_groups.items()},
+        workloads={key: w for key, (w, _) in loader.workload_objects.items()},
         problems=loader.problems,
         notes=loader.notes,
     )

@@ -18,11 +18,12 @@ import yaml
 
 from kubesched.api.bounded_yaml import YamlLimitError, load_bounded
 from kubesched.config.plugin_args import plugin_args_errors
+from kubesched.framework.features import DEFAULT_GATES, FeatureGates
 from kubesched.framework.profile import (
-    DEFAULT_MULTI_POINT,
     PluginRef,
     PluginSet,
     ProfileConfig,
+    default_multi_point,
 )
 from kubesched.plugins.helpers.args import aggregate
 
@@ -187,7 +188,9 @@ _POINTS = {
 }
 
 
-def _profile(profile: ProfileV1, index: int, source: str) -> ProfileConfig:
+def _profile(
+    profile: ProfileV1, index: int, source: str, gates: FeatureGates = DEFAULT_GATES
+) -> ProfileConfig:
     where = f"profiles[{index}]"
     if not profile.scheduler_name:
         raise ConfigError(f"{where}.schedulerName: Required value")
@@ -196,7 +199,7 @@ def _profile(profile: ProfileV1, index: int, source: str) -> ProfileConfig:
         raise ConfigError(
             f"{where}.percentageOfNodesToScore: Invalid value: {pct}: not in valid range [0-100]"
         )
-    plugins: dict[str, PluginSet] = {"multiPoint": PluginSet(list(DEFAULT_MULTI_POINT))}
+    plugins: dict[str, PluginSet] = {"multiPoint": PluginSet(default_multi_point(gates))}
     if profile.plugins is not None:
         for attr, point in _POINTS.items():
             custom = _plugin_set(getattr(profile.plugins, attr))
@@ -225,7 +228,9 @@ def _profile(profile: ProfileV1, index: int, source: str) -> ProfileConfig:
     return ProfileConfig(profile.scheduler_name, plugins, args, pct)  # type: ignore[arg-type]
 
 
-def parse_config(data: object, source: str = "config") -> SchedulerConfig:
+def parse_config(
+    data: object, source: str = "config", gates: FeatureGates = DEFAULT_GATES
+) -> SchedulerConfig:
     if not isinstance(data, dict):
         raise ConfigError(f"{source}: expected a KubeSchedulerConfiguration object")
     try:
@@ -270,7 +275,7 @@ def parse_config(data: object, source: str = "config") -> SchedulerConfig:
             f"{source}: podMaxBackoffSeconds: Invalid value: "
             "must be greater than or equal to podInitialBackoffSeconds"
         )
-    profiles = [_profile(p, i, source) for i, p in enumerate(cfg.profiles or [ProfileV1()])]
+    profiles = [_profile(p, i, source, gates) for i, p in enumerate(cfg.profiles or [ProfileV1()])]
     names = [p.scheduler_name for p in profiles]
     for i, name in enumerate(names):
         if name in names[:i]:
@@ -295,7 +300,7 @@ def parse_config(data: object, source: str = "config") -> SchedulerConfig:
     )
 
 
-def load_config(path: str | Path) -> SchedulerConfig:
+def load_config(path: str | Path, gates: FeatureGates = DEFAULT_GATES) -> SchedulerConfig:
     try:
         text = Path(path).read_text()
     except OSError as exc:
@@ -306,7 +311,7 @@ def load_config(path: str | Path) -> SchedulerConfig:
         raise ConfigError(f"{path}: {exc}") from None
     except yaml.YAMLError as exc:
         raise ConfigError(f"{path}: invalid YAML: {' '.join(str(exc).split())}") from None
-    return parse_config(data, str(path))
+    return parse_config(data, str(path), gates)
 
 
 def check_plugin_names(config: SchedulerConfig, registered: Container[str], source: str) -> None:

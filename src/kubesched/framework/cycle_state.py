@@ -17,6 +17,7 @@ class CycleState:
     __slots__ = (
         "_data",
         "explain",
+        "pod_group_cycle",
         "record_plugin_metrics",
         "skip_filter_plugins",
         "skip_score_plugins",
@@ -32,6 +33,9 @@ class CycleState:
         # What this attempt computed, kept for an explanation when one is asked for
         # (a framework.explain.CycleCapture); None, the rule, keeps nothing.
         self.explain: Any = None
+        # Whether this attempt is one pod's part of a pod group scheduling cycle
+        # (SetPodGroupSchedulingCycle / IsPodGroupSchedulingCycle upstream).
+        self.pod_group_cycle = False
 
     def write(self, key: str, value: object) -> None:
         self._data[key] = value
@@ -58,4 +62,5 @@ class CycleState:
         copy.skip_filter_plugins = set(self.skip_filter_plugins)
         copy.skip_score_plugins = set(self.skip_score_plugins)
         copy.record_plugin_metrics = self.record_plugin_metrics
+        copy.pod_group_cycle = self.pod_group_cycle
         return copy

@@ -20,6 +20,7 @@ from kubesched.framework.dra import DraState
 from kubesched.framework.metrics_recorder import NO_METRICS, MetricsRecorder
 from kubesched.framework.node_table import NodeTable
 from kubesched.framework.pod_groups import PodGroupState
+from kubesched.framework.podgroup_states import PodGroupStates, WorkloadPodGroupLister
 from kubesched.framework.storage import StorageState
 from kubesched.framework.types import PodInfo
 from kubesched.framework.waiting import WaitingPods
@@ -81,6 +82,9 @@ class Listers:
     workload_selectors: dict[tuple[str, str, str], LabelSelector] | None = None
     # scheduler-plugins' PodGroups and their pods, for Coscheduling.
     pod_groups: PodGroupState = field(default_factory=PodGroupState)
+    # The Workload API's PodGroups (scheduling.k8s.io/v1alpha2, GenericWorkload), by
+    # "namespace/name".
+    workload_pod_groups: WorkloadPodGroupLister = field(default_factory=WorkloadPodGroupLister)
 
 
 @dataclass
@@ -125,3 +129,7 @@ class Handle:
     metrics: MetricsRecorder = NO_METRICS
     # scheduler-plugins' PodGroups and their pods, for Coscheduling.
     pod_groups: PodGroupState = field(default_factory=PodGroupState)
+    # The Workload API's PodGroup lister (GangScheduling's podGroupLister) and the
+    # cache's pod group states (Handle.PodGroupManager().PodGroupStates() upstream).
+    workload_pod_groups: WorkloadPodGroupLister = field(default_factory=WorkloadPodGroupLister)
+    pod_group_states: PodGroupStates = field(default_factory=PodGroupStates)

@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from kubesched.framework.features import DEFAULT_GATES, FeatureGates
 from kubesched.framework.registry import Registry
 
 DEFAULT_SCHEDULER_NAME = "default-scheduler"
@@ -54,6 +55,15 @@ DEFAULT_MULTI_POINT: tuple[PluginRef, ...] = (
 )
 
 
+def default_multi_point(gates: FeatureGates = DEFAULT_GATES) -> list[PluginRef]:
+    """getDefaultPlugins with applyFeatureGates for the gates kubesched follows:
+    GangScheduling appends its plugin to multiPoint (applyGangScheduling)."""
+    plugins = list(DEFAULT_MULTI_POINT)
+    if gates.gang_scheduling:
+        plugins.append(PluginRef("GangScheduling"))
+    return plugins
+
+
 @dataclass(slots=True)
 class ProfileConfig:
     scheduler_name: str = DEFAULT_SCHEDULER_NAME
@@ -63,8 +73,10 @@ class ProfileConfig:
     percentage_of_nodes_to_score: int | None = None
 
     @classmethod
-    def default(cls, scheduler_name: str = DEFAULT_SCHEDULER_NAME) -> ProfileConfig:
-        return cls(scheduler_name, {"multiPoint": PluginSet(list(DEFAULT_MULTI_POINT))})
+    def default(
+        cls, scheduler_name: str = DEFAULT_SCHEDULER_NAME, gates: FeatureGates = DEFAULT_GATES
+    ) -> ProfileConfig:
+        return cls(scheduler_name, {"multiPoint": PluginSet(default_multi_point(gates))})
 
 
 @dataclass(slots=True)

@@ -652,6 +652,7 @@ class Framework:
         """RunPermitPlugins: Wait (with each waiting plugin's timeout) if some plugin
         asks to wait and none rejects."""
         waits: dict[str, float] = {}
+        wait_status: Status | None = None
         sample = self.recording and state.record_plugin_metrics
         started = 0.0
         for plugin in self.permit:
@@ -665,10 +666,16 @@ class Framework:
                 self._observe_plugin("Permit", plugin.name, status.code, started)
             if status.code == Code.WAIT:
                 waits[plugin.name] = min(timeout, 15 * 60.0)  # upstream caps at 15 min
+                wait_status = status
             elif not status.is_success():
                 return _wrapped_error(status, plugin.name, "Permit"), {}
         if waits:
-            return Status.wait(), waits
+            # The last waiting plugin's status, with upstream's appended reason (the
+            # pod group cycle reports its message when the group cannot be placed).
+            reasons = [] if wait_status is None else list(wait_status.reasons)
+            reasons.append("one or more plugins asked to wait and no plugin rejected pod")
+            waiter = "" if wait_status is None else wait_status.plugin
+            return Status(Code.WAIT, reasons, waiter), waits
         return Status(), {}
 
     # --- binding cycle -----------------------------------------------------------

@@ -97,6 +97,9 @@ class QueuedPodInfo:
     pod_info: PodInfo
     timestamp: float  # when it last entered activeQ (PrioritySort's tie-break)
     initial_attempt_timestamp: float | None = None
+    # The order in which pods got their initial_attempt_timestamp: the tie-break
+    # when the clock gives two pods the same one (simulated time).
+    initial_attempt_seq: int = 0
     attempts: int = 0
     # UnschedulableCount and ConsecutiveErrorsCount upstream: the backoff counts
     # rejections by plugins, or the run of errors since the last rejection, not
@@ -139,6 +142,8 @@ class Resource(enum.StrEnum):
     DEVICE_CLASS = "DeviceClass"
     # scheduler-plugins' PodGroup, named as its Coscheduling plugin registers it.
     POD_GROUP = "podgroups.v1alpha1.scheduling.x-k8s.io"
+    # The Workload API's PodGroup (scheduling.k8s.io/v1alpha2), fwk.PodGroup upstream.
+    WORKLOAD_POD_GROUP = "PodGroup"
     WILDCARD = "*"
 
 

@@ -50,7 +50,7 @@ def pod_group_informer(client: KubeClient, state: PodGroupState) -> Informer[Pod
             lambda _old, new: state.upsert_group(new),
             lambda group: state.delete_group(group.key),
         ),
-        name="podgroups",
+        name="podgroups.scheduling.x-k8s.io",
     )
 
 

@@ -15,13 +15,14 @@ import signal
 import ssl
 import time
 from collections.abc import Awaitable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from kubesched.api.objects import Namespace, Node, Pod, PodDisruptionBudget
 from kubesched.config import SchedulerConfig, check_plugin_names, load_config
 from kubesched.framework.client import ClusterClient
 from kubesched.framework.clock import Clock, RealClock
+from kubesched.framework.features import DEFAULT_GATES, FeatureGates
 from kubesched.framework.handle import Listers
 from kubesched.framework.profile import ProfileConfig
 from kubesched.framework.registry import Registry
@@ -42,6 +43,10 @@ from kubesched.kube.pod_groups import (
     require_pod_group_api,
 )
 from kubesched.kube.storage import KubeVolumeWriter, storage_informers
+from kubesched.kube.workload_pod_groups import (
+    KubePodGroupConditionWriter,
+    workload_pod_group_informer,
+)
 from kubesched.kube.workload_selectors import WorkloadSelectors, workload_selector_informers
 from kubesched.kube.writer import EventWriter, StatusWriter
 from kubesched.metrics import SchedulerMetrics, status_label
@@ -97,17 +102,16 @@ class RunOptions:
     explain: bool = False
     explain_keep: int = DEFAULT_KEEP
     registry: Registry | None = None  # None: the default one (`--plugin` adds to it)
-    # `--feature-gates`: the gates set away from v1.36.3's defaults.
-    feature_gates: dict[str, bool] = field(default_factory=dict)
+    gates: FeatureGates = DEFAULT_GATES  # --feature-gates
     # `--batch-window`: the batch placement fallback (scheduler/batch_window.py); off
     # (None) by default, which is kube-scheduler's behaviour.
     batch_window: float | None = None
     batch_timeout: float = 1.0
 
 
-def default_config() -> SchedulerConfig:
+def default_config(gates: FeatureGates = DEFAULT_GATES) -> SchedulerConfig:
     return SchedulerConfig(
-        profiles=[ProfileConfig.default(DEFAULT_SCHEDULER_NAME)],
+        profiles=[ProfileConfig.default(DEFAULT_SCHEDULER_NAME, gates)],
         lease_name=DEFAULT_SCHEDULER_NAME,
     )
 
@@ -118,6 +122,8 @@ class Runner:
         self.config = config
         self.stop = asyncio.Event()
         self.metrics = SchedulerMetrics()
+        if options.gates.generic_workload:
+            self.metrics.enable_pod_group_metrics()
         self.tasks: list[asyncio.Task[None]] = []
         self.scheduler: Scheduler | None = None
         self.elector: LeaderElector | None = None
@@ -205,6 +211,12 @@ class Runner:
         )
         selectors = workload_selector_informers(client, workload_selectors)
         self.informers = [nodes, pods, pdbs, namespaces, *selectors]
+        # The Workload API's PodGroups, with GenericWorkload on (scheduling.k8s.io/v1alpha2).
+        workload_groups: list[Informer[Any]] = []
+        if self.options.gates.generic_workload:
+            listers.workload_pod_groups.writer = KubePodGroupConditionWriter(client)
+            workload_groups = [workload_pod_group_informer(client, sched)]
+            self.informers.extend(workload_groups)
         # PVs, PVCs, StorageClasses and CSI objects, if a profile's plugins read them.
         volumes: list[Informer[Any]] = []
         if any(
@@ -259,12 +271,12 @@ class Runner:
         self._spawn(nodes.run(), "informer-nodes")
         self._spawn(pdbs.run(), "informer-pdbs")
         self._spawn(namespaces.run(), "informer-namespaces")
-        for informer in [*selectors, *volumes, *claims, *pod_groups]:
+        for informer in [*selectors, *volumes, *claims, *workload_groups, *pod_groups]:
             self._spawn(informer.run(), f"informer-{informer.name}")
         await self._until(nodes.synced.wait())
         await self._until(pdbs.synced.wait())
         await self._until(namespaces.synced.wait())
-        for informer in [*selectors, *volumes, *claims, *pod_groups]:
+        for informer in [*selectors, *volumes, *claims, *workload_groups, *pod_groups]:
             await self._until(informer.synced.wait())
         self._spawn(pods.run(), "informer-pods")
         await self._until(pods.synced.wait())
@@ -475,7 +487,7 @@ class Runner:
             waiting_pods=WaitingPods(clock, observe=self.observe_permit_wait),
             registry=self.options.registry,
             explain_observer=self.explained,
-            feature_gates=self.options.feature_gates,
+            gates=self.options.gates,
             batch=batch,
             batch_observer=self.metrics.observe_batch,
         )
@@ -525,7 +537,11 @@ class Runner:
 
 
 async def run(options: RunOptions) -> int:
-    config = load_config(options.config) if options.config else default_config()
+    config = (
+        load_config(options.config, options.gates)
+        if options.config
+        else default_config(options.gates)
+    )
     if options.config:
         check_plugin_names(config, options.registry or default_registry(), options.config)
     runner = Runner(options, config)

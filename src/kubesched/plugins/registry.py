@@ -11,6 +11,7 @@ from kubesched.plugins.coscheduling import Coscheduling
 from kubesched.plugins.defaultbinder import DefaultBinder
 from kubesched.plugins.defaultpreemption import DefaultPreemption
 from kubesched.plugins.dynamicresources import DynamicResources
+from kubesched.plugins.gangscheduling import GangScheduling
 from kubesched.plugins.imagelocality import ImageLocality
 from kubesched.plugins.interpodaffinity import InterPodAffinity
 from kubesched.plugins.nodeaffinity import NodeAffinity
@@ -49,6 +50,9 @@ IN_TREE: tuple[type[Plugin], ...] = (
     InterPodAffinity,
     NodeDeclaredFeatures,
     DynamicResources,
+    # kube-scheduler's GangScheduling (Workload API), off unless the GangScheduling
+    # gate adds it to the default profile or a profile enables it.
+    GangScheduling,
     # Not in kube-scheduler's tree: scheduler-plugins' Coscheduling, off unless a
     # profile enables it.
     Coscheduling,

@@ -146,10 +146,19 @@ class SchedulingQueue:
             return False
         self.unschedulable.pop(qpi.pod_info.key, None)
         self.backoff.delete(qpi.pod_info.key)
+        self._mark_initial_attempt(qpi)
         self.active.push(qpi)
         self._count("active", event)
         self._ready.set()
         return True
+
+    def _mark_initial_attempt(self, qpi: QueuedPodInfo) -> None:
+        """addToActiveQ / moveToActiveQ upstream: a pod's InitialAttemptTimestamp is
+        set when it first enters activeQ (the pod group cycle orders a group's pods
+        by it: the member whose arrival let the group in comes first)."""
+        if qpi.initial_attempt_timestamp is None:
+            qpi.initial_attempt_timestamp = self.clock.now()
+            qpi.initial_attempt_seq = next(self._seq)
 
     def _count(self, queue: str, event: str) -> None:
         self.incoming[(queue, event)] = self.incoming.get((queue, event), 0) + 1
@@ -256,10 +265,24 @@ class SchedulingQueue:
             qpi = early
         self.scheduling_cycle += 1
         qpi.attempts += 1
-        if qpi.initial_attempt_timestamp is None:
-            qpi.initial_attempt_timestamp = self.clock.now()
+        self._mark_initial_attempt(qpi)  # popped early from backoffQ
         self.in_flight[qpi.pod_info.key] = qpi
         self._in_flight_marks[qpi.pod_info.key] = self._event_seq
+        return qpi
+
+    def pop_specific(self, key: str) -> QueuedPodInfo | None:
+        """PopSpecificPod: activate the pod (PreEnqueue runs), then take it from
+        activeQ into flight as a pop would; None if it is not there after that
+        (gated, in flight already, or unknown). The pod group cycle pops its group's
+        other pods with it."""
+        self.activate([key])
+        qpi = self.active.get(key)
+        if qpi is None:
+            return None
+        self.active.delete(key)
+        qpi.attempts += 1
+        self.in_flight[key] = qpi
+        self._in_flight_marks[key] = self._event_seq
         return qpi
 
     async def pop(self) -> QueuedPodInfo | None:

@@ -21,6 +21,7 @@ from kubesched.cache.cache import Cache
 from kubesched.framework.client import ClusterClient
 from kubesched.framework.clock import Clock
 from kubesched.framework.explain import Explanation
+from kubesched.framework.features import FeatureGates
 from kubesched.framework.fit_error import Diagnosis
 from kubesched.framework.handle import Handle, Listers
 from kubesched.framework.metrics_recorder import MetricsRecorder
@@ -96,7 +97,7 @@ class SchedulerBase:
     observer: Observer | None
     outcome_observer: OutcomeObserver | None
     explain_observer: ExplainObserver | None
-    feature_gates: dict[str, bool]  # the settable gates (framework/features.py)
+    gates: FeatureGates  # the feature gates (framework/features.py)
     opportunistic_batching: bool  # the OpportunisticBatching gate
     batch: BatchWindow | None  # `run --batch-window`; None: kube-scheduler's behaviour
 

@@ -9,6 +9,7 @@ rejected pod fit is handed to the queue as a cluster event.
 from __future__ import annotations
 
 from kubesched.api.objects import Node, Pod
+from kubesched.api.scheduling import PodGroup
 from kubesched.framework.types import (
     EVENT_ASSIGNED_POD_ADD,
     EVENT_ASSIGNED_POD_DELETE,
@@ -20,6 +21,15 @@ from kubesched.framework.types import (
 )
 from kubesched.queue.pod_events import pod_scheduling_properties_change
 from kubesched.scheduler.base import SchedulerBase
+
+# EventUnscheduledPodAdd, which the queue sees with GangScheduling on: a new pod
+# may complete a gang whose other pods PreEnqueue holds back.
+EVENT_UNSCHEDULED_POD_ADD = ClusterEvent(
+    Resource.UNSCHEDULED_POD, ActionType.ADD, "UnscheduledPodAdd"
+)
+EVENT_WORKLOAD_POD_GROUP_ADD = ClusterEvent(
+    Resource.WORKLOAD_POD_GROUP, ActionType.ADD, "PodGroupAdd"
+)
 
 
 class EventHandlers(SchedulerBase):
@@ -63,6 +73,7 @@ class EventHandlers(SchedulerBase):
         # Coscheduling's pod lister by group label (every pod, bound or not).
         self.handle.pod_groups.observe_pod(pod)
         if pod.spec.node_name:
+            self.cache.pod_group_states.add_pod(pod)
             self.cache.add_pod(PodInfo(pod))
             self.queue.delete(pod.key)
             self.nominator.delete(pod.key)
@@ -72,9 +83,14 @@ class EventHandlers(SchedulerBase):
             info = PodInfo(pod)
             if self.outcome_observer is not None:
                 self.outcome_observer.pod_pending(info.key)
+            # addPodToSchedulingQueue: the group learns of its pod first, so that
+            # PreEnqueue counts it.
+            self.cache.pod_group_states.add_pod(pod)
             self.queue.add(info)
             if info.key in self.queue.active:  # not held back by PreEnqueue
                 self.nominator.add(pod, None)
+            if self.gates.gang_scheduling:
+                self.queue.on_event(EVENT_UNSCHEDULED_POD_ADD, None, pod)
 
     def on_pod_update(self, old: Pod | None, new: Pod) -> None:
         if old is not None:
@@ -89,6 +105,7 @@ class EventHandlers(SchedulerBase):
             self.on_pod_add(new)
             return
         key = f"{new.metadata.namespace}/{new.metadata.name}"
+        self.cache.pod_group_states.update_pod(old, new)
         if new.spec.node_name:
             was_assigned = old is not None and bool(old.spec.node_name)
             if key in self.queue and not self.cache.is_assumed(key):
@@ -130,6 +147,7 @@ class EventHandlers(SchedulerBase):
     def on_pod_delete(self, pod: Pod) -> None:
         self.handle.pod_groups.forget_pod(pod)
         key = f"{pod.metadata.namespace}/{pod.metadata.name}"
+        self.cache.pod_group_states.remove_pod(pod)
         self.queue.delete(key)
         self.nominator.delete(key)
         self.last_failures.pop(key, None)
@@ -141,6 +159,22 @@ class EventHandlers(SchedulerBase):
             self.queue.on_event(EVENT_ASSIGNED_POD_DELETE, pod, None)
         elif pod.status.nominated_node_name:
             self._nominated_room_freed(pod)
+
+    # --- the Workload API's PodGroups (GenericWorkload) ------------------------------
+
+    def on_workload_pod_group_add(self, pod_group: PodGroup) -> None:
+        """A PodGroup seen: into the lister, and to the queue (GangScheduling's hint
+        lets its pods in). PodGroups' specs are immutable: an update only refreshes
+        the stored object (its status)."""
+        known = pod_group.key in self.listers.workload_pod_groups.groups
+        self.listers.workload_pod_groups.groups[pod_group.key] = pod_group
+        if not known:
+            self.queue.on_event(EVENT_WORKLOAD_POD_GROUP_ADD, None, pod_group)
+
+    on_workload_pod_group_update = on_workload_pod_group_add
+
+    def on_workload_pod_group_delete(self, pod_group: PodGroup) -> None:
+        self.listers.workload_pod_groups.groups.pop(pod_group.key, None)
 
     def _nominated_room_freed(self, pod: Pod) -> None:
         """POD held room on its nominated node: lower or equal priority pods may fit

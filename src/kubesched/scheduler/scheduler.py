@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import gc
-from collections.abc import Collection, Coroutine, Mapping, Sequence
+from collections.abc import Collection, Coroutine, Sequence
 from typing import Any
 
 import numpy as np
@@ -22,8 +22,7 @@ from kubesched.api.objects import ObjectMeta, Pod
 from kubesched.cache.cache import Cache
 from kubesched.framework.client import ClusterClient
 from kubesched.framework.clock import Clock, SimClock
-from kubesched.framework.features import OPPORTUNISTIC_BATCHING
-from kubesched.framework.features import feature_gates as feature_gates_with
+from kubesched.framework.features import DEFAULT_GATES, FeatureGates
 from kubesched.framework.handle import Handle, Listers
 from kubesched.framework.metrics_recorder import NO_METRICS
 from kubesched.framework.profile import ProfileConfig
@@ -38,10 +37,10 @@ from kubesched.scheduler.base import ExplainObserver, Observer, OutcomeObserver
 from kubesched.scheduler.batch_window import BatchObserver, BatchOptions, BatchWindow
 from kubesched.scheduler.binding_cycle import set_nominated_node_name
 from kubesched.scheduler.eventhandlers import EventHandlers
-from kubesched.scheduler.schedule_one import SchedulingCycle
+from kubesched.scheduler.podgroup_cycle import PodGroupCycle
 
 
-class Scheduler(EventHandlers, SchedulingCycle):
+class Scheduler(EventHandlers, PodGroupCycle):
     """kube-scheduler's Scheduler: feed it cluster events (on_node_*, on_pod_*) and
     pods from its queue (schedule_one)."""
 
@@ -61,17 +60,17 @@ class Scheduler(EventHandlers, SchedulingCycle):
         registry: Registry | None = None,
         waiting_pods: WaitingPods | None = None,
         explain_observer: ExplainObserver | None = None,
-        feature_gates: Mapping[str, bool] | None = None,
+        gates: FeatureGates = DEFAULT_GATES,
         batch: BatchOptions | None = None,
         batch_observer: BatchObserver | None = None,
     ) -> None:
-        # v1.36.3's defaults with the caller's overrides (--feature-gates);
-        # FeatureGateError (a ValueError) for a gate kubesched cannot set.
-        self.feature_gates = feature_gates_with(feature_gates)
-        self.opportunistic_batching = self.feature_gates[OPPORTUNISTIC_BATCHING]
+        # v1.36.3's defaults with the caller's overrides (--feature-gates).
+        self.opportunistic_batching = gates.opportunistic_batching
         self.clock = clock or SimClock()
         self.cluster = cluster
+        self.gates = gates
         self.cache = Cache()
+        self.cache.pod_group_states.enabled = gates.generic_workload
         self.table = self.cache.table
         self.waiting_pods = WaitingPods(self.clock) if waiting_pods is None else waiting_pods
         self.rng = np.random.default_rng(seed)
@@ -96,6 +95,8 @@ class Scheduler(EventHandlers, SchedulingCycle):
             workload_selectors=self.listers.workload_selectors,
             pod_groups=self.listers.pod_groups,
             metrics=NO_METRICS if observer is None else observer,
+            workload_pod_groups=self.listers.workload_pod_groups,
+            pod_group_states=self.cache.pod_group_states,
         )
         registry = default_registry() if registry is None else registry
         self.frameworks = {}

@@ -15,7 +15,8 @@ run needs, in creation order:
   created one at a time in list order. Node names in node affinity
   (``matchFields`` on ``metadata.name``, ``kubernetes.io/hostname``) are logical.
 * with features: ``pdbs`` (preemption), ``volumes`` (PersistentVolumes and claims),
-  ``dra`` (DeviceClasses, ResourceSlices, ResourceClaims and templates; see dra.py).
+  ``dra`` (DeviceClasses, ResourceSlices, ResourceClaims and templates; see dra.py),
+  ``gangs`` (PodGroups of the Workload API and their pods; opt-in, see gangs.py).
 
 ``generate(seed, index)`` is a pure function of its arguments: the same seed and
 index give the same scenario on every machine.
@@ -34,6 +35,13 @@ from typing import Any
 
 from tests.differential.generator.dra import dra_objects, slices_of
 from tests.differential.generator.features import _pdbs, _replicas, _volumes
+from tests.differential.generator.gangs import (
+    GANG_GATES,
+    gangs,
+    last_members,
+    pod_group_manifest,
+    waits_for_group,
+)
 from tests.differential.generator.manifests import (
     dra_class_names,
     dra_cluster_manifests,
@@ -125,6 +133,8 @@ def generate(
         scenario["volumes"] = _volumes(rng, nodes, pods)
     if "dra" in features:
         scenario["dra"] = dra_objects(rng, nodes, pods)
+    if "gangs" in features:
+        scenario["gangs"] = gangs(rng, pods)
     return scenario
 
 
@@ -134,6 +144,7 @@ __all__ = [
     "DEFAULT_IMAGE",
     "FEATURES",
     "FEATURE_PLUGINS",
+    "GANG_GATES",
     "GPU",
     "HOSTNAME_LABEL",
     "IMAGES",
@@ -153,11 +164,14 @@ __all__ = [
     "dra_cluster_manifests",
     "dra_namespace_manifests",
     "dra_objects",
+    "gangs",
     "generate",
     "kubesched_plugins",
+    "last_members",
     "node_manifest",
     "parse_features",
     "pdb_manifest",
+    "pod_group_manifest",
     "pod_manifest",
     "priority_class_manifests",
     "profile_config",
@@ -169,4 +183,5 @@ __all__ = [
     "slices_of",
     "unsupported_features",
     "volume_manifests",
+    "waits_for_group",
 ]

@@ -46,12 +46,16 @@ FEATURE_PLUGINS: dict[str, tuple[str, ...]] = {
     "dra": ("DynamicResources",),
 }
 FEATURES = tuple(FEATURE_PLUGINS)
-# Features that need no plugin of their own and are only on when named (the
-# default, every feature, keeps the scenarios it always made): `batching` makes
-# runs of identical pods and has PodTopologySpread add no cluster-default
-# constraints (defaultingType: List), without which v1.36.3 signs no pod, so
-# OpportunisticBatching (on by default in both schedulers) has pods to batch.
-OPT_IN_FEATURES = ("batching",)
+# Features only run when asked for by name (not part of "every feature", which keeps
+# the scenarios it always made):
+# - gangs needs a control plane serving the alpha Workload API (hack/cluster-up.sh
+#   with KUBESCHED_WORKLOAD_API=1) and both schedulers with GenericWorkload and
+#   GangScheduling on, whose default profile then ends with GangScheduling;
+# - batching needs no plugin of its own: it makes runs of identical pods and has
+#   PodTopologySpread add no cluster-default constraints (defaultingType: List),
+#   without which v1.36.3 signs no pod, so OpportunisticBatching (on by default in
+#   both schedulers) has pods to batch.
+OPT_IN_FEATURES = ("gangs", "batching")
 # `--features none` (make diff FEATURES=none): only the plugins no feature covers.
 NO_FEATURES = "none"
 

@@ -119,8 +119,9 @@ def _predict(
     step: Step,
     names: Mapping[str, str],
 ) -> Prediction | None:
-    """score_step on the state RUN was in before STEP."""
-    if not step.created:
+    """score_step on the state RUN was in before STEP (none for a gang's pods: the
+    pod group cycle places them together, not one by one on that state)."""
+    if not step.created or step.group:
         return None
     created = {s.pod: s.created for s in run.steps if s.created}
     # The harness gave every pod bound before this step its status.startTime.
@@ -319,6 +320,12 @@ def compare(
         pred_b = _predict(scenario, ks, before_b, b, names)
         if pred_b is not None:
             result.predictions[b.pod] = pred_b
+        if not in_sync and (a.group or b.group):
+            # No single-pod prediction judges a gang's pods (see _predict); with the
+            # states apart, nothing compares them: counted, not judged.
+            result.unjudged += 1
+            before_a, before_b = a.placements, b.placements
+            continue
         if not in_sync:
             result.indirect += 1
             pred_a = _predict(scenario, kube, before_a, a, names)

@@ -49,7 +49,7 @@ class HarnessError(RuntimeError):
 @dataclass
 class Step:
     pod: str
-    outcome: str  # bound | unschedulable | error | timeout | rejected
+    outcome: str  # bound | unschedulable | error | timeout | rejected | created
     node: str | None = None  # logical node name
     reason: str = ""
     message: str = ""
@@ -65,6 +65,10 @@ class Step:
     # per pod its status.resourceClaimStatuses (the claims made from its templates).
     claims: dict[str, dict[str, Any]] = field(default_factory=dict, repr=False)
     claim_statuses: dict[str, list[dict[str, Any]]] = field(default_factory=dict, repr=False)
+    # gangs: the PodGroup the pod belongs to. Such a step is placed with its whole
+    # group (no single-pod prediction); a member before the gang's last is only
+    # created (outcome "created"), the last one's step waits for the whole gang.
+    group: str = ""
 
 
 @dataclass
@@ -143,6 +147,9 @@ class Comparison:
     ties: int = 0
     swaps: int = 0
     indirect: int = 0  # steps compared through in-process predictions
+    # gangs: steps of gang pods after the states diverged, which no in-process
+    # prediction can judge (the pod group cycle places the gang together).
+    unjudged: int = 0
     # dra: pods bound in both runs (directly compared) that have claims; of them, those
     # whose claims are allocated alike (see harness.dra.allocations).
     claims: int = 0
@@ -172,6 +179,8 @@ class Comparison:
             text += f", claims {self.claims_agree}/{self.claims}"
         if self.diverged_at is not None:
             text += f", states diverged after a tie at step {self.diverged_at}"
+        if self.unjudged:
+            text += f", {self.unjudged} gang steps not judged after the states diverged"
         for d in self.disagreements:
             left, right = ("in-process", "kubesched") if d.mode == MODE_KS else (KUBE, KUBESCHED)
             text += (

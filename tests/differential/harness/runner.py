@@ -226,10 +226,16 @@ class Harness:
             ) from exc
 
     # ----------------------------------------------------------------- one run
-    def _start(self, side: str, config_path: Path, work: Path) -> Any:
+    def _start(self, side: str, config_path: Path, work: Path, gates: str = "") -> Any:
+        """GATES: --feature-gates for both schedulers (the gangs feature's)."""
         if side == KUBE:
             try:
-                return start_kube_scheduler(self.cp, config_path, verbosity=self.kube_verbosity)
+                return start_kube_scheduler(
+                    self.cp,
+                    config_path,
+                    verbosity=self.kube_verbosity,
+                    extra_args=[f"--feature-gates={gates}"] if gates else [],
+                )
             except RuntimeError as exc:
                 raise HarnessError(f"kube-scheduler did not start: {exc}") from exc
         proc = start_kubesched(
@@ -240,6 +246,7 @@ class Harness:
             "--no-leader-elect",
             "--seed",
             str(self.kubesched_seed),
+            *(("--feature-gates", gates) if gates else ()),
             *(
                 ("-v", str(self.kubesched_verbosity))
                 if self.kubesched_verbosity is not None
@@ -278,14 +285,26 @@ class Harness:
             clock = now
 
         pvs, run.objects = self._create_namespace_objects(scenario, ns, prefix)
-        proc = self._start(side, config_path, work)
+        gangs = scenario.get("gangs") or []
+        for gang in gangs:
+            self._create_pod_group(gang, ns)
+        proc = self._start(side, config_path, work, gen.GANG_GATES if gangs else "")
         lap("start")
         # Pods still to get their status.startTime once bound.
         unstarted = start_times(scenario)
+        last = gen.last_members(dict(scenario))
         try:
             for pod in scenario["pods"]:
                 before = run.steps[-1].placements if run.steps else {}
-                run.steps.append(self._step(pod, ns, names, logical, before, unstarted))
+                group = (pod["spec"].get("schedulingGroup") or {}).get("podGroupName", "")
+                if gen.waits_for_group(dict(scenario), pod["name"]):
+                    run.steps.append(self._create_member(pod, ns, names, logical, group))
+                    continue
+                step = self._step(pod, ns, names, logical, before, unstarted)
+                step.group = group
+                if pod["name"] in last:
+                    self._settle_group(ns, last[pod["name"]], logical, step, unstarted)
+                run.steps.append(step)
                 if "dra" in scenario:
                     self._record_claims(ns, run.steps[-1])
             lap("steps")
@@ -378,6 +397,80 @@ class Harness:
         step.seconds = round(time.monotonic() - started, 3)
         step.placements = placements
         return step
+
+    # ----------------------------------------------------------------- gangs
+    def _create_pod_group(self, gang: Mapping[str, Any], ns: str) -> None:
+        try:
+            self.api.post(
+                f"/apis/scheduling.k8s.io/v1alpha2/namespaces/{ns}/podgroups",
+                gen.pod_group_manifest(dict(gang), ns),
+            )
+        except ApiError as exc:
+            raise HarnessError(
+                f"PodGroup {gang['name']} not created ({exc}): the gangs feature needs a "
+                "control plane serving scheduling.k8s.io/v1alpha2 "
+                "(hack/cluster-up.sh with KUBESCHED_WORKLOAD_API=1)"
+            ) from exc
+
+    def _create_member(
+        self,
+        pod: Mapping[str, Any],
+        ns: str,
+        names: Mapping[str, str],
+        logical: Mapping[str, str],
+        group: str,
+    ) -> Step:
+        """A gang member before the gang's last: created, not waited for (its group
+        holds it at PreEnqueue until the last member exists)."""
+        manifest = gen.pod_manifest(pod, ns, SCHEDULER_NAME, names)
+        began = time.time()
+        try:
+            created = self.api.post(f"/api/v1/namespaces/{ns}/pods", manifest)
+        except ApiError as exc:
+            message = str(exc.body.get("message", exc))
+            return Step(pod["name"], "rejected", message=_normalise(message, ns, logical))
+        return Step(
+            pod["name"],
+            "created",
+            created=created,
+            began=began,
+            group=group,
+            placements=self._placements(ns, logical),
+        )
+
+    def _settle_group(
+        self,
+        ns: str,
+        members: list[str],
+        logical: Mapping[str, str],
+        step: Step,
+        unstarted: dict[str, str],
+    ) -> None:
+        """After the gang's last pod's step: wait until every member is bound or has
+        its PodScheduled=False condition, then take the placements again."""
+
+        def settled() -> bool:
+            pods = {p["metadata"]["name"]: p for p in self.api.list_pods(ns)}
+            for name in members:
+                pod = pods.get(name)
+                if pod is None:
+                    continue
+                if pod["spec"].get("nodeName"):
+                    continue
+                if not any(
+                    c.get("type") == "PodScheduled" and c.get("status") == "False"
+                    for c in pod["status"].get("conditions", [])
+                ):
+                    return False
+            return True
+
+        with contextlib.suppress(WaitTimeout):
+            self.api.wait_for(settled, timeout=self.step_timeout, interval=POLL)
+        placements, rv = self._list_placements(ns, logical)
+        if self._start_bound(ns, placements, unstarted):
+            placements, rv = self._list_placements(ns, logical)
+        self._quiesce(ns, rv, time.monotonic() + self.step_timeout)
+        step.placements, _ = self._list_placements(ns, logical)
 
     @property
     def claim_controller(self) -> bool:
