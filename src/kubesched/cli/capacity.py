@@ -22,12 +22,12 @@ from kubesched.cli.options import (
     scheduler_options,
     scheduler_setup,
     seed_note,
+    world_of,
 )
 from kubesched.cli.report import profile_line
 from kubesched.cli.workloads import node_zones
 from kubesched.cluster.admission import builtin_priority_classes
 from kubesched.cluster.manifests import ClusterState, load_paths, pending_pods, running_pods
-from kubesched.simulator import World
 
 
 @click.command("capacity")
@@ -107,18 +107,8 @@ def capacity_command(
         *(p for p in running_pods(state) if p.spec.node_name not in gone),
         *pending_pods(state),
     ]
-    world = World(
-        [n for n in state.nodes if n.metadata.name not in gone],
-        pods,
-        setup.profiles,
-        state.pdbs,
-        state.storage,
-        state.namespaces,
-        setup.registry,
-        state.dra,
-        state.pod_groups,
-        state.workload_pod_groups,
-        setup.gates,
+    world = world_of(
+        state, setup, nodes=[n for n in state.nodes if n.metadata.name not in gone], pods=pods
     )
     result = capacity(
         world,

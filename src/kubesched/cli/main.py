@@ -28,6 +28,7 @@ from kubesched.cli.options import (
     scheduler_options,
     scheduler_setup,
     seed_note,
+    world_of,
 )
 from kubesched.cli.report import as_document, print_report
 from kubesched.cli.workloads import explained_pods_of, node_zones
@@ -164,21 +165,8 @@ def simulate_command(
     comparison = None
     if optimize:
         from kubesched.optimize import optimize as optimize_batch
-        from kubesched.simulator import World
 
-        world = World(
-            state.nodes,
-            pods,
-            setup.profiles,
-            state.pdbs,
-            state.storage,
-            state.namespaces,
-            setup.registry,
-            state.dra,
-            state.pod_groups,
-            state.workload_pod_groups,
-            setup.gates,
-        )
+        world = world_of(state, setup, pods=pods)
         comparison = optimize_batch(
             world,
             result,

@@ -5,13 +5,14 @@ manifests it runs on, and the seed of its tie-breaks."""
 from __future__ import annotations
 
 import secrets
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
 import click
 
+from kubesched.api.objects import Node, Pod
 from kubesched.cluster.manifests import DEFAULT_MAX_PODS, ClusterState, load_paths
 from kubesched.config import ConfigError, load_config
 from kubesched.framework.features import (
@@ -24,6 +25,7 @@ from kubesched.framework.interfaces import EXTENSION_POINTS, Plugin
 from kubesched.framework.profile import PluginRef, ProfileConfig, resolve
 from kubesched.framework.registry import Registry, load_plugin_path
 from kubesched.plugins.registry import default_registry
+from kubesched.simulator import World
 
 # Without --config, pods for the default scheduler and for kubesched by name are both
 # simulated, each by a default profile.
@@ -308,6 +310,30 @@ def load_manifests(
         except Exception as exc:
             raise click.ClickException(f"cannot read the cluster: {exc}") from None
     return load_paths(paths, before, max_pods)
+
+
+def world_of(
+    state: ClusterState,
+    setup: SchedulerSetup,
+    nodes: Sequence[Node] | None = None,
+    pods: Sequence[Pod] | None = None,
+) -> World:
+    """What a simulation starts from: the manifests' objects with the command's
+    configuration; `nodes` and `pods` replace the manifests' where given (capacity
+    leaves excluded nodes out, simulate puts running pods first)."""
+    return World(
+        state.nodes if nodes is None else nodes,
+        state.pods if pods is None else pods,
+        setup.profiles,
+        state.pdbs,
+        state.storage,
+        state.namespaces,
+        setup.registry,
+        state.dra,
+        state.pod_groups,
+        state.workload_pod_groups,
+        setup.gates,
+    )
 
 
 def seed_note(setup: SchedulerSetup) -> str:
