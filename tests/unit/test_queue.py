@@ -242,3 +242,29 @@ def test_idle_queue_pops_event_moved_pods_from_backoff_but_not_errored_ones() ->
     clock.advance_to(2.0)  # the end of the window its backoff ends in
     q.flush_backoff_completed()
     assert pop(q).pod_info.name == "errored"
+
+
+def test_a_pod_group_member_rejected_by_a_plugin_retries_on_backoff_alone() -> None:
+    """determineSchedulingHintForInFlightPod: with GenericWorkload on, a member of a
+    pod group goes to backoff after a rejection, not to the unschedulable pool to
+    wait for an event; a pod outside a group, or with the gate off, waits."""
+    clock = SimClock()
+    profile = QueueProfile(SORT.less, lambda pod: Status(), {})
+
+    def rejected(name: str, *, group: bool, generic_workload: bool) -> SchedulingQueue:
+        q = SchedulingQueue(
+            {"default-scheduler": profile}, clock, generic_workload=generic_workload
+        )
+        spec = {"schedulingGroup": {"podGroupName": "train"}} if group else {}
+        q.add(PodInfo(make_pod(name, spec=spec)))
+        qpi = pop(q)
+        qpi.unschedulable_plugins = {"NodeResourcesFit"}
+        q.requeue_failed(qpi)
+        return q
+
+    member = rejected("member", group=True, generic_workload=True)
+    assert "default/member" in member.backoff and not member.unschedulable
+    single = rejected("single", group=False, generic_workload=True)
+    assert "default/single" in single.unschedulable
+    gate_off = rejected("gate-off", group=True, generic_workload=False)
+    assert "default/gate-off" in gate_off.unschedulable

@@ -74,8 +74,11 @@ class SchedulingQueue:
         initial_backoff: float = DEFAULT_INITIAL_BACKOFF,
         max_backoff: float = DEFAULT_MAX_BACKOFF,
         max_in_unschedulable: float = DEFAULT_MAX_IN_UNSCHEDULABLE,
+        generic_workload: bool = False,
     ) -> None:
         self.profiles = profiles
+        # isGenericWorkloadEnabled: pod group members then retry on backoff alone.
+        self.generic_workload = generic_workload
         self._interest: dict[ClusterEvent, bool] = {}
         self.clock = clock
         self.initial_backoff = initial_backoff
@@ -412,6 +415,12 @@ class SchedulingQueue:
     def _in_flight_strategy(self, qpi: QueuedPodInfo) -> int:
         if not qpi.unschedulable_plugins and not qpi.pending_plugins:
             return QUEUE_AFTER_BACKOFF  # an error: retry after backoff
+        if self.generic_workload and qpi.pod_info.pod.spec.scheduling_group is not None:
+            # determineSchedulingHintForInFlightPod: a pod group member's retry rests
+            # on backoff alone, as upstream has no event-based requeueing at the pod
+            # group level yet; so a gang that did not fit is tried again after its
+            # backoff, whatever the events (seen in differential seed60-007 and -047).
+            return QUEUE_AFTER_BACKOFF
         events = self._events_while_in_flight(qpi.pod_info.key)
         if events is None:
             return QUEUE_AFTER_BACKOFF  # not tracked (e.g. failed while binding)

@@ -117,6 +117,7 @@ class Scheduler(EventHandlers, PodGroupCycle):
             self.clock,
             initial_backoff=pod_initial_backoff,
             max_backoff=pod_max_backoff,
+            generic_workload=gates.generic_workload,
         )
         self.nominator = Nominator()
         self.percentage_of_nodes_to_score = percentage_of_nodes_to_score
