@@ -42,7 +42,7 @@ from bench.cluster import (
     bodies,
     namespace_manifest,
 )
-from bench.dra_e2e import collection_path, delete_objects, needs_claim_controller
+from bench.dra_e2e import collection_path, needs_claim_controller
 from bench.e2e import (
     bind_init_pods,
     check_placements,
@@ -52,6 +52,7 @@ from bench.e2e import (
     prepare,
     quantiles_ms,
     settled_metrics,
+    tear_down,
     timeline,
     timeout_for,
     wait_ready,
@@ -267,15 +268,7 @@ async def run_backlog(
         result.setdefault("reason", str(exc))
         say(f"error: {exc}")
     finally:
-        for sched in started_procs:
-            if result.get("status") in ("error", "timeout"):
-                result["log_tail"] = sched.log_tail(15)
-            sched.stop()
-        with contextlib.suppress(BenchError):
-            await cleanup(api, run_id)
-        with contextlib.suppress(BenchError):
-            await delete_objects(api, plan, run_id, namespaces)
-        await api.aclose()
+        await tear_down(api, started_procs, plan, run_id, namespaces, result)
     return result
 
 

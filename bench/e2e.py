@@ -27,7 +27,7 @@ import contextlib
 import math
 import secrets
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -123,16 +123,29 @@ async def run_e2e(
         result.update(status="error", reason=str(exc))
         say(f"error: {exc}")
     finally:
-        if sched is not None:
-            if result.get("status") in ("error", "timeout"):
-                result["log_tail"] = sched.log_tail(15)
-            sched.stop()
-        with contextlib.suppress(BenchError):
-            await cleanup(api, run_id)
-        with contextlib.suppress(BenchError):
-            await delete_objects(api, plan, run_id, namespaces)
-        await api.aclose()
+        await tear_down(api, [] if sched is None else [sched], plan, run_id, namespaces, result)
     return result
+
+
+async def tear_down(
+    api: Api,
+    scheds: Sequence[SchedulerProcess],
+    plan: Plan,
+    run_id: str,
+    namespaces: list[str],
+    result: dict[str, Any],
+) -> None:
+    """After a run, whatever its end: stop the schedulers (a failed run keeps the last
+    one's log tail), delete what the run created, close the API client."""
+    for sched in scheds:
+        if result.get("status") in ("error", "timeout"):
+            result["log_tail"] = sched.log_tail(15)
+        sched.stop()
+    with contextlib.suppress(BenchError):
+        await cleanup(api, run_id)
+    with contextlib.suppress(BenchError):
+        await delete_objects(api, plan, run_id, namespaces)
+    await api.aclose()
 
 
 async def prepare(
