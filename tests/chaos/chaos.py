@@ -32,12 +32,9 @@ import argparse
 import math
 import os
 import random
-import shutil
 import sys
-import tempfile
 import threading
 import time
-import traceback
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -63,10 +60,10 @@ from tests.chaos.harness import (
     create_node,
     create_pod,
     delete_pod,
-    fresh_control_plane,
     list_all,
     ordinary_shape,
     retrying,
+    run_main,
     say,
 )
 from tests.integration.admin_api import AdminApi
@@ -355,23 +352,7 @@ def run(
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = parse_args(argv)
-    workdir = Path(tempfile.mkdtemp(prefix="kubesched-chaos-"))
-    say(f"working in {workdir}")
-    try:
-        with (
-            fresh_control_plane(workdir) as cp,
-            AdminApi(cp) as api,
-            ExitStack() as cleanup,
-        ):
-            code = run(cp, api, workdir, args, cleanup)
-    except Exception:
-        traceback.print_exc()
-        print(f"chaos: the run itself failed (logs in {workdir})", file=sys.stderr)
-        return 2
-    if code == 0 and not args.keep:
-        shutil.rmtree(workdir, ignore_errors=True)
-    return code
+    return run_main("chaos", parse_args(argv), run)
 
 
 if __name__ == "__main__":

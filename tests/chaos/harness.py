@@ -6,15 +6,20 @@ resident memory, and `kubesched run` replicas kept running (restarted when they 
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import functools
 import json
 import random
 import re
 import shutil
+import sys
+import tempfile
 import threading
 import time
+import traceback
 from collections.abc import Callable, Iterator, Mapping
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -66,6 +71,32 @@ def fresh_control_plane(workdir: Path) -> Iterator[ControlPlane]:
             with contextlib.suppress(OSError):
                 shutil.copy2(log, logs / log.name)
         run_hack("cluster-down.sh", str(cluster_dir), timeout=120)
+
+
+def run_main(
+    name: str,
+    args: argparse.Namespace,
+    run: Callable[[ControlPlane, AdminApi, Path, argparse.Namespace, ExitStack], int],
+) -> int:
+    """The whole of a chaos or soak run: a fresh control plane in a work dir of its own,
+    RUN's exit code; a failure of the run itself (not a finding) exits 2, and the work
+    dir stays unless the run passed and ARGS.keep is off."""
+    workdir = Path(tempfile.mkdtemp(prefix=f"kubesched-{name}-"))
+    say(f"working in {workdir}")
+    try:
+        with (
+            fresh_control_plane(workdir) as cp,
+            AdminApi(cp) as api,
+            ExitStack() as cleanup,
+        ):
+            code = run(cp, api, workdir, args, cleanup)
+    except Exception:
+        traceback.print_exc()
+        print(f"{name}: the run itself failed (logs in {workdir})", file=sys.stderr)
+        return 2
+    if code == 0 and not args.keep:
+        shutil.rmtree(workdir, ignore_errors=True)
+    return code
 
 
 def transient(exc: BaseException) -> bool:

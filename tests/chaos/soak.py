@@ -24,12 +24,9 @@ import argparse
 import heapq
 import os
 import random
-import shutil
 import sys
-import tempfile
 import threading
 import time
-import traceback
 from contextlib import ExitStack
 from pathlib import Path
 
@@ -40,10 +37,10 @@ from tests.chaos.harness import (
     create_node,
     create_pod,
     delete_pod,
-    fresh_control_plane,
     list_all,
     ordinary_shape,
     retrying,
+    run_main,
     say,
     vm_rss_kib,
 )
@@ -252,23 +249,7 @@ def _mib(samples: list[tuple[float, float]]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = parse_args(argv)
-    workdir = Path(tempfile.mkdtemp(prefix="kubesched-soak-"))
-    say(f"working in {workdir}")
-    try:
-        with (
-            fresh_control_plane(workdir) as cp,
-            AdminApi(cp) as api,
-            ExitStack() as cleanup,
-        ):
-            code = run(cp, api, workdir, args, cleanup)
-    except Exception:
-        traceback.print_exc()
-        print(f"soak: the run itself failed (logs in {workdir})", file=sys.stderr)
-        return 2
-    if code == 0 and not args.keep:
-        shutil.rmtree(workdir, ignore_errors=True)
-    return code
+    return run_main("soak", parse_args(argv), run)
 
 
 if __name__ == "__main__":
