@@ -142,3 +142,21 @@ def test_alike_gang_members_may_get_each_others_notes() -> None:
     comparison = compare(scenario, runs[KUBE], runs[KUBESCHED], {})
     assert {d.pod for d in comparison.disagreements} == {first, second}
     assert comparison.member_orders == 0
+
+
+def test_alike_members_notes_match_as_events_agree_allows() -> None:
+    """seed60-040: kube-scheduler's member A got the FitError and a retry's note, B the
+    "waiting" note and the retry's; in kubesched A got "waiting" alone (its retry folded
+    into the condition) and B the other two. Matched A↔B, each pair agrees."""
+    scenario = gen.generate(60, 0, features=["gangs"])
+    first, second = scenario["gangs"][0]["pods"][:2]
+    fit, retry, wait = "0/3 nodes: 3 ports.", "0/3 nodes: 2 Insufficient memory.", "waiting"
+    notes = {
+        KUBE: {first: [fit, retry], second: [wait, retry]},
+        KUBESCHED: {first: [wait], second: [fit, retry]},
+    }
+    scenario, runs = _gang_runs(notes)
+    runs[KUBESCHED].conditions[first] = retry
+    comparison = compare(scenario, runs[KUBE], runs[KUBESCHED], {})
+    assert comparison.disagreements == []
+    assert comparison.member_orders == 2

@@ -478,7 +478,9 @@ def compare(
         elif (
             a.group
             and a.group == b.group
-            and _alike_members_swapped(a, event_checks, seen, signatures)
+            and _alike_members_swapped(
+                a, event_checks, seen, signatures, (kube.conditions, ks.conditions)
+            )
         ):
             result.message_agree += 1
             result.member_orders += 1
@@ -496,10 +498,11 @@ def _alike_members_swapped(
     checks: Sequence[tuple[int, Step, Step]],
     seen: Mapping[str, tuple[list[str], list[str]]],
     signatures: Mapping[str, str],
+    conditions: tuple[Mapping[str, str], Mapping[str, str]],
 ) -> bool:
-    """Whether the gang members alike to STEP's pod (same labels and spec) got the same
-    FailedScheduling notes in both runs, only handed to different members. When some
-    of a gang's members fit and the rest do not, which member kube-scheduler tries
+    """Whether the gang members alike to STEP's pod (same labels and spec) got notes
+    that agree (events_agree) once handed out among them in some other order. When
+    some of a gang's members fit and the rest do not, which member kube-scheduler tries
     first, and so which gets the FitError and which "waiting for minCount pods", is
     the order its UnscheduledPodAdd event moves them out of the unschedulable pool: Go
     map order, random between identical pods (podGroupInfoForPod orders them by
@@ -512,9 +515,25 @@ def _alike_members_swapped(
     ]  # fmt: skip
     if len(alike) < 2:
         return False
-    notes_a = sorted(tuple(seen[p][0]) for p in alike)
-    notes_b = sorted(tuple(seen[p][1]) for p in alike)
-    return notes_a == notes_b
+    cond_a, cond_b = conditions
+
+    def fits(x: str, y: str) -> bool:  # x's notes in kube-scheduler, y's in kubesched
+        return events_agree(seen[x][0], seen[y][1], cond_a.get(x, ""), cond_b.get(y, ""))
+
+    # A perfect matching of kube-scheduler's members to kubesched's (Kuhn's
+    # augmenting paths: gangs are small).
+    partner: dict[str, str] = {}  # kubesched's member -> kube-scheduler's
+
+    def assign(x: str, tried: set[str]) -> bool:
+        for y in alike:
+            if y not in tried and fits(x, y):
+                tried.add(y)
+                if y not in partner or assign(partner[y], tried):
+                    partner[y] = x
+                    return True
+        return False
+
+    return all(assign(x, set()) for x in alike)
 
 
 def _prediction_text(p: Prediction | None) -> str:
