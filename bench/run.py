@@ -125,6 +125,46 @@ def checkout_src(rev: str) -> tuple[Path, str]:
     return target / "src", commit
 
 
+NO_WORKLOAD_API: dict[str, Any] = {
+    "status": "n/a",
+    "missing": "Workload API",
+    "reason": "the control plane does not serve scheduling.k8s.io/v1alpha2: start it "
+    "with KUBESCHED_WORKLOAD_API=1 (hack/cluster-up.sh), or leave out --cluster-env",
+}
+
+
+class ControlPlanes:
+    """The control planes a run measures on: the running cluster of CLUSTER_ENV
+    (DIR/env) for every workload, or, without it, control planes of the run's own
+    started on first use in temporary directories: one serving the shipped API,
+    and one serving the alpha Workload API for the workloads that need it (the
+    others keep measuring the API as shipped)."""
+
+    def __init__(self, cluster_env: Path | None, say: Callable[[str], None]) -> None:
+        self.given = None if cluster_env is None else ControlPlane.from_env_file(cluster_env)
+        self.say = say
+        self.own: dict[bool, ControlPlane] = {}
+        self.dirs: list[Path] = []  # recorded before start: stop() stops a half-started one
+
+    def get(self, workload_api: bool) -> ControlPlane:
+        """The control plane for a workload that needs (or not) the Workload API;
+        the given one may lack it (ControlPlane.workload_api says)."""
+        if self.given is not None:
+            return self.given
+        if workload_api not in self.own:
+            directory = Path(tempfile.mkdtemp(prefix="kubesched-bench-"))
+            what = " serving the alpha Workload API" if workload_api else ""
+            self.say(f"starting a control plane{what} in {directory}")
+            self.dirs.append(directory)
+            self.own[workload_api] = cluster_up(directory, workload_api=workload_api)
+        return self.own[workload_api]
+
+    def stop(self) -> None:
+        for directory in self.dirs:
+            self.say(f"stopping the control plane in {directory}")
+            cluster_down(directory)
+
+
 def run_bench(
     workloads: Sequence[str] | None = None,
     size: str = "small",
@@ -216,15 +256,7 @@ def run_bench(
             doc["workloads"][name]["inprocess"] = median_run(tries)
 
     if any(mode in modes for mode in CLUSTER_MODES):
-        own_dir = None
-        if cluster_env is None:
-            own_dir = Path(tempfile.mkdtemp(prefix="kubesched-bench-"))
-            say(f"starting a control plane in {own_dir}")
-            cp = cluster_up(own_dir)
-        else:
-            cp = ControlPlane.from_env_file(cluster_env)
-        workdir = cp.dir / f"bench-{stamp}"
-        workdir.mkdir(parents=True, exist_ok=True)
+        planes = ControlPlanes(cluster_env, say)
         options: dict[str, Any] = {
             "concurrency": concurrency,
             "client": client,
@@ -235,6 +267,9 @@ def run_bench(
         try:
             for name in names:
                 workload = WORKLOADS[name]
+                cp = planes.get(workload.workload_api)
+                workdir = cp.dir / f"bench-{stamp}"
+                workdir.mkdir(parents=True, exist_ok=True)
                 shape = ceiling_shape(workload, size)
                 runs: dict[str, dict[str, list[dict[str, Any]]]] = {
                     m: {k: [] for k in schedulers} for m in ("e2e", "backlog") if m in modes
@@ -255,18 +290,20 @@ def run_bench(
                             if by_kind[kind] and by_kind[kind][-1].get("status") == "n/a":
                                 continue
                             say(f"{mode} {name} ({size}) with {kind}{tag}")
-                            result = asyncio.run(
-                                measure(cp, workload, size, kind, workdir, **options)
-                            )
+                            if workload.workload_api and not cp.workload_api:
+                                result = dict(NO_WORKLOAD_API, scheduler=kind)
+                                say(f"  n/a: {result['reason']}")
+                            else:
+                                result = asyncio.run(
+                                    measure(cp, workload, size, kind, workdir, **options)
+                                )
                             by_kind[kind].append(result)
                 for mode, by_kind in runs.items():
                     doc["workloads"][name][mode] = {k: median_run(rs) for k, rs in by_kind.items()}
                 if ceilings:
                     doc["workloads"][name]["ceiling"] = median_run(ceilings)
         finally:
-            if own_dir is not None:
-                say(f"stopping the control plane in {own_dir}")
-                cluster_down(own_dir)
+            planes.stop()
 
     for entry in doc["workloads"].values():
         entry["ratios"] = ratios(entry)
