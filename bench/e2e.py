@@ -236,7 +236,7 @@ async def check_placements(
     result.update(plan.tally(pods))
     broken = plan.broken(pods)
     if broken:
-        result.update(status="error", reason="; ".join(broken))
+        result.update(status="error", reason="; ".join(broken), broken=broken)
     result["pods_left"] = {
         role: sum(1 for p in pods if p.role == role) for role in (ROLE_INIT, ROLE_MEASURE)
     }

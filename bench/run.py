@@ -37,7 +37,7 @@ from bench.drain import run_backlog, run_ceiling
 from bench.e2e import run_e2e
 from bench.inprocess import measure_in_subprocess
 from bench.machine import CpuMeter, wait_quiet
-from bench.report import of_ceiling, plot, print_table, ratios, write_json
+from bench.report import of_ceiling, plot, print_table, ratios, scheduler_runs, write_json
 from bench.schedulers import SCHEDULERS
 from bench.workloads import SIZES, WORKLOADS, Workload
 
@@ -333,6 +333,7 @@ def median_run(tries: list[dict[str, Any]]) -> dict[str, Any]:
                 "status": r.get("status"),
                 "pods_per_second": r.get("pods_per_second"),
                 "foreign_share": (r.get("cpu") or {}).get("foreign_share"),
+                **({"broken": r["broken"]} if r.get("broken") else {}),
             }
             for r in tries
         ]
@@ -347,6 +348,18 @@ def median_run(tries: list[dict[str, Any]]) -> dict[str, Any]:
                 }
         chosen["spread"] = spread
     return chosen
+
+
+def broken_runs(doc: dict[str, Any]) -> list[str]:
+    """One line per run whose placements broke a workload's invariant (a gang bound
+    in part), repeats included: `python -m bench` exits 1 when there are any."""
+    lines = []
+    for name, entry in doc["workloads"].items():
+        for mode, who, result in scheduler_runs(entry):
+            for run in [result, *(result or {}).get("repeats", [])]:
+                if isinstance(run, dict) and run.get("broken"):
+                    lines.append(f"{name} {mode} {who}: {'; '.join(run['broken'])}")
+    return lines
 
 
 def _dig(d: Any, path: Sequence[str]) -> Any:
@@ -424,7 +437,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     try:
         if args.kubesched_rev:
             src, commit = checkout_src(args.kubesched_rev)
-        run_bench(
+        doc, _ = run_bench(
             names,
             args.size,
             modes=modes,
@@ -444,3 +457,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     finally:
         if args.kubesched_rev and src is not None:
             shutil.rmtree(src.parent, ignore_errors=True)
+    broken = broken_runs(doc)
+    if broken:
+        print("INVARIANT BROKEN, figures void:\n  " + "\n  ".join(broken), file=sys.stderr)
+        sys.exit(1)
