@@ -43,7 +43,6 @@ from bench.workloads import (
     make_pod,
 )
 
-GATES = "GenericWorkload=true,GangScheduling=true"
 API_VERSION = "scheduling.k8s.io/v1alpha2"
 GPU = "nvidia.com/gpu"
 GPUS_PER_NODE = 8

@@ -32,7 +32,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from bench.cluster import CLIENTS, REPO_ROOT, ControlPlane, cluster_down, cluster_up
+from bench.cluster import CLIENTS, REPO_ROOT, BenchError, ControlPlane, cluster_down, cluster_up
 from bench.drain import run_backlog, run_ceiling
 from bench.e2e import run_e2e
 from bench.inprocess import measure_in_subprocess
@@ -160,9 +160,17 @@ class ControlPlanes:
         return self.own[workload_api]
 
     def stop(self) -> None:
+        """Stop every control plane started, even when stopping one fails (the
+        first failure is raised after)."""
+        failures = []
         for directory in self.dirs:
             self.say(f"stopping the control plane in {directory}")
-            cluster_down(directory)
+            try:
+                cluster_down(directory)
+            except BenchError as exc:
+                failures.append(exc)
+        if failures:
+            raise failures[0]
 
 
 def run_bench(
