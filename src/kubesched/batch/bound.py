@@ -34,6 +34,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 from ortools.linear_solver.python import model_builder
+from ortools.linear_solver.python.model_builder_helper import ModelBuilderHelper
 
 from kubesched.batch.problem import Problem
 from kubesched.framework.node_table import NodeTable
@@ -51,16 +52,19 @@ def relaxation_bounds(
     table: NodeTable,
     hint: Sequence[Mapping[int, int]],
     placed: Mapping[int, int],
+    *,
+    merge_nodes: bool = True,
 ) -> dict[int, int]:
     """Priority -> upper bound on the pods placed at it (see the module's
     docstring); `hint` is greedy's placement as counts per class and row (where
     the held classes stay), `placed` the answer's pods by priority. A priority
-    whose relaxation does not solve has no entry."""
+    whose relaxation does not solve has no entry. Without `merge_nodes` every
+    node is its own class (the per-node relaxation, which the tests compare)."""
     classes = problem.classes
     rows = np.asarray(problem.live_rows, np.intp)
     if not classes or not len(rows):
         return {}
-    columns = sorted({col for cls in classes for col in cls.requests})
+    columns = np.array(sorted({col for cls in classes for col in cls.requests}), np.intp)
     index = {row: i for i, row in enumerate(rows.tolist())}
     room = problem.free[np.ix_(rows, columns)].astype(np.float64)
     held_count: dict[int, int] = {}
@@ -70,7 +74,7 @@ def relaxation_bounds(
         held_count[cls.priority] = held_count.get(cls.priority, 0) + sum(hint[c].values())
         for row, count in hint[c].items():
             if row in index:
-                for k, col in enumerate(columns):
+                for k, col in enumerate(columns.tolist()):
                     room[index[row], k] -= cls.requests.get(col, 0) * count
     room = np.maximum(room, 0.0)
     modelled = [c for c, cls in enumerate(classes) if not cls.held]
@@ -81,7 +85,8 @@ def relaxation_bounds(
         at = position[classes[c].rows]
         feasible[at[at >= 0], j] = True
     asks = np.array(
-        [[classes[c].requests.get(col, 0) for col in columns] for c in modelled], np.float64
+        [[classes[c].requests.get(col, 0) for col in columns.tolist()] for c in modelled],
+        np.float64,
     ).reshape(len(modelled), len(columns))
     # Per node and pod class: how many of its pods the node alone could hold.
     limit = np.array(
@@ -94,13 +99,13 @@ def relaxation_bounds(
         per_node[:, asking] = np.minimum(
             per_node[:, asking], np.floor(room[:, k, None] / asks[None, asking, k])
         )
-    groups = _node_classes(room, feasible)
+    groups = _node_classes(room, feasible) if merge_nodes else np.arange(len(rows))
     group_room = np.zeros((groups.max() + 1, len(columns)))
     np.add.at(group_room, groups, room)
     group_cap = np.zeros((groups.max() + 1, len(modelled)))
     np.add.at(group_cap, groups, per_node)
 
-    model = model_builder.Model()
+    model = model_builder.Model()  # type: ignore[no-untyped-call]  # no annotations upstream
     helper = model.helper
     # y[g, j]: pods of modelled class j on node class g (only where some node fits one).
     y: dict[tuple[int, int], int] = {}
@@ -116,9 +121,9 @@ def relaxation_bounds(
         by_group.setdefault(g, []).append((j, v))
     for j, variables in by_class.items():
         _row(helper, variables, [1.0] * len(variables), 0.0, len(classes[modelled[j]].pods))
-    for g, members in by_group.items():
+    for g, group in by_group.items():
         for k in range(len(columns)):
-            terms = [(v, asks[j, k]) for j, v in members if asks[j, k] > 0]
+            terms = [(v, asks[j, k]) for j, v in group if asks[j, k] > 0]
             if terms:
                 scale = max(a for _, a in terms)
                 _row(
@@ -135,7 +140,9 @@ def relaxation_bounds(
     bounds: dict[int, int] = {}
     for priority in priorities:
         members = [
-            v for j, c in enumerate(modelled) if classes[c].priority == priority
+            v
+            for j, c in enumerate(modelled)
+            if classes[c].priority == priority
             for v in by_class.get(j, [])
         ]
         fixed = held_count.get(priority, 0)
@@ -174,7 +181,7 @@ def _same_rows(keys: np.ndarray) -> np.ndarray:
 
 
 def _anti_affinity_rows(
-    helper: model_builder.ModelBuilderHelper,
+    helper: ModelBuilderHelper,
     problem: Problem,
     table: NodeTable,
     modelled: Sequence[int],
@@ -198,7 +205,7 @@ def _anti_affinity_rows(
 
 
 def _row(
-    helper: model_builder.ModelBuilderHelper,
+    helper: ModelBuilderHelper,
     variables: Sequence[int],
     coeffs: Sequence[float],
     low: float,

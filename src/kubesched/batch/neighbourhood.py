@@ -72,8 +72,10 @@ def improve(
     rng = random.Random(seed)
     current = [dict(c) for c in counts]
     classes = problem.classes
-    columns = sorted({col for cls in classes for col in cls.requests})
-    asks = np.array([[cls.requests.get(col, 0) for col in columns] for cls in classes], np.int64)
+    columns = np.array(sorted({col for cls in classes for col in cls.requests}), np.intp)
+    asks = np.array(
+        [[cls.requests.get(col, 0) for col in columns.tolist()] for cls in classes], np.int64
+    )
     # Per row: the classes that may go there (the variables a row brings).
     per_row = np.bincount(
         np.concatenate([cls.rows for cls in classes if not cls.held] or [np.empty(0, np.intp)]),
@@ -131,7 +133,7 @@ def _neighbourhood(
     problem: Problem,
     used: np.ndarray,
     asks: np.ndarray,
-    columns: Sequence[int],
+    columns: np.ndarray,
     pending: Sequence[int],
     per_row: np.ndarray,
     rng: random.Random,
@@ -152,8 +154,10 @@ def _neighbourhood(
     asked = need > 0
     mine = position[classes[focus].rows]
     mine = mine[mine >= 0]
-    short = (np.maximum(need[None, asked] - left[np.ix_(mine, np.flatnonzero(asked))], 0.0)
-             / need[None, asked]).sum(axis=1)
+    short = (
+        np.maximum(need[None, asked] - left[np.ix_(mine, np.flatnonzero(asked))], 0.0)
+        / need[None, asked]
+    ).sum(axis=1)
     short += _noise(rng, len(mine), 0.5)
     chosen: list[int] = mine[np.argsort(short, kind="stable")[: rng.randint(1, _TARGETS)]].tolist()
     scale = np.maximum(problem.free[np.ix_(rows, columns)].astype(np.float64), 1.0)
@@ -225,8 +229,7 @@ def _round(
         [
             AntiAffinity(where[rule.owner], rule.topology_key, matched)
             for rule in problem.anti_affinity
-            if rule.owner in where
-            and (matched := [where[c] for c in rule.matched if c in where])
+            if rule.owner in where and (matched := [where[c] for c in rule.matched if c in where])
         ],
     )
     solution = solve(
