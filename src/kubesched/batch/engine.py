@@ -37,12 +37,13 @@ __all__ = ["BatchPlacement", "Objective", "place_batch", "replay"]
 # about the second (48,300 at 1,000 pods × 500 nodes took 0.6 s to load and stop
 # in presolve): the model is then solved by neighbourhoods.
 WHOLE_MODEL_VARIABLES = 10_000
-# Time kept back from the solver for the replay through the filters and the
-# bound: the replay's cost per pod is measured on this many pods first (it was
-# 0.15 ms a pod on a quiet machine and 0.45 ms at load 4), with this margin
-# (the replay also adds each pod to the table and puts the rows back).
-_CALIBRATION_PODS = 16
-_REPLAY_MARGIN = 2.5
+# Time kept back from the neighbourhood search for the replay through the
+# filters and the bound: the replay's cost per pod is measured on this many pods
+# first (it was 0.15 ms a pod on a quiet machine and 0.45 ms at load 4, 1,000
+# pods × 500 nodes), with this margin (a pod costs more as the nodes fill). A whole model's solve ends when CP-SAT proves its
+# phases, usually well within the limit; it has the whole limit, as before.
+_CALIBRATION_PODS = 32
+_REPLAY_MARGIN = 1.6
 _AFTER_SOLVE_SECONDS = 0.05
 
 
@@ -92,23 +93,26 @@ def place_batch(
     )
     hint = _counts(problem, table, greedy)
     held = {p.key: cls.held for cls in problem.classes if cls.held for p in cls.pods}
-    reserve = _AFTER_SOLVE_SECONDS + _replay_seconds(fw, table, pods, greedy)
-    budget = max(timeout - reserve - (time.perf_counter() - started), 0.05)
     greedy_placed = _by_priority(pods, greedy)
     size = sum(len(cls.rows) for cls in problem.classes if not cls.held)
     by_neighbourhood = size > WHOLE_MODEL_VARIABLES and supported(problem, table)
+    solution: Solution | None
+    rounds = 0  # neighbourhood rounds that placed more
     if by_neighbourhood:
+        # The rounds run to the deadline: the replay's time is kept back from them.
+        reserve = _AFTER_SOLVE_SECONDS + _replay_seconds(fw, table, pods, greedy)
+        budget = max(timeout - reserve - (time.perf_counter() - started), 0.05)
         counts, rounds = improve(
             problem, table, hint, deadline=time.perf_counter() + budget, workers=workers
         )
-        solution: Solution | None = Solution(counts, "feasible")
+        solution = Solution(counts, "feasible")
     else:
         solution = solve(
             problem,
             table,
             hint,
             objective=objective,
-            timeout=budget,
+            timeout=max(timeout - (time.perf_counter() - started), 0.05),
             workers=workers,
             floors=greedy_placed,
         )
@@ -241,16 +245,13 @@ def replay(
 def _replay_seconds(
     fw: Framework, table: NodeTable, pods: Sequence[PodInfo], greedy: Mapping[str, str]
 ) -> float:
-    """What the replay of the whole batch will take, from the time the filters
-    take on a few of its pods (on greedy's nodes, the cluster as it is)."""
+    """What the replay of the whole batch will take, from the replay of a few of
+    its pods (greedy's placement of them; the table is put back after)."""
     sample = [p for p in pods if p.key in greedy][:_CALIBRATION_PODS]
     if not sample:
         return 0.0
     started = time.perf_counter()
-    for pod in sample:
-        row = table.row_of(greedy[pod.key])
-        if row is not None:
-            _check(fw, table, pod, row)
+    replay(fw, table, sample, greedy)
     per_pod = (time.perf_counter() - started) / len(sample)
     return per_pod * len(pods) * _REPLAY_MARGIN
 
