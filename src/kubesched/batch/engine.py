@@ -40,8 +40,9 @@ WHOLE_MODEL_VARIABLES = 10_000
 # Time kept back from the neighbourhood search for the replay through the
 # filters and the bound: the replay's cost per pod is measured on this many pods
 # first (it was 0.15 ms a pod on a quiet machine and 0.45 ms at load 4, 1,000
-# pods × 500 nodes), with this margin (a pod costs more as the nodes fill). A whole model's solve ends when CP-SAT proves its
-# phases, usually well within the limit; it has the whole limit, as before.
+# pods × 500 nodes), with this margin (a pod costs more as the nodes fill). A
+# whole model's solve ends when CP-SAT proves its phases, usually well within the
+# limit; it has the whole limit, as before.
 _CALIBRATION_PODS = 32
 _REPLAY_MARGIN = 1.6
 _AFTER_SOLVE_SECONDS = 0.05
