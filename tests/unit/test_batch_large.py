@@ -21,6 +21,8 @@ from contextlib import contextmanager
 from typing import Any
 from unittest import mock
 
+import numpy as np
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -31,6 +33,7 @@ from kubesched.batch.bound import relaxation_bounds
 from kubesched.batch.engine import place_batch
 from kubesched.batch.neighbourhood import improve, supported
 from kubesched.batch.problem import Problem, build_problem
+from kubesched.batch.repair import make_room
 from kubesched.batch.solver import solve
 from kubesched.framework.node_table import NodeTable
 from kubesched.framework.profile import ProfileConfig
@@ -236,7 +239,11 @@ def test_neighbourhoods_place_more_than_greedy_and_say_so() -> None:
     assert sum(batch.bound.values()) >= batch.total
 
 
-def test_improve_never_lowers_a_priority_and_keeps_every_node_within_its_room() -> None:
+@pytest.mark.parametrize("quick_pass", [True, False])
+def test_improve_never_lowers_a_priority_and_keeps_every_node_within_its_room(
+    quick_pass: bool,
+) -> None:
+    """With the quick pass that moves pods (repair.py), and with the CP-SAT rounds alone."""
     nodes, pods = _fragmenting(nodes=6)
     pods += [make_pod(f"top-{i}", cpu="5", memory="4Gi", priority=1000) for i in range(3)]
     problem, table = _problem(nodes, pods)
@@ -251,7 +258,10 @@ def test_improve_never_lowers_a_priority_and_keeps_every_node_within_its_room() 
     for i in range(4 * len(rows)):
         row = rows[i % len(rows)]
         start[small][row] = start[small].get(row, 0) + 1
-    with mock.patch.object(neighbourhood, "_ROUND_VARIABLES", 6):
+    with (
+        mock.patch.object(neighbourhood, "_ROUND_VARIABLES", 6),
+        mock.patch.object(neighbourhood, "make_room", make_room if quick_pass else _no_room),
+    ):
         counts, gains = improve(problem, table, start, deadline=_in(0.5))
     placed = {cls.priority: 0 for cls in problem.classes}
     for cls, rows_of in zip(problem.classes, counts, strict=True):
@@ -267,6 +277,10 @@ def test_improve_never_lowers_a_priority_and_keeps_every_node_within_its_room() 
                 for c, cls in enumerate(problem.classes)
             )
             assert asked <= max(int(problem.free[row, col]), 0)
+
+
+def _no_room(*args: object, **kwargs: object) -> int:
+    return 0
 
 
 def _in(seconds: float) -> float:
@@ -308,3 +322,67 @@ def test_place_batch_reports_a_bound_at_every_priority() -> None:
         assert result.bound == {1000: 1, 0: 17}
 
     asyncio.run(run())
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(clusters())
+def test_making_room_moves_pods_within_their_rows_and_room_and_drops_none(
+    cluster: tuple[list[Node], list[Pod]],
+) -> None:
+    nodes, pods = cluster
+    problem, table = _problem(nodes, pods)
+    columns = np.array(sorted({c for cls in problem.classes for c in cls.requests}), np.intp)
+    asks = np.array(
+        [[cls.requests.get(c, 0) for c in columns.tolist()] for cls in problem.classes], np.int64
+    )
+    # Start: each class's pods on its rows in turn, as far as the room goes.
+    counts: list[dict[int, int]] = [{} for _ in problem.classes]
+    used = np.zeros((table.capacity, len(columns)), np.int64)
+    for c, cls in enumerate(problem.classes):
+        for i in range(len(cls.pods)):
+            for row in np.roll(cls.rows, -i).tolist():
+                if (used[row] + asks[c] <= problem.free[row, columns]).all():
+                    counts[c][row] = counts[c].get(row, 0) + 1
+                    used[row] += asks[c]
+                    break
+    before = [sum(rows.values()) for rows in counts]
+    placed = make_room(problem, counts, used, asks, columns, deadline=_in(5.0))
+    after = [sum(rows.values()) for rows in counts]
+    assert sum(after) == sum(before) + placed
+    for c, cls in enumerate(problem.classes):
+        assert before[c] <= after[c] <= len(cls.pods)
+        assert set(counts[c]) <= set(cls.rows.tolist())
+        if cls.held or cls.representative.host_ports:
+            assert after[c] == before[c]
+    now = np.zeros_like(used)
+    for c, rows in enumerate(counts):
+        for row, n in rows.items():
+            now[row] += asks[c] * n
+    for row in problem.live_rows.tolist():
+        assert (now[row] <= np.maximum(problem.free[row, columns], 0)).all()
+
+
+def test_making_room_places_the_large_pods_greedy_left_pending() -> None:
+    nodes, pods = _fragmenting(nodes=6)
+    problem, table = _problem(nodes, pods)
+    columns = np.array(sorted({c for cls in problem.classes for c in cls.requests}), np.intp)
+    asks = np.array(
+        [[cls.requests.get(c, 0) for c in columns.tolist()] for cls in problem.classes], np.int64
+    )
+    small, big = (
+        next(c for c, k in enumerate(problem.classes) if k.representative.key.endswith(name))
+        for name in ("small-0", "big-0")
+    )
+    # As LeastAllocated leaves it: 4 small pods (1 cpu) on each node of 8 cpu.
+    rows = problem.live_rows.tolist()
+    counts: list[dict[int, int]] = [{} for _ in problem.classes]
+    counts[small] = dict.fromkeys(rows, 4)
+    used = np.zeros((table.capacity, len(columns)), np.int64)
+    for row in rows:
+        used[row] = asks[small] * 4
+    placed = make_room(problem, counts, used, asks, columns, deadline=_in(5.0))
+    # 6 nodes × 8 cpu: 24 small (24 cpu) leave 24, which 4 big pods (6 cpu) fill
+    # once the small ones share nodes: 4 nodes of 1 big + 2 small, 2 nodes of 8 small.
+    assert placed == 4
+    assert sum(counts[big].values()) == 4
+    assert sum(counts[small].values()) == 24

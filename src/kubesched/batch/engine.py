@@ -98,7 +98,7 @@ def place_batch(
     size = sum(len(cls.rows) for cls in problem.classes if not cls.held)
     by_neighbourhood = size > WHOLE_MODEL_VARIABLES and supported(problem, table)
     solution: Solution | None
-    rounds = 0  # neighbourhood rounds that placed more
+    rounds = 0  # steps of the neighbourhood search that placed more
     if by_neighbourhood:
         # The rounds run to the deadline: the replay's time is kept back from them.
         reserve = _AFTER_SOLVE_SECONDS + _replay_seconds(fw, table, pods, greedy)
@@ -152,7 +152,7 @@ def place_batch(
         better = greedy_nodes - nodes
     elif better == 0 and objective == "score":
         better = int(_score(problem, accepted, table) > _score(problem, greedy, table))
-    how = f"by neighbourhoods ({rounds} rounds placed more)" if by_neighbourhood else ""
+    how = f"by neighbourhoods ({rounds} steps placed more)" if by_neighbourhood else ""
     if better <= 0:
         keep.note = (
             "greedy's placement is already as good"

@@ -27,6 +27,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from kubesched.batch.problem import AntiAffinity, PodClass, Problem
+from kubesched.batch.repair import make_room
 from kubesched.batch.solver import solve
 from kubesched.framework.node_table import NodeTable
 
@@ -66,9 +67,10 @@ def improve(
     workers: int = 2,
     seed: int = 0,
 ) -> tuple[list[dict[int, int]], int]:
-    """Rounds of neighbourhood solves from `counts` (per class: row -> pods) until
-    `deadline` (time.perf_counter()) or no pod is left pending. Returns the best
-    counts found and the rounds that placed more."""
+    """The quick pass that moves pods to make room (repair.py), then rounds of
+    neighbourhood solves from `counts` (per class: row -> pods) until `deadline`
+    (time.perf_counter()) or no pod is left pending. Returns the best counts
+    found and how many of the pass and the rounds placed more."""
     rng = random.Random(seed)
     current = [dict(c) for c in counts]
     classes = problem.classes
@@ -86,7 +88,12 @@ def improve(
     for c, placed in enumerate(current):
         for row, n in placed.items():
             used[row] += asks[c] * n
-    gains = 0
+    # First the quick pass that moves pods to make room for pending ones.
+    gains = int(make_room(problem, current, used, asks, columns, deadline=deadline) > 0)
+    used[:] = 0
+    for c, placed in enumerate(current):
+        for row, n in placed.items():
+            used[row] += asks[c] * n
     overrun = 0.0  # the most a round took beyond its time (building the model, threads)
     while True:
         left = deadline - time.perf_counter() - overrun
