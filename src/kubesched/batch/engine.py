@@ -45,6 +45,9 @@ WHOLE_MODEL_VARIABLES = 10_000
 # limit; it has the whole limit, as before.
 _CALIBRATION_PODS = 32
 _REPLAY_MARGIN = 1.6
+# At least this share of the limit, whatever the few pods measured (a sample of
+# milliseconds is noisy on a busy machine).
+_REPLAY_SHARE = 0.2
 _AFTER_SOLVE_SECONDS = 0.05
 
 
@@ -101,7 +104,8 @@ def place_batch(
     rounds = 0  # steps of the neighbourhood search that placed more
     if by_neighbourhood:
         # The rounds run to the deadline: the replay's time is kept back from them.
-        reserve = _AFTER_SOLVE_SECONDS + _replay_seconds(fw, table, pods, greedy)
+        replaying = max(_replay_seconds(fw, table, pods, greedy), _REPLAY_SHARE * timeout)
+        reserve = _AFTER_SOLVE_SECONDS + replaying
         budget = max(timeout - reserve - (time.perf_counter() - started), 0.05)
         counts, rounds = improve(
             problem, table, hint, deadline=time.perf_counter() + budget, workers=workers
