@@ -60,7 +60,7 @@ def make_room(
         if c not in fixed:
             for row, n in rows.items():
                 on_row.setdefault(row, {})[c] = n
-    size = asks / np.maximum(problem.free[problem.live_rows][:, columns].max(axis=0), 1)
+    size = asks / np.maximum(problem.free[problem.live_rows][:, columns].max(axis=0, initial=1), 1)
     order = sorted(
         (c for c in range(len(classes)) if c not in fixed and len(classes[c].rows)),
         key=lambda c: (-classes[c].priority, -float(size[c].sum())),
