@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 import shutil
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -502,14 +503,77 @@ def _tick(doc: Result, name: str) -> str:
     return name + (f"\n{' / '.join(rates)} pods/s" if rates else "")
 
 
-def main() -> None:
-    """python -m bench.report RESULTS.json: the tables again, and the markdown table."""
-    import sys
+def merge(docs: Sequence[Result], names: Sequence[str]) -> Result:
+    """One results document from several runs at the same size and Kubernetes
+    version (e.g. the workloads of a 5,000-node run done over several sessions):
+    each workload as measured (a workload measured again: the later file's), that
+    is, every mode the run measured for it; which file, commit and time it came
+    from in its "source". A workload with no measurement (a run stopped before it)
+    is left out."""
+    if not docs:
+        raise ValueError("no results to merge")
+    first = docs[0]
+    merged: Result = {
+        key: first.get(key) for key in ("schema", "size", "kubernetes_version", "machine")
+    }
+    merged["merged_from"] = list(names)
+    merged["kubesched_commit"] = ", ".join(sorted({str(d.get("kubesched_commit")) for d in docs}))
+    merged["repeat"] = min(int(d.get("repeat", 1)) for d in docs)
+    merged["workloads"] = {}
+    for doc, name in zip(docs, names, strict=True):
+        for key in ("size", "kubernetes_version"):
+            if doc.get(key) != first.get(key):
+                raise ValueError(
+                    f"{name}: {key} {doc.get(key)!r}, not {first.get(key)!r} as in {names[0]}"
+                )
+        for workload, entry in doc["workloads"].items():
+            if not any(mode in entry for mode in ("inprocess", "e2e", "backlog", "ceiling")):
+                continue
+            merged["workloads"][workload] = dict(
+                entry,
+                source={
+                    "file": name,
+                    "kubesched_commit": doc.get("kubesched_commit"),
+                    "timestamp": doc.get("timestamp"),
+                    "complete": doc.get("complete", True),
+                },
+            )
+    return merged
 
-    for arg in sys.argv[1:]:
-        doc = json.loads(Path(arg).read_text())
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """python -m bench.report RESULTS.json...: each file's tables again, and its
+    markdown table; with --merge, one table of the files' workloads together."""
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m bench.report")
+    parser.add_argument("results", nargs="+", type=Path)
+    parser.add_argument(
+        "--merge",
+        action="store_true",
+        help="one table of all the files' workloads (same size), each from the last "
+        "file that measured it",
+    )
+    args = parser.parse_args(argv)
+    docs = [json.loads(path.read_text()) for path in args.results]
+    if args.merge:
+        try:
+            doc = merge(docs, [str(p) for p in args.results])
+        except ValueError as exc:
+            parser.error(str(exc))
+        docs = [doc]
+    for doc in docs:
         print_table(doc)
         print(markdown_table(doc))
+        for name, entry in doc["workloads"].items():
+            source = entry.get("source")
+            if source:
+                print(
+                    f"{name}: {source['file']} (kubesched {source['kubesched_commit']}, "
+                    f"{source['timestamp']}"
+                    + ("" if source["complete"] else ", a run stopped before its end")
+                    + ")"
+                )
 
 
 if __name__ == "__main__":

@@ -262,6 +262,7 @@ def run_bench(
                 if result.get("status") == "n/a":
                     break
             doc["workloads"][name]["inprocess"] = median_run(tries)
+            _checkpoint(doc, out_dir / f"results-{stamp}.json")
 
     if any(mode in modes for mode in CLUSTER_MODES):
         planes = ControlPlanes(cluster_env, say)
@@ -310,12 +311,14 @@ def run_bench(
                     doc["workloads"][name][mode] = {k: median_run(rs) for k, rs in by_kind.items()}
                 if ceilings:
                     doc["workloads"][name]["ceiling"] = median_run(ceilings)
+                _checkpoint(doc, out_dir / f"results-{stamp}.json")
         finally:
             planes.stop()
 
     for entry in doc["workloads"].values():
         entry["ratios"] = ratios(entry)
         entry["of_ceiling"] = of_ceiling(entry)
+    doc["complete"] = True
     path = out_dir / f"results-{stamp}.json"
     if make_plot:
         png = out_dir / f"ratios-{stamp}.png"
@@ -326,6 +329,19 @@ def run_bench(
         print_table(doc)
         say(f"results: {path}" + (f"\nplot: {doc['plot']}" if make_plot else ""))
     return doc, path
+
+
+def _checkpoint(doc: dict[str, Any], path: Path) -> None:
+    """The results so far, written after each workload: a run at 5,000 nodes takes
+    hours, longer than a working session, so a stopped run keeps what it measured
+    (`"complete": false`), and `python -m bench.report --merge` puts the files of
+    several runs into one table."""
+    partial = dict(doc, complete=False)
+    partial["workloads"] = {
+        name: dict(entry, ratios=ratios(entry), of_ceiling=of_ceiling(entry))
+        for name, entry in doc["workloads"].items()
+    }
+    write_json(partial, path)
 
 
 def median_run(tries: list[dict[str, Any]]) -> dict[str, Any]:
