@@ -47,7 +47,7 @@ def load_cp_model() -> ModuleType:
     return module
 
 
-def _status_name(status: int) -> str:
+def _status_name(status: cp_model.CpSolverStatus) -> str:
     """CP-SAT's answer, as the report names it."""
     cp = load_cp_model()
     names = {
