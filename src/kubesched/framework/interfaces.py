@@ -140,6 +140,13 @@ class QueueSortPlugin(Plugin):
     def less(self, a: QueuedPodInfo, b: QueuedPodInfo) -> bool:
         raise NotImplementedError
 
+    def sort_rank(self) -> Callable[[QueuedPodInfo], Any] | None:
+        """A function whose values order pods as `less` does (rank(a) < rank(b)
+        exactly when less(a, b)), reading only what a pod's push into activeQ
+        fixes: the queue's heap then compares ranks instead of calling `less`
+        ~20 times a pop. None (the default) when the plugin has none."""
+        return None
+
 
 class PreEnqueuePlugin(Plugin):
     def pre_enqueue(self, pod: PodInfo) -> Status:

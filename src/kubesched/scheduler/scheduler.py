@@ -111,6 +111,7 @@ class Scheduler(EventHandlers, PodGroupCycle):
                     fw.queue_sort[0].less,
                     fw.run_pre_enqueue,
                     fw.events_to_register(),
+                    fw.queue_sort[0].sort_rank(),
                 )
                 for name, fw in self.frameworks.items()
             },
