@@ -399,7 +399,7 @@ class SchedulingCycle(BindingCycle, Explaining):
         """PreScore, then Score: the weighted total per feasible row
         (prioritizeNodes in schedule_one.go)."""
         fw.run_pre_score(state, pod, self.table, feasible)
-        totals, _ = fw.run_score(state, pod, self.table, feasible)
+        totals, _ = fw.run_score(state, pod, self.table, feasible, per_plugin=False)
         return totals
 
 

@@ -46,6 +46,7 @@ from kubesched.framework.interfaces import (
     PreFilterPlugin,
     PreFilterResult,
     ReservePlugin,
+    Uniform,
 )
 from kubesched.framework.node_table import IntArray, NodeTable, Rows
 from kubesched.framework.nodeinfo import NodeInfo
@@ -345,6 +346,14 @@ class DynamicResources(
         return postfilter.post_filter(self.handle, state, pod)
 
     # --- Score -----------------------------------------------------------------------
+
+    def uniform_score(self, state: CycleState, pod: PodInfo, nodes: NodeTable) -> Uniform | None:
+        """Nothing allocated (no claim, or none PreFilter/Filter worked on): Score
+        is 0 everywhere, and so is its normalization."""
+        data = state.get(STATE_KEY)
+        if not isinstance(data, DraCycleState) or not data.node_allocations:
+            return (0, 0)
+        return None
 
     def score(self, state: CycleState, pod: PodInfo, nodes: NodeTable, rows: Rows) -> IntArray:
         data = state.get(STATE_KEY)
