@@ -186,6 +186,10 @@ class DynamicResources(
         # Written first, empty: PostFilter tells "no claims" from "never ran" by it.
         data = DraCycleState()
         state.write(STATE_KEY, data)
+        if not pod.pod.spec.resource_claims and not self.dra.classes:
+            # No claim, and no DeviceClass to back an extended resource: the claim
+            # store below would be empty (the common pod, quickly).
+            return None, Status.skip()
         try:
             user_claims = [claim for _, claim in pod_claims(self.dra, pod.pod)]
         except ClaimProblem as exc:
