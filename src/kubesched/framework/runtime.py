@@ -105,6 +105,7 @@ def _score_range_error(plugin: str, bad: int) -> ScoreRangeError:
 
 
 _SUCCESS = int(Code.SUCCESS)
+_SKIP = int(Code.SKIP)
 _MAX_U64 = np.maximum.reduce
 _ERROR = int(Code.ERROR)
 _PENDING = int(Code.PENDING)
@@ -244,20 +245,21 @@ class Framework:
                 part, status = plugin.pre_filter(state, pod, nodes)
             except Exception as exc:  # a plugin bug must not stop the scheduler
                 raise PluginError(plugin.name, "PreFilter", exc) from exc
+            code = status.code
             if sample:
-                self._observe_plugin("PreFilter", plugin.name, status.code, started)
-            if status.is_skip():
+                self._observe_plugin("PreFilter", plugin.name, code, started)
+            if code == _SKIP:
                 state.skip_filter_plugins.add(plugin.name)
                 continue
             if counting:  # instrumentedPreFilterPlugin: every call that does not skip
                 self._pre_filter_evaluations[plugin.name](1)
-            if status.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
-                return result, status.with_plugin(plugin.name)  # no preemption can help
-            if status.code == Code.UNSCHEDULABLE:
-                # Preemption may still help: the other PreFilters must run too.
-                rejected = status.with_plugin(plugin.name)
-                continue
-            if not status.is_success():
+            if code != _SUCCESS:
+                if code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
+                    return result, status.with_plugin(plugin.name)  # no preemption can help
+                if code == Code.UNSCHEDULABLE:
+                    # Preemption may still help: the other PreFilters must run too.
+                    rejected = status.with_plugin(plugin.name)
+                    continue
                 raise PluginError(plugin.name, "PreFilter", status.message())
             if part is not None and part.node_names is not None:
                 result = result.merge(part, plugin.name)
@@ -556,13 +558,15 @@ class Framework:
                 status = plugin.pre_score(state, pod, nodes, rows)
             except Exception as exc:
                 raise PluginError(plugin.name, "PreScore", exc) from exc
+            code = status.code
             if sample:
-                self._observe_plugin("PreScore", plugin.name, status.code, started)
-            if counting and not status.is_skip():  # instrumentedPreScorePlugin
-                self._pre_score_evaluations[plugin.name](1)
-            if status.is_skip():
+                self._observe_plugin("PreScore", plugin.name, code, started)
+            if code == _SKIP:
                 state.skip_score_plugins.add(plugin.name)
-            elif not status.is_success():
+                continue
+            if counting:  # instrumentedPreScorePlugin: every call that does not skip
+                self._pre_score_evaluations[plugin.name](1)
+            if code != _SUCCESS:
                 raise PluginError(plugin.name, "PreScore", status.message())
 
     @extension_point("Score")
