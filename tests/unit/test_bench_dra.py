@@ -54,6 +54,9 @@ def test_tiny_schedules_in_process_with_every_claim_allocated() -> None:
     assert result["status"] == "ok", result
     assert result["bound"] == result["measured_pods"] == 10
     assert result["violations"] == []
+    # The CPU this process spent on the measured phase, and the rate it gives.
+    assert 0 < result["cpu_seconds"]
+    assert result["pods_per_cpu_second"] == round(10 / result["cpu_seconds"], 1)
 
 
 def _claim(owner: str, device: str, node: str = "n1", reserved: bool = True) -> ClaimState:
