@@ -39,7 +39,9 @@ class BenchError(RuntimeError):
     pass
 
 
-def run_hack(script: str, *args: str, timeout: float = 3600) -> str:
+def run_hack(
+    script: str, *args: str, timeout: float = 3600, env: Mapping[str, str] | None = None
+) -> str:
     """hack/SCRIPT ARGS; the last line of its stdout. Raises BenchError with the
     tail of its stderr on failure.
 
@@ -48,17 +50,21 @@ def run_hack(script: str, *args: str, timeout: float = 3600) -> str:
     CPU counts as the control plane's (ControlPlane.pids). KUBESCHED_CONTROLLERS=none
     in the environment turns it off."""
     try:
-        return control_plane.run_hack(script, *args, timeout=timeout)
+        return control_plane.run_hack(script, *args, timeout=timeout, env=env)
     except control_plane.HackScriptError as exc:
         raise BenchError(str(exc)) from exc
 
 
-def cluster_up(directory: Path) -> ControlPlane:
+def cluster_up(directory: Path, *, workload_api: bool = False) -> ControlPlane:
     """Build (cached: well under a second) and start etcd, kube-apiserver and
-    kube-controller-manager in DIRECTORY."""
+    kube-controller-manager in DIRECTORY; kube-apiserver serving the alpha Workload
+    API (scheduling.k8s.io/v1alpha2, GenericWorkload and GangScheduling on) if
+    WORKLOAD_API, else the shipped API whatever the environment says."""
     run_hack("build-k8s.sh")
     run_hack("build-etcd.sh")
-    return ControlPlane.from_env_file(Path(run_hack("cluster-up.sh", str(directory), timeout=300)))
+    env = {"KUBESCHED_WORKLOAD_API": "1" if workload_api else "0"}
+    env_file = run_hack("cluster-up.sh", str(directory), timeout=300, env=env)
+    return ControlPlane.from_env_file(Path(env_file))
 
 
 def cluster_down(directory: Path) -> None:

@@ -103,6 +103,11 @@ class ControlPlane:
         """The controllers kube-controller-manager runs (none: it does not run)."""
         return tuple(c for c in self.env.get("KUBE_CONTROLLERS", "").split(",") if c)
 
+    @property
+    def workload_api(self) -> bool:
+        """Whether kube-apiserver serves the alpha Workload API (KUBESCHED_WORKLOAD_API=1)."""
+        return self.env.get("WORKLOAD_API") == "1"
+
     def binary(self, name: str) -> Path:
         """Path of kube-apiserver / kube-scheduler / kube-controller-manager (K8S_BIN_DIR)
         or etcd (ETCD_BIN_DIR)."""

@@ -1,6 +1,8 @@
 """End to end with DRA objects: create a plan's DeviceClasses, ResourceSlices and
 ResourceClaimTemplates, check that a resourceclaim controller makes the claims
-of template pods, read the claims back, and delete it all at the end.
+of template pods, read the claims back, and delete it all at the end. The
+Workload API's Workloads and PodGroups (bench.gang_workload) are created and
+deleted the same way.
 
 The claims of the pods are made by kube-controller-manager's
 resourceclaim-controller, which must run beside the control plane: without it a
@@ -22,11 +24,15 @@ from bench.dra_workload import claim_state
 from bench.workloads import ROLE_LABEL, RUN_LABEL, ClaimState, Manifest, Plan
 
 RESOURCE_PATH = "/apis/resource.k8s.io/v1"
+SCHEDULING_PATH = "/apis/scheduling.k8s.io/v1alpha2"
+# kind -> (API group path, resource)
 _RESOURCES = {
-    "DeviceClass": "deviceclasses",
-    "ResourceSlice": "resourceslices",
-    "ResourceClaimTemplate": "resourceclaimtemplates",
-    "ResourceClaim": "resourceclaims",
+    "DeviceClass": (RESOURCE_PATH, "deviceclasses"),
+    "ResourceSlice": (RESOURCE_PATH, "resourceslices"),
+    "ResourceClaimTemplate": (RESOURCE_PATH, "resourceclaimtemplates"),
+    "ResourceClaim": (RESOURCE_PATH, "resourceclaims"),
+    "Workload": (SCHEDULING_PATH, "workloads"),
+    "PodGroup": (SCHEDULING_PATH, "podgroups"),
 }
 PROBE_ROLE = "probe"
 PROBE_TIMEOUT = 30.0
@@ -38,10 +44,10 @@ NO_CONTROLLER = (
 
 
 def collection_path(kind: str, namespace: str = "") -> str:
-    resource = _RESOURCES[kind]
+    group, resource = _RESOURCES[kind]
     if namespace:
-        return f"{RESOURCE_PATH}/namespaces/{namespace}/{resource}"
-    return f"{RESOURCE_PATH}/{resource}"
+        return f"{group}/namespaces/{namespace}/{resource}"
+    return f"{group}/{resource}"
 
 
 def needs_claim_controller(plan: Plan) -> bool:
@@ -107,15 +113,21 @@ async def read_claims(api: Api, namespaces: Sequence[str]) -> list[ClaimState]:
 
 
 async def delete_objects(api: Api, plan: Plan, run_id: str, namespaces: Sequence[str]) -> None:
-    """The run's claims and templates (namespaced) and its classes and slices
-    (cluster-scoped, by the run label). Claims still carrying the
+    """The run's claims, templates, PodGroups and Workloads (namespaced) and its
+    classes and slices (cluster-scoped, by the run label). Claims still carrying the
     delete-protection finalizer go once the resourceclaim controller releases them."""
     if not plan.objects:
         return
     selector = {"labelSelector": f"{RUN_LABEL}={run_id}"}
+    kinds = {m["kind"] for m in plan.objects}
+    # The claims the controller made from the templates are the run's too.
+    if "ResourceClaimTemplate" in kinds:
+        kinds.add("ResourceClaim")
     for namespace in namespaces:
-        for kind in ("ResourceClaim", "ResourceClaimTemplate"):
-            with contextlib.suppress(BenchError):
-                await api.request("DELETE", collection_path(kind, namespace), ok=(404,))
+        for kind in ("ResourceClaim", "ResourceClaimTemplate", "PodGroup", "Workload"):
+            if kind in kinds:
+                with contextlib.suppress(BenchError):
+                    await api.request("DELETE", collection_path(kind, namespace), ok=(404,))
     for kind in ("ResourceSlice", "DeviceClass"):
-        await api.request("DELETE", collection_path(kind), params=selector, ok=(404,))
+        if kind in kinds:
+            await api.request("DELETE", collection_path(kind), params=selector, ok=(404,))

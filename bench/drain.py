@@ -239,7 +239,12 @@ async def run_backlog(
 
     def start() -> SchedulerProcess:
         sched = start_scheduler(
-            kind, cp, workdir, workload.required_plugins, kubesched_src=kubesched_src
+            kind,
+            cp,
+            workdir,
+            workload.required_plugins,
+            kubesched_src=kubesched_src,
+            feature_gates=workload.feature_gates,
         )
         started_procs.append(sched)
         return sched

@@ -112,7 +112,12 @@ async def run_e2e(
         if not await prepare(api, plan, run_id, namespaces, result, say):
             return result
         sched = start_scheduler(
-            kind, cp, workdir, workload.required_plugins, kubesched_src=kubesched_src
+            kind,
+            cp,
+            workdir,
+            workload.required_plugins,
+            kubesched_src=kubesched_src,
+            feature_gates=workload.feature_gates,
         )
         result["pid"] = sched.proc.pid
         if not await wait_ready(sched, result, say):
@@ -220,12 +225,18 @@ async def check_placements(
     result: dict[str, Any],
 ) -> None:
     """Step 6's end: the scheduler's peak memory, the placements (and claims)
-    checked, and the pods left pending by role."""
+    checked and tallied, and the pods left pending by role. A broken invariant (a
+    gang bound in part) turns the run into an error: its figures measure a
+    scheduler that did not do the work."""
     result["peak_rss_mb"] = round(sched.peak_rss_bytes() / 2**20, 1)
     pods, _ = await api.list_pods(f"{RUN_LABEL}={run_id}")
     pods = [p for p in pods if p.role != ROLE_CHURN]
     claims = await read_claims(api, namespaces) if plan.claim_checks else None
     result["violations"] = plan.verify(pods, claims)
+    result.update(plan.tally(pods))
+    broken = plan.broken(pods)
+    if broken:
+        result.update(status="error", reason="; ".join(broken), broken=broken)
     result["pods_left"] = {
         role: sum(1 for p in pods if p.role == role) for role in (ROLE_INIT, ROLE_MEASURE)
     }

@@ -50,14 +50,18 @@ from bench.workloads import (
     scheduler_config,
 )
 from kubesched.api.objects import Node, Pod
+from kubesched.api.scheduling import PodGroup as WorkloadPodGroup
 from kubesched.cluster.claim_writer import InMemoryClaimWriter
 from kubesched.cluster.dra_manifests import DRA_KINDS, DraObjects, build_dra, create_pod_claims
 from kubesched.cluster.generated_names import _random_chars
 from kubesched.cluster.memory import InMemoryCluster
+from kubesched.cluster.workload_pod_group_writer import InMemoryPodGroupConditionWriter
 from kubesched.config.file import parse_config
 from kubesched.framework.clock import SimClock
 from kubesched.framework.dra import DraState
+from kubesched.framework.features import parse_feature_gates
 from kubesched.framework.handle import Listers
+from kubesched.framework.podgroup_states import WorkloadPodGroupLister
 from kubesched.framework.registry import UnknownPluginError
 from kubesched.scheduler import Scheduler
 from kubesched.simulator import OutcomeRecorder, run_until_quiet
@@ -92,11 +96,14 @@ class _GeneratedNames:
                 return name
 
 
-def dra_state(plan: Plan) -> DraState:
+def dra_state(plan: Plan) -> DraState | None:
     """The plan's DRA objects, checked as the apiserver would (DraObjects.add), in a
-    DraState whose writes land in itself (as `simulate` sets it up)."""
+    DraState whose writes land in itself (as `simulate` sets it up); None if it has none."""
+    manifests = [m for m in plan.objects if m["kind"] in DRA_KINDS]
+    if not manifests:
+        return None
     objects = DraObjects()
-    for manifest in plan.objects:
+    for manifest in manifests:
         kind = manifest["kind"]
         obj = msgspec.convert(manifest, DRA_KINDS[kind][0])
         problem = objects.add(kind, obj, manifest, "bench")
@@ -105,6 +112,16 @@ def dra_state(plan: Plan) -> DraState:
     state = build_dra(objects, [], _GeneratedNames(), lambda _: None)
     state.writer = InMemoryClaimWriter(state)
     return state
+
+
+def workload_pod_groups(plan: Plan) -> WorkloadPodGroupLister:
+    """The plan's PodGroups (scheduling.k8s.io/v1alpha2) in a lister whose status
+    writes land in itself, as `simulate` sets it up. (Its Workloads: the scheduler
+    does not read them.)"""
+    groups = [msgspec.convert(m, WorkloadPodGroup) for m in plan.objects if m["kind"] == "PodGroup"]
+    lister = WorkloadPodGroupLister({g.key: g for g in groups})
+    lister.writer = InMemoryPodGroupConditionWriter(lister)
+    return lister
 
 
 def claim_states(state: DraState) -> list[ClaimState]:
@@ -126,11 +143,13 @@ def run_inprocess(
     run_id = "inproc"
     namespaces = [f"bench-{i}" for i in range(workload.namespaces)]
     plan = workload.plan(size, PROFILE_NAME, run_id, namespaces)
-    config = parse_config(scheduler_config(PROFILE_NAME, workload.required_plugins))
+    # The gates choose the default plugins (GangScheduling's) as they do for `run`.
+    gates = parse_feature_gates(workload.feature_gates)
+    config = parse_config(scheduler_config(PROFILE_NAME, workload.required_plugins), gates=gates)
     clock = SimClock()
     cluster = InMemoryCluster()
     recorder = OutcomeRecorder()  # for the attempts count
-    dra = dra_state(plan) if plan.objects else None
+    dra = dra_state(plan)
     claim_names = _GeneratedNames()
     try:
         scheduler = Scheduler(
@@ -142,7 +161,11 @@ def run_inprocess(
             pod_initial_backoff=config.pod_initial_backoff,
             pod_max_backoff=config.pod_max_backoff,
             outcome_observer=recorder,
-            listers=Listers(dra=dra) if dra is not None else None,
+            listers=Listers(
+                dra=DraState() if dra is None else dra,
+                workload_pod_groups=workload_pod_groups(plan),
+            ),
+            gates=gates,
         )
     except UnknownPluginError as exc:
         plugin = exc.args[0] if exc.args else str(exc)
@@ -187,8 +210,11 @@ def run_inprocess(
         if p.metadata.labels.get("bench.kubesched.io/role") != ROLE_CHURN
     ]
     bound = sum(1 for p in states if p.role == ROLE_MEASURE and p.node_name)
+    broken = plan.broken(states)
     return {
-        "status": "ok" if bound == plan.measured else "incomplete",
+        # A broken invariant (a gang bound in part) voids the figures, as end to end.
+        "status": "error" if broken else "ok" if bound == plan.measured else "incomplete",
+        **({"reason": "; ".join(broken), "broken": broken} if broken else {}),
         "measured_pods": plan.measured,
         "bound": bound,
         "seconds": round(seconds, 3),
@@ -201,6 +227,7 @@ def run_inprocess(
         "attempts_per_second": round(attempts / seconds, 1) if seconds > 0 else None,
         "peak_rss_mb": round(peak_rss_bytes() / 2**20, 1),
         "violations": plan.verify(states, claim_states(dra) if dra is not None else None),
+        **plan.tally(states),
     }
 
 

@@ -116,12 +116,18 @@ def _why(result: Result | None) -> str | None:
     return None
 
 
+def scheduler_runs(entry: Result) -> list[tuple[str, str, Result | None]]:
+    """(mode, scheduler, result) of a workload's in-process, e2e and backlog runs."""
+    results = [("in-process", "kubesched", entry.get("inprocess"))]
+    for mode in ("e2e", "backlog"):
+        results += [(mode, who, r) for who, r in (entry.get(mode) or {}).items()]
+    return results
+
+
 def missing(entry: Result) -> list[str]:
     """Why figures of a workload are missing or suspect, one line each."""
     lines = []
-    results = [("in-process", "kubesched", entry.get("inprocess"))]
-    results += [("e2e", who, r) for who, r in (entry.get("e2e") or {}).items()]
-    results += [("backlog", who, r) for who, r in (entry.get("backlog") or {}).items()]
+    results = scheduler_runs(entry)
     results.append(("ceiling", "bind probe", entry.get("ceiling")))
     for mode, who, result in results:
         if not isinstance(result, dict):
@@ -298,8 +304,23 @@ def print_table(doc: Result, console: Console | None = None) -> None:
     console.print(cost)
     console.print(latency)
     for name, entry in doc["workloads"].items():
-        for line in missing(entry):
+        for line in [*gang_lines(entry), *missing(entry)]:
             console.print(f"  {name} — {line}", markup=False, highlight=False)
+
+
+def gang_lines(entry: Result) -> list[str]:
+    """A workload's gangs (bench.gang_workload's tally) per run: bound whole, in
+    part (must be 0) and refused, and the measured pods bound."""
+    lines = []
+    for mode, who, result in scheduler_runs(entry):
+        gangs = _get(result, "gangs")
+        if isinstance(gangs, dict):
+            lines.append(
+                f"{mode} {who}: gangs whole {gangs['whole']}/{gangs['gangs']}, "
+                f"in part {gangs['in_part']}, refused {gangs['refused']}; "
+                f"pods bound {gangs['pods_bound']}"
+            )
+    return lines
 
 
 # docs/benchmarks.md's table at upstream's sizes; cells with two figures are

@@ -32,12 +32,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from bench.cluster import CLIENTS, REPO_ROOT, ControlPlane, cluster_down, cluster_up
+from bench.cluster import CLIENTS, REPO_ROOT, BenchError, ControlPlane, cluster_down, cluster_up
 from bench.drain import run_backlog, run_ceiling
 from bench.e2e import run_e2e
 from bench.inprocess import measure_in_subprocess
 from bench.machine import CpuMeter, wait_quiet
-from bench.report import of_ceiling, plot, print_table, ratios, write_json
+from bench.report import of_ceiling, plot, print_table, ratios, scheduler_runs, write_json
 from bench.schedulers import SCHEDULERS
 from bench.workloads import SIZES, WORKLOADS, Workload
 
@@ -123,6 +123,54 @@ def checkout_src(rev: str) -> tuple[Path, str]:
     with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
         tar.extractall(target, filter="data")
     return target / "src", commit
+
+
+NO_WORKLOAD_API: dict[str, Any] = {
+    "status": "n/a",
+    "missing": "Workload API",
+    "reason": "the control plane does not serve scheduling.k8s.io/v1alpha2: start it "
+    "with KUBESCHED_WORKLOAD_API=1 (hack/cluster-up.sh), or leave out --cluster-env",
+}
+
+
+class ControlPlanes:
+    """The control planes a run measures on: the running cluster of CLUSTER_ENV
+    (DIR/env) for every workload, or, without it, control planes of the run's own
+    started on first use in temporary directories: one serving the shipped API,
+    and one serving the alpha Workload API for the workloads that need it (the
+    others keep measuring the API as shipped)."""
+
+    def __init__(self, cluster_env: Path | None, say: Callable[[str], None]) -> None:
+        self.given = None if cluster_env is None else ControlPlane.from_env_file(cluster_env)
+        self.say = say
+        self.own: dict[bool, ControlPlane] = {}
+        self.dirs: list[Path] = []  # recorded before start: stop() stops a half-started one
+
+    def get(self, workload_api: bool) -> ControlPlane:
+        """The control plane for a workload that needs (or not) the Workload API;
+        the given one may lack it (ControlPlane.workload_api says)."""
+        if self.given is not None:
+            return self.given
+        if workload_api not in self.own:
+            directory = Path(tempfile.mkdtemp(prefix="kubesched-bench-"))
+            what = " serving the alpha Workload API" if workload_api else ""
+            self.say(f"starting a control plane{what} in {directory}")
+            self.dirs.append(directory)
+            self.own[workload_api] = cluster_up(directory, workload_api=workload_api)
+        return self.own[workload_api]
+
+    def stop(self) -> None:
+        """Stop every control plane started, even when stopping one fails (the
+        first failure is raised after)."""
+        failures = []
+        for directory in self.dirs:
+            self.say(f"stopping the control plane in {directory}")
+            try:
+                cluster_down(directory)
+            except BenchError as exc:
+                failures.append(exc)
+        if failures:
+            raise failures[0]
 
 
 def run_bench(
@@ -216,15 +264,7 @@ def run_bench(
             doc["workloads"][name]["inprocess"] = median_run(tries)
 
     if any(mode in modes for mode in CLUSTER_MODES):
-        own_dir = None
-        if cluster_env is None:
-            own_dir = Path(tempfile.mkdtemp(prefix="kubesched-bench-"))
-            say(f"starting a control plane in {own_dir}")
-            cp = cluster_up(own_dir)
-        else:
-            cp = ControlPlane.from_env_file(cluster_env)
-        workdir = cp.dir / f"bench-{stamp}"
-        workdir.mkdir(parents=True, exist_ok=True)
+        planes = ControlPlanes(cluster_env, say)
         options: dict[str, Any] = {
             "concurrency": concurrency,
             "client": client,
@@ -235,6 +275,9 @@ def run_bench(
         try:
             for name in names:
                 workload = WORKLOADS[name]
+                cp = planes.get(workload.workload_api)
+                workdir = cp.dir / f"bench-{stamp}"
+                workdir.mkdir(parents=True, exist_ok=True)
                 shape = ceiling_shape(workload, size)
                 runs: dict[str, dict[str, list[dict[str, Any]]]] = {
                     m: {k: [] for k in schedulers} for m in ("e2e", "backlog") if m in modes
@@ -255,18 +298,20 @@ def run_bench(
                             if by_kind[kind] and by_kind[kind][-1].get("status") == "n/a":
                                 continue
                             say(f"{mode} {name} ({size}) with {kind}{tag}")
-                            result = asyncio.run(
-                                measure(cp, workload, size, kind, workdir, **options)
-                            )
+                            if workload.workload_api and not cp.workload_api:
+                                result = dict(NO_WORKLOAD_API, scheduler=kind)
+                                say(f"  n/a: {result['reason']}")
+                            else:
+                                result = asyncio.run(
+                                    measure(cp, workload, size, kind, workdir, **options)
+                                )
                             by_kind[kind].append(result)
                 for mode, by_kind in runs.items():
                     doc["workloads"][name][mode] = {k: median_run(rs) for k, rs in by_kind.items()}
                 if ceilings:
                     doc["workloads"][name]["ceiling"] = median_run(ceilings)
         finally:
-            if own_dir is not None:
-                say(f"stopping the control plane in {own_dir}")
-                cluster_down(own_dir)
+            planes.stop()
 
     for entry in doc["workloads"].values():
         entry["ratios"] = ratios(entry)
@@ -296,6 +341,7 @@ def median_run(tries: list[dict[str, Any]]) -> dict[str, Any]:
                 "status": r.get("status"),
                 "pods_per_second": r.get("pods_per_second"),
                 "foreign_share": (r.get("cpu") or {}).get("foreign_share"),
+                **({"broken": r["broken"]} if r.get("broken") else {}),
             }
             for r in tries
         ]
@@ -310,6 +356,18 @@ def median_run(tries: list[dict[str, Any]]) -> dict[str, Any]:
                 }
         chosen["spread"] = spread
     return chosen
+
+
+def broken_runs(doc: dict[str, Any]) -> list[str]:
+    """One line per run whose placements broke a workload's invariant (a gang bound
+    in part), repeats included: `python -m bench` exits 1 when there are any."""
+    lines = []
+    for name, entry in doc["workloads"].items():
+        for mode, who, result in scheduler_runs(entry):
+            for run in [result, *(result or {}).get("repeats", [])]:
+                if isinstance(run, dict) and run.get("broken"):
+                    lines.append(f"{name} {mode} {who}: {'; '.join(run['broken'])}")
+    return lines
 
 
 def _dig(d: Any, path: Sequence[str]) -> Any:
@@ -389,7 +447,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     try:
         if args.kubesched_rev:
             src, commit = checkout_src(args.kubesched_rev)
-        run_bench(
+        doc, _ = run_bench(
             names,
             args.size,
             modes=modes,
@@ -409,3 +467,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     finally:
         if args.kubesched_rev and src is not None:
             shutil.rmtree(src.parent, ignore_errors=True)
+    broken = broken_runs(doc)
+    if broken:
+        print("INVARIANT BROKEN, figures void:\n  " + "\n  ".join(broken), file=sys.stderr)
+        sys.exit(1)

@@ -138,12 +138,14 @@ def start_scheduler(
     *,
     seed: int = 1,
     kubesched_src: Path | None = None,
+    feature_gates: str = "",
 ) -> SchedulerProcess:
     """Start KIND against the cluster with the benchmark configuration. The
     config and log go in WORKDIR (which should be inside the cluster dir: the pid
     file there lets hack/cluster-down.sh stop a scheduler a crashed run left).
     KUBESCHED_SRC: run kubesched from that directory (holding the ``kubesched``
-    package) instead of the installed one."""
+    package) instead of the installed one. FEATURE_GATES: both schedulers'
+    --feature-gates ("A=true,B=true"; "" none)."""
     if kind not in SCHEDULERS:
         raise ValueError(f"unknown scheduler {kind!r}")
     port = free_port()
@@ -184,6 +186,8 @@ def start_scheduler(
             f"--seed={seed}",
             f"--v={VERBOSITY}",
         ]
+    if feature_gates:
+        command.append(f"--feature-gates={feature_gates}")
     env = dict(os.environ)
     if kind == KUBESCHED and kubesched_src is not None:
         env["PYTHONPATH"] = str(kubesched_src.resolve())

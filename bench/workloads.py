@@ -18,10 +18,11 @@ CI), ``small`` (the default: every workload in a few minutes on 2 cores),
 from __future__ import annotations
 
 import collections
-import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+
+from kubesched.api.quantity import resource_amount
 
 Manifest = dict[str, Any]
 
@@ -66,6 +67,8 @@ class Size:
     # nodesWithoutDRA and maxClaimsPerNode).
     plain_nodes: int = 0
     devices_per_node: int = 0
+    # Gang workloads: the PodGroups among the measured pods (bench.gang_workload).
+    gangs: int = 0
 
     def as_dict(self) -> dict[str, int]:
         out = {
@@ -79,6 +82,8 @@ class Size:
             out["plain_nodes"] = self.plain_nodes
         if self.devices_per_node:
             out["devices_per_node"] = self.devices_per_node
+        if self.gangs:
+            out["gangs"] = self.gangs
         return out
 
 
@@ -154,6 +159,7 @@ class ClaimState:
 
 
 Check = Callable[["Plan", Sequence[PodState]], list[str]]
+Tally = Callable[["Plan", Sequence[PodState]], dict[str, int]]
 ClaimCheck = Callable[["Plan", Sequence[PodState], Sequence[ClaimState]], list[str]]
 
 
@@ -175,25 +181,43 @@ class Plan:
     # Checks of the ResourceClaims at the end of the run (the runner reads them
     # back when there are any).
     claim_checks: list[ClaimCheck] = field(default_factory=list)
+    # How many measured pods a correct scheduler binds when not all of them can
+    # be (gangs refused whole); None: every one. The runs wait for that many.
+    bindable: int | None = None
+    # Checks whose failure voids the run (status error; violations too): a gang bound in part.
+    invariants: list[Check] = field(default_factory=list)
+    # Figures of the final placements, by the result key they go under.
+    tallies: dict[str, Tally] = field(default_factory=dict)
 
     @property
     def measured(self) -> int:
-        return sum(1 for p in self.measure_pods if _role(p) == ROLE_MEASURE)
+        """The measured pods the run waits for: `bindable`, or all of them."""
+        return (
+            self.bindable
+            if self.bindable is not None
+            else sum(1 for p in self.measure_pods if _role(p) == ROLE_MEASURE)
+        )
+
+    def broken(self, pods: Sequence[PodState]) -> list[str]:
+        """The invariants' problems with the final placements."""
+        return [problem for check in self.invariants for problem in check(self, pods)]
+
+    def tally(self, pods: Sequence[PodState]) -> dict[str, dict[str, int]]:
+        return {key: count(self, pods) for key, count in self.tallies.items()}
 
     def node_labels(self) -> dict[str, dict[str, str]]:
         return {n["metadata"]["name"]: n["metadata"]["labels"] for n in self.nodes}
 
-    def requests(self) -> dict[str, tuple[int, int]]:
-        """pod key -> (milli-CPU, memory bytes) requested."""
-        out: dict[str, tuple[int, int]] = {}
+    def requests(self) -> dict[str, collections.Counter[str]]:
+        """pod key -> the amounts it requests (milli-CPU, bytes, units), "pods" 1."""
+        out: dict[str, collections.Counter[str]] = {}
         for pod in (*self.init_pods, *self.measure_pods):
             meta = pod["metadata"]
-            cpu = mem = 0
+            amounts = collections.Counter({"pods": 1})
             for c in pod["spec"]["containers"]:
-                req = c.get("resources", {}).get("requests", {})
-                cpu += parse_quantity(req.get("cpu", "0"), milli=True)
-                mem += parse_quantity(req.get("memory", "0"))
-            out[f"{meta['namespace']}/{meta['name']}"] = (cpu, mem)
+                for resource, quantity in c.get("resources", {}).get("requests", {}).items():
+                    amounts[resource] += resource_amount(resource, quantity)
+            out[f"{meta['namespace']}/{meta['name']}"] = amounts
         return out
 
     def verify(
@@ -211,7 +235,7 @@ class Plan:
         if by_role[ROLE_UNSCHEDULABLE]:
             problems.append(f"{by_role[ROLE_UNSCHEDULABLE]} pods that fit nowhere were bound")
         problems.extend(_overcommit(self, pods))
-        for check in self.checks:
+        for check in (*self.checks, *self.invariants):
             problems.extend(check(self, pods))
         if self.claim_checks:
             if claims is None:
@@ -224,32 +248,6 @@ class Plan:
 
 def _role(pod: Manifest) -> str:
     return str(pod["metadata"].get("labels", {}).get(ROLE_LABEL, ""))
-
-
-_QUANTITY = re.compile(r"^([0-9.]+)(m|Ki|Mi|Gi|Ti|k|M|G|T)?$")
-_FACTORS = {
-    None: 1,
-    "k": 10**3,
-    "M": 10**6,
-    "G": 10**9,
-    "T": 10**12,
-    "Ki": 2**10,
-    "Mi": 2**20,
-    "Gi": 2**30,
-    "Ti": 2**40,
-}
-
-
-def parse_quantity(text: str | int, *, milli: bool = False) -> int:
-    """The few quantity spellings the workloads use: "100m", "9", "500Mi", "32Gi"."""
-    match = _QUANTITY.match(str(text))
-    if match is None:
-        raise ValueError(f"quantity {text!r}")
-    number, suffix = float(match.group(1)), match.group(2)
-    if suffix == "m":
-        return round(number) if milli else round(number / 1000)
-    value = number * _FACTORS[suffix]
-    return round(value * 1000) if milli else round(value)
 
 
 def make_node(
@@ -330,28 +328,25 @@ def make_pod(
 
 
 def _overcommit(plan: Plan, pods: Sequence[PodState]) -> list[str]:
-    capacity: dict[str, tuple[int, int, int]] = {}
-    for node in plan.nodes:
-        alloc = node["status"]["allocatable"]
-        capacity[node["metadata"]["name"]] = (
-            parse_quantity(alloc.get("cpu", "0"), milli=True),
-            parse_quantity(alloc.get("memory", "0")),
-            int(alloc.get("pods", "0")),
-        )
+    """Nodes whose pods request more of a resource (pods, CPU, memory, GPUs, ...)
+    than the node has allocatable."""
+    allocatable = {
+        n["metadata"]["name"]: {
+            resource: resource_amount(resource, quantity)
+            for resource, quantity in n["status"]["allocatable"].items()
+        }
+        for n in plan.nodes
+    }
     requests = plan.requests()
-    used: dict[str, list[int]] = collections.defaultdict(lambda: [0, 0, 0])
+    used: dict[str, collections.Counter[str]] = collections.defaultdict(collections.Counter)
     for pod in pods:
-        if not pod.node_name or pod.key not in requests:
-            continue
-        cpu, mem = requests[pod.key]
-        u = used[pod.node_name]
-        u[0] += cpu
-        u[1] += mem
-        u[2] += 1
+        if pod.node_name and pod.key in requests:
+            used[pod.node_name].update(requests[pod.key])
     over = [
         name
-        for name, u in used.items()
-        if name in capacity and any(a > b for a, b in zip(u, capacity[name], strict=True))
+        for name, amounts in used.items()
+        if name in allocatable
+        and any(amount > allocatable[name].get(r, 0) for r, amount in amounts.items())
     ]
     return [f"{len(over)} nodes overcommitted (e.g. {over[0]})"] if over else []
 
@@ -418,6 +413,10 @@ class Workload:
     # kube-controller-manager controllers the end-to-end run needs beside the
     # control plane (e.g. resourceclaim-controller to make template claims).
     controllers: tuple[str, ...] = ()
+    # Both schedulers' --feature-gates; whether the control plane must serve the alpha
+    # Workload API (hack/cluster-up.sh's KUBESCHED_WORKLOAD_API=1).
+    feature_gates: str = ""
+    workload_api: bool = False
 
     def plan(self, size: Size, scheduler: str, run_id: str, namespaces: list[str]) -> Plan:
         if len(namespaces) != self.namespaces:
@@ -626,13 +625,15 @@ def _unschedulable(size: Size, scheduler: str, run_id: str, ns: list[str]) -> Pl
     )
 
 
-def _mixed_churn(size: Size, scheduler: str, run_id: str, ns: list[str]) -> Plan:
-    return _basic(size, scheduler, run_id, ns)
-
-
 def _resource_claim_template(size: Size, scheduler: str, run_id: str, ns: list[str]) -> Plan:
     # Imported here: bench.dra_workload builds on this module's Plan and nodes.
     from bench.dra_workload import build
+
+    return build(size, scheduler, run_id, ns)
+
+
+def _gang_scheduling(size: Size, scheduler: str, run_id: str, ns: list[str]) -> Plan:
+    from bench.gang_workload import build  # builds on this module, as DRA's does
 
     return build(size, scheduler, run_id, ns)
 
@@ -731,7 +732,7 @@ WORKLOADS: dict[str, Workload] = {
                 "500": Size(500, 0, 1000),
                 "5000": Size(5000, 0, 10000),
             },
-            _mixed_churn,
+            _basic,  # the churn is the Workload's
             churn=Churn(),
             upstream="misc/performance-config.yaml SchedulingWithMixedChurn",
         ),
@@ -754,6 +755,20 @@ WORKLOADS: dict[str, Workload] = {
                 "5000 has no upstream case (5000pods_500nodes' 10 devices per node "
                 "on 5,000 nodes, 5,000 init and 10,000 measured pods)"
             ),
+        ),
+        Workload(
+            "GangScheduling",
+            "PodGroups (Workload API) of 8 one-GPU pods among single pods; too few GPUs",
+            {
+                "tiny": Size(2, 0, 48, plain_nodes=1, gangs=2),
+                "small": Size(90, 0, 1600, plain_nodes=10, gangs=100),
+                "500": Size(225, 0, 4000, plain_nodes=275, gangs=250),
+                "5000": Size(800, 0, 10000, plain_nodes=4200, gangs=750),
+            },
+            _gang_scheduling,
+            feature_gates="GenericWorkload=true,GangScheduling=true",
+            workload_api=True,
+            upstream="none in scheduler_perf v1.36.3; the shape of make bench-gangs",
         ),
     )
 }

@@ -94,3 +94,69 @@ def test_gang_steps_after_the_states_diverged_are_counted_not_judged() -> None:
     assert comparison.unjudged == len(gang["pods"])
     assert comparison.disagreements[0].kind == "bound"
     assert not any(d.pod in gang["pods"] for d in comparison.disagreements)
+
+
+def _gang_runs(notes: dict[str, dict[str, list[str]]]) -> tuple[dict[str, object], dict[str, Run]]:
+    """Both runs of seed 60's first gang scenario with nothing bound, each member's
+    FailedScheduling notes as NOTES[side][member] (the others: one shared note)."""
+    scenario = gen.generate(60, 0, features=["gangs"])
+    gang = scenario["gangs"][0]
+    runs = {}
+    for side in (KUBE, KUBESCHED):
+        run = Run(side, f"ns-{side}")
+        placed: dict[str, str | None] = {}
+        for pod in scenario["pods"]:
+            name = pod["name"]
+            member = name in gang["pods"]
+            placed[name] = None
+            run.steps.append(
+                Step(
+                    name,
+                    "created" if member and name != gang["pods"][-1] else "unschedulable",
+                    created={"metadata": {"name": name}} if member else {},
+                    group=gang["name"] if member else "",
+                    placements=dict(placed),
+                )
+            )
+            run.events[name] = notes[side].get(name, ["0/3 nodes are available."])
+            run.conditions[name] = run.events[name][-1]
+        runs[side] = run
+    return scenario, runs
+
+
+def test_alike_gang_members_may_get_each_others_notes() -> None:
+    """Which of two identical members kube-scheduler tries first is Go map order: the
+    FitError and the "waiting" note may land on either, and that is agreement."""
+    scenario = gen.generate(60, 0, features=["gangs"])
+    first, second = scenario["gangs"][0]["pods"][:2]
+    fit, wait = ["0/3 nodes are available: 3 Insufficient cpu."], ["pod group is unschedulable"]
+    swapped = {KUBE: {first: fit, second: wait}, KUBESCHED: {first: wait, second: fit}}
+    scenario, runs = _gang_runs(swapped)
+    comparison = compare(scenario, runs[KUBE], runs[KUBESCHED], {})
+    assert comparison.disagreements == []
+    assert comparison.member_orders == 2
+    # Different notes, not the same ones handed round: a disagreement.
+    other = ["0/3 nodes are available: 3 Insufficient memory."]
+    differ = {KUBE: {first: fit, second: wait}, KUBESCHED: {first: wait, second: other}}
+    scenario, runs = _gang_runs(differ)
+    comparison = compare(scenario, runs[KUBE], runs[KUBESCHED], {})
+    assert {d.pod for d in comparison.disagreements} == {first, second}
+    assert comparison.member_orders == 0
+
+
+def test_alike_members_notes_match_as_events_agree_allows() -> None:
+    """seed60-040: kube-scheduler's member A got the FitError and a retry's note, B the
+    "waiting" note and the retry's; in kubesched A got "waiting" alone (its retry folded
+    into the condition) and B the other two. Matched A↔B, each pair agrees."""
+    scenario = gen.generate(60, 0, features=["gangs"])
+    first, second = scenario["gangs"][0]["pods"][:2]
+    fit, retry, wait = "0/3 nodes: 3 ports.", "0/3 nodes: 2 Insufficient memory.", "waiting"
+    notes = {
+        KUBE: {first: [fit, retry], second: [wait, retry]},
+        KUBESCHED: {first: [wait], second: [fit, retry]},
+    }
+    scenario, runs = _gang_runs(notes)
+    runs[KUBESCHED].conditions[first] = retry
+    comparison = compare(scenario, runs[KUBE], runs[KUBESCHED], {})
+    assert comparison.disagreements == []
+    assert comparison.member_orders == 2

@@ -2,8 +2,9 @@
 in-process and end to end against the session's control plane, both schedulers,
 creating the pods while scheduling and draining a backlog, beside the bind ceiling.
 
-Checks that the harness works and that both schedulers bound every pod; it
-asserts nothing about speed.
+Checks that the harness works and that both schedulers bound every pod (the gang
+workload: every pod a correct scheduler binds, no gang in part, on a control plane
+of its own serving the alpha Workload API); it asserts nothing about speed.
 """
 
 from __future__ import annotations
@@ -183,3 +184,39 @@ def test_dra_workload_end_to_end(control_plane: ControlPlane, tmp_path: Path) ->
         assert result["status"] == "ok", (kind, result)
         assert result["bound"] == result["measured_pods"] == 10, (kind, result)
         assert result["violations"] == [], (kind, result)
+
+
+GANGS = "GangScheduling"
+
+
+@pytest.mark.timeout(300)
+def test_gang_workload_end_to_end_with_the_workload_api(tmp_path: Path) -> None:
+    """The gang workload's tiny size (2 PodGroups of 8 one-GPU pods among 32
+    singles, 16 GPUs) with both schedulers' GenericWorkload and GangScheduling on.
+    Without --cluster-env, run_bench starts a control plane of its own serving the
+    alpha Workload API (the session's serves the shipped API) and stops it. Each
+    scheduler binds every GPU and every pod without one, gangs whole or not at all."""
+    doc, _ = run_bench(
+        [GANGS],
+        "tiny",
+        modes=("e2e",),
+        out_dir=tmp_path,
+        make_plot=False,
+        show_table=False,
+        quiet_wait=0,
+        log=None,
+    )
+    entry = doc["workloads"][GANGS]
+    assert entry["params"]["gangs"] == 2
+    for kind in (KUBE_SCHEDULER, KUBESCHED):
+        result = entry["e2e"][kind]
+        assert result["status"] == "ok", (kind, result)
+        assert result["bound"] == result["measured_pods"] == 40, (kind, result)
+        assert result["violations"] == [], (kind, result)
+        gangs = result["gangs"]
+        assert gangs["in_part"] == 0, (kind, gangs)
+        assert gangs["whole"] >= 1 and gangs["whole"] + gangs["refused"] == 2, (kind, gangs)
+        assert gangs["gang_pods_bound"] == 8 * gangs["whole"], (kind, gangs)
+        assert gangs["pods_bound"] == 40 and gangs["single_pods_bound"] == 24, (kind, gangs)
+        assert result["attempts"].get("scheduled", 0) >= 40, (kind, result["attempts"])
+    assert entry["ratios"]["e2e_pods_per_second"] is not None

@@ -17,7 +17,7 @@ import yaml
 
 from tests.integration.conftest import DEPLOY_DIR, PAUSE_IMAGE, AdminApi, ApiError, ControlPlane
 from tests.integration.kubesched_proc import KubeschedProcess, start_kubesched
-from tests.integration.test_run import unique_prefix
+from tests.integration.test_run import sample, scrape, unique_prefix
 
 pytestmark = pytest.mark.integration
 
@@ -45,7 +45,11 @@ def install_crd(api: AdminApi) -> None:
 
 
 def start(
-    control_plane: ControlPlane, tmp_path: Path, scheduler: str, kubesched: list[KubeschedProcess]
+    control_plane: ControlPlane,
+    tmp_path: Path,
+    scheduler: str,
+    kubesched: list[KubeschedProcess],
+    **args: Any,
 ) -> None:
     config = {
         "apiVersion": "kubescheduler.config.k8s.io/v1",
@@ -61,7 +65,9 @@ def start(
                         "disabled": [{"name": "*"}],
                     },
                 },
-                "pluginConfig": [{"name": "Coscheduling", "args": {"permitWaitingTimeSeconds": 5}}],
+                "pluginConfig": [
+                    {"name": "Coscheduling", "args": {"permitWaitingTimeSeconds": 5, **args}}
+                ],
             }
         ],
     }
@@ -72,14 +78,19 @@ def start(
     proc.wait_ready(timeout=60)
 
 
-def pod_group(api: AdminApi, namespace: str, name: str, min_member: int) -> None:
+def pod_group(
+    api: AdminApi, namespace: str, name: str, min_member: int, timeout: int | None = None
+) -> None:
+    spec: dict[str, int] = {"minMember": min_member}
+    if timeout is not None:
+        spec["scheduleTimeoutSeconds"] = timeout
     api.post(
         f"{PG_API}/namespaces/{namespace}/podgroups",
         {
             "apiVersion": "scheduling.x-k8s.io/v1alpha1",
             "kind": "PodGroup",
             "metadata": {"name": name, "namespace": namespace},
-            "spec": {"minMember": min_member},
+            "spec": spec,
         },
     )
 
@@ -91,9 +102,10 @@ def gpu_pod(
     scheduler: str,
     pool: dict[str, str],
     group: str = "",
+    gpus: int = 1,
     **spec: Any,
 ) -> None:
-    resources = {"requests": {"cpu": "100m", GPU: "1"}, "limits": {GPU: "1"}}
+    resources = {"requests": {"cpu": "100m", GPU: str(gpus)}, "limits": {GPU: str(gpus)}}
     api.create_pod(
         namespace,
         name,
@@ -202,6 +214,93 @@ def test_competing_gangs_one_completes_the_other_holds_nothing(
     assert counts == [0, 10]
 
 
+def priority_classes(
+    api: AdminApi, prefix: str, preemption: str = "PreemptLowerPriority", **values: int
+) -> None:
+    for name, value in values.items():
+        api.post(
+            "/apis/scheduling.k8s.io/v1/priorityclasses",
+            {
+                "apiVersion": "scheduling.k8s.io/v1",
+                "kind": "PriorityClass",
+                "metadata": {"name": f"{prefix}-{name}"},
+                "value": value,
+                "preemptionPolicy": preemption,
+            },
+        )
+
+
+def test_a_timeout_releases_the_groups_reservations_and_binds_none_of_it(
+    control_plane: ControlPlane,
+    api: AdminApi,
+    namespace: str,
+    kubesched: list[KubeschedProcess],
+    tmp_path: Path,
+) -> None:
+    """The whole-group trial finds room for all three members, but a pod it could not
+    foresee (pending, not placed, ahead of the last member in the queue) takes the last
+    member's GPU. With podGroupRejectPercentage 50, one member of three short is not
+    enough to reject the group in PostFilter (scheduler-plugins' rule), so the two
+    reserved members wait at Permit: after scheduleTimeoutSeconds both are rejected by
+    the timeout, their GPUs are free again, and no member is ever bound. (The gang's
+    classes never preempt: otherwise its retry would rightly evict the lower-priority
+    pod and bind the group whole.)"""
+    install_crd(api)
+    prefix = unique_prefix("gangt")
+    pool = gpu_nodes(api, prefix, 3)
+    scheduler = f"{prefix}-sched"
+    priority_classes(api, prefix, "Never", low=0, high=1000)
+    priority_classes(api, prefix, mid=500)
+    pod_group(api, namespace, "train", 3, timeout=3)
+    # All pending before the scheduler starts, so that the queue holds them at once in
+    # Coscheduling's order (priority first): train-0, train-1, other, train-2.
+    for i, level in enumerate(("high", "high", "low")):
+        gpu_pod(
+            api, namespace, f"train-{i}", scheduler, pool, "train",
+            priorityClassName=f"{prefix}-{level}",
+        )  # fmt: skip
+    gpu_pod(api, namespace, "other", scheduler, pool, priorityClassName=f"{prefix}-mid")
+    start(control_plane, tmp_path, scheduler, kubesched, podGroupRejectPercentage=50)
+    timeout_text = "rejected due to timeout after waiting 3s at plugin Coscheduling"
+    # The first wait to run out unreserves its pod, and Coscheduling's Unreserve
+    # rejects the group's other waiting pods (scheduler-plugins' rule).
+    wait_ends = {timeout_text, "rejection in Unreserve"}
+
+    def failures(name: str) -> list[str]:
+        return [
+            m for _, reason, m in api.events_for(namespace, name) if reason == "FailedScheduling"
+        ]
+
+    def waits_ended() -> dict[str, set[str]]:
+        return {name: wait_ends & set(failures(name)) for name in ("train-0", "train-1")}
+
+    api.wait_for(lambda: len(bound(api, namespace, "other")) == 1, timeout=60)
+    assert bound(api, namespace, "train-") == []  # reserved at most, waiting at Permit
+    ended = api.wait_for(lambda: all((w := waits_ended()).values()) and w, timeout=60)
+    assert timeout_text in set.union(*ended.values()), ended
+    assert bound(api, namespace, "train-") == []
+    # The two GPUs the group held are free: a pod asking for both is bound.
+    gpu_pod(api, namespace, "after", scheduler, pool, gpus=2, priorityClassName=f"{prefix}-low")
+    api.wait_for(lambda: len(bound(api, namespace, "after")) == 1, timeout=60)
+    time.sleep(3)  # the group's retries: three GPUs needed, none left, nothing bound
+    assert bound(api, namespace, "train-") == []
+    assert "cannot be placed whole" in unschedulable_message(api, namespace, "train-2")
+    # Retried on cluster events, not in a loop: a member's status write must not
+    # requeue its group (it once did, through the PodGroup's phase flipping to Pending
+    # and back: 100 and more attempts in these few seconds).
+    families = scrape(kubesched[0])
+    moves = sample(
+        families,
+        "scheduler_queue_incoming_pods_total",
+        event="podgroups.v1alpha1.scheduling.x-k8s.ioUpdate",
+        queue="backoff",
+    )
+    attempts = sample(
+        families, "scheduler_schedule_attempts_total", profile=scheduler, result="unschedulable"
+    )
+    assert (moves or 0) <= 3 and attempts is not None and attempts <= 20, (moves, attempts)
+
+
 def test_a_gang_preempts_lower_priority_pods_and_is_bound_whole(
     control_plane: ControlPlane,
     api: AdminApi,
@@ -213,16 +312,7 @@ def test_a_gang_preempts_lower_priority_pods_and_is_bound_whole(
     prefix = unique_prefix("gangp")
     pool = gpu_nodes(api, prefix, 4, 4)
     scheduler = f"{prefix}-sched"
-    for name, value in (("low", 0), ("high", 1000)):
-        api.post(
-            "/apis/scheduling.k8s.io/v1/priorityclasses",
-            {
-                "apiVersion": "scheduling.k8s.io/v1",
-                "kind": "PriorityClass",
-                "metadata": {"name": f"{prefix}-{name}"},
-                "value": value,
-            },
-        )
+    priority_classes(api, prefix, low=0, high=1000)
     start(control_plane, tmp_path, scheduler, kubesched)
     # A low-priority gang of 4 and 2 single low-priority pods: 6 of the 8 GPUs.
     pod_group(api, namespace, "low", 4)

@@ -214,3 +214,77 @@ def test_explain_shows_why_a_gang_is_not_placed(tmp_path: Path, config: tuple[st
     gang_doc = json.loads(out.stdout)["pods"][0]["gang"]
     assert gang_doc["state"] == "impossible"
     assert "cannot be placed whole: only 7 of the 8" in gang_doc["reason"]
+
+
+def member(name: str, group: str, priority: int, gpus: int = 1, node: str = "", **spec: str) -> str:
+    labels = f"{{scheduling.x-k8s.io/pod-group: {group}}}" if group else "{}"
+    extra = "".join(f"\n  {k}: {v}" for k, v in spec.items())
+    bound = f"\n  nodeName: {node}" if node else ""
+    return f"""
+---
+apiVersion: v1
+kind: Pod
+metadata:
+  name: {name}
+  labels: {labels}
+spec:
+  priority: {priority}{bound}{extra}
+  containers:
+  - name: worker
+    image: trainer
+    resources:
+      requests: {{cpu: "1", nvidia.com/gpu: "{gpus}"}}
+      limits: {{nvidia.com/gpu: "{gpus}"}}
+"""
+
+
+def test_a_timeout_releases_the_groups_reservations(tmp_path: Path) -> None:
+    """As tests/integration/test_run_coscheduling.py's timeout case: the trial finds
+    room for all three members, a higher-priority pod takes the last one's GPU, the
+    group (podGroupRejectPercentage 50) waits at Permit until scheduleTimeoutSeconds
+    runs out, and nothing of it is placed or held."""
+    config = tmp_path / "config.yaml"
+    config.write_text(CONFIG + "      podGroupRejectPercentage: 50\n")
+    never = {"preemptionPolicy": "Never"}
+    manifest = tmp_path / "cluster.yaml"
+    manifest.write_text(
+        nodes(3)
+        + gang("train", 0, 3, extra=", scheduleTimeoutSeconds: 3")
+        + member("train-0", "train", 1000, **never)
+        + member("train-1", "train", 1000, **never)
+        + member("train-2", "train", 0, **never)
+        + member("other", "", 500)
+    )
+    args = ["-f", str(manifest), "--config", str(config)]
+    doc = json.loads(CliRunner().invoke(main, ["simulate", *args, "-o", "json"]).stdout)
+    assert doc["placements"] == {
+        "default/train-0": None,
+        "default/train-1": None,
+        "default/train-2": None,
+        "default/other": "gpu-0",
+    }
+    assert doc["nodes"]["gpu-0"]["requested"]["nvidia.com/gpu"] == 1
+    assert doc["gangs"]["default/train"]["state"] == "impossible"
+    assert doc["summary"]["simulatedSeconds"] >= 3
+    # The first attempt of a member reserved the node and waited at Permit in vain.
+    out = CliRunner().invoke(main, ["explain", *args, "default/train-0", "--all-attempts"])
+    assert "Result: Permit: rejected due to timeout after waiting 3s at plugin" in out.output
+
+
+def test_a_gang_preempts_lower_priority_pods_whole_or_not_at_all(
+    simulate_yaml: Simulate, config: tuple[str, ...]
+) -> None:
+    """As the integration test's gang preemption: the two single pods are the fewest
+    victims; the running low-priority gang is taken whole or not at all, so it stays."""
+    running = "".join(member(f"low-{i}", "low", 0, node="gpu-0") for i in range(4))
+    running += "".join(member(f"single-{i}", "", 0, node="gpu-1") for i in range(2))
+    code, doc, _ = simulate_yaml(
+        nodes(4, 4), gang("low", 0, 4), running, gang("high", 4, 4, priority=1000), args=config
+    )
+    assert code == 0
+    assert {k for k, n in doc["placements"].items() if k.startswith("default/high")} == {
+        f"default/high-{i}" for i in range(4)
+    }
+    assert all(doc["placements"][f"default/high-{i}"] == "gpu-1" for i in range(4))
+    assert sorted(doc["evicted"]) == ["default/single-0", "default/single-1"]
+    assert doc["gangs"]["default/high"]["state"] == "placed"

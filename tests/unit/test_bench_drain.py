@@ -32,6 +32,8 @@ UPSTREAM_5000 = {
     "MixedChurn": (5000, 0, 10000),  # misc: SchedulingWithMixedChurn 5000Nodes_10000Pods
     # dra: no 5000-node case; 5000pods_500nodes' 10 devices per node on 5,000 nodes.
     "SchedulingWithResourceClaimTemplate": (5000, 5000, 10000),
+    # no gang case upstream; 800 nodes with 8 GPUs and 4,200 without, 10,000 measured.
+    "GangScheduling": (800, 0, 10000),
 }
 
 

@@ -3,7 +3,7 @@ fields its CRD does not have, and the store Coscheduling reads."""
 
 from __future__ import annotations
 
-from kubesched.api.objects import ObjectMeta, OwnerReference, Pod
+from kubesched.api.objects import ObjectMeta, OwnerReference, Pod, PodCondition
 from kubesched.api.pod_groups import (
     POD_GROUP_LABEL,
     PodGroup,
@@ -98,3 +98,27 @@ def test_state_tracks_members_and_writes_status_changes_only() -> None:
     assert [p.metadata.name for p in state.members("default/g")] == ["b"]
     state.observe_pod(make_pod("loner"))
     assert state.members("") == []
+
+
+def test_a_members_update_writes_nothing_when_the_group_is_unchanged() -> None:
+    """Each FailedScheduling condition written on a member comes back as an update:
+    the group must not be seen a member short in between, or its phase flips to
+    Pending and back, and each PodGroup write requeues every member (a retry loop)."""
+    state = PodGroupState()
+    writer = RecordingWriter()
+    state.writer = writer
+    state.upsert_group(group(2, phase="Scheduling"))
+    for name in ("a", "b"):
+        state.observe_pod(member(name))
+    written = list(writer.written)
+    old = member("a")
+    new = member("a")
+    new.status.conditions = [PodCondition(type="PodScheduled", status="False")]
+    state.update_pod(old, new)
+    assert writer.written == written
+    assert state.members("default/g")[0] is new
+    moved = member("a")
+    moved.metadata.labels = {POD_GROUP_LABEL: "other"}
+    state.update_pod(new, moved)  # relabelled into another group: no longer a member
+    assert [p.metadata.name for p in state.members("default/g")] == ["b"]
+    assert writer.written[-1] == ("default/g", "Pending")

@@ -9,6 +9,8 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from kubesched.api.durations import DurationError, parse_go_duration
+
 if TYPE_CHECKING:
     from kubesched.optimize import Comparison
 
@@ -17,14 +19,12 @@ def parse_timeout(text: str) -> float:
     """`1s`, `500ms`, `2` (seconds), as a Go duration's common forms."""
     value = text.strip()
     try:
-        if value.endswith("ms"):
-            seconds = float(value[:-2]) / 1000
-        elif value.endswith("s"):
-            seconds = float(value[:-1])
-        else:
-            seconds = float(value)
+        seconds = float(value)
     except ValueError:
-        raise click.BadParameter(f"{text!r} is not a duration (e.g. 1s, 500ms)") from None
+        try:
+            seconds = parse_go_duration(value)
+        except DurationError:
+            raise click.BadParameter(f"{text!r} is not a duration (e.g. 1s, 500ms)") from None
     if not 0 < seconds <= 3600:
         raise click.BadParameter(f"{text!r} must be more than 0s and at most 1h")
     return seconds

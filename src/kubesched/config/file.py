@@ -17,6 +17,7 @@ import msgspec
 import yaml
 
 from kubesched.api.bounded_yaml import YamlLimitError, load_bounded
+from kubesched.api.durations import DurationError, parse_go_duration
 from kubesched.config.plugin_args import plugin_args_errors
 from kubesched.framework.features import DEFAULT_GATES, FeatureGates
 from kubesched.framework.profile import (
@@ -115,15 +116,12 @@ class KubeSchedulerConfigurationV1(_Strict):
     delay_cache_until_active: bool = False
 
 
-_DURATION = re.compile(r"^(?:(\d+(?:\.\d+)?)(h|m|s|ms))+$")
-_UNITS = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 0.001}
-
-
 def parse_duration(text: str, where: str) -> float:
-    """A Go duration such as "15s", "1m30s" or "500ms", in seconds."""
-    if not _DURATION.match(text):
-        raise ConfigError(f"{where}: invalid duration {text!r}")
-    return sum(float(n) * _UNITS[u] for n, u in re.findall(r"(\d+(?:\.\d+)?)(h|ms|m|s)", text))
+    """A metav1.Duration ("15s", "1m30s", "500ms"), in seconds."""
+    try:
+        return parse_go_duration(text)
+    except DurationError:
+        raise ConfigError(f"{where}: invalid duration {text!r}") from None
 
 
 @dataclass

@@ -56,7 +56,9 @@ class CycleCapture:
     other_rejections: dict[str, list[tuple[str, Rows]]] = field(default_factory=dict)
     post_filter_message: str = ""
     post_filter_nominated: str | None = None
-    failure: str = ""  # the attempt's failure after a node was chosen (Reserve, Permit)
+    # The attempt's record once its node was chosen: the binding cycle marks it failed
+    # if a Permit wait, PreBind or Bind fails (observers hold this very object).
+    explanation: Explanation | None = None
 
 
 # --- the finished explanation -------------------------------------------------------

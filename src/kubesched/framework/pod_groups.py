@@ -62,6 +62,14 @@ class PodGroupState(EventSource):
         self._members.setdefault(key, {})[pod.key] = pod
         self._changed(key)
 
+    def update_pod(self, old: Pod | None, new: Pod) -> None:
+        """A pod updated: replaced in place, so that its group is never seen a member
+        short in between (a status write per member update would flip the phase to
+        Pending and back, and each PodGroup update requeues the whole group)."""
+        if old is not None and (old.key != new.key or pod_group_key(old) != pod_group_key(new)):
+            self.forget_pod(old)
+        self.observe_pod(new)
+
     def forget_pod(self, pod: Pod) -> None:
         key = pod_group_key(pod)
         members = self._members.get(key)

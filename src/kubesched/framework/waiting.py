@@ -6,6 +6,7 @@ import asyncio
 import time
 from collections.abc import Callable
 
+from kubesched.api.durations import format_go_duration
 from kubesched.framework.clock import Clock
 from kubesched.framework.status import Status
 
@@ -33,7 +34,11 @@ class WaitingPod:
         ]
 
     def _timeout(self, plugin: str, timeout: float) -> Callable[[], None]:
-        message = f"rejected due to timeout after waiting {timeout:g}s at plugin {plugin}"
+        # waitingPod's timer: the wait prints as a time.Duration ("5m0s", "1.5s").
+        message = (
+            f"rejected due to timeout after waiting {format_go_duration(timeout)} "
+            f"at plugin {plugin}"
+        )
         return lambda: self.reject(plugin, message)
 
     def allow(self, plugin: str) -> None:

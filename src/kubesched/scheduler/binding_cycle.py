@@ -23,6 +23,7 @@ from kubesched.framework.status import Code, Status
 from kubesched.framework.types import PodInfo, QueuedPodInfo
 from kubesched.logs import V, kv
 from kubesched.scheduler.base import SchedulerBase
+from kubesched.scheduler.explain import explain_binding_failure
 
 log = logging.getLogger("kubesched.scheduler")
 
@@ -51,6 +52,7 @@ class BindingCycle(SchedulerBase):
             if not status.is_success():
                 self.handle_binding_cycle_error(fw, state, qpi, node, status)
                 self._observe_failure(fw, status, started)
+                explain_binding_failure(state, "Permit", status)
                 return
         # Past Permit: events from now on need not be kept for this pod (Done upstream).
         self.queue.scheduling_done(pod.key)
@@ -60,6 +62,7 @@ class BindingCycle(SchedulerBase):
         if not status.is_success():
             self.handle_binding_cycle_error(fw, state, qpi, node, status)
             self._observe_failure(fw, status, started)
+            explain_binding_failure(state, "Binding", status)
             return
         self.cache.finish_binding(pod.key)
         self.queue.done(pod.key)

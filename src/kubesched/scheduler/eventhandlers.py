@@ -93,9 +93,7 @@ class EventHandlers(SchedulerBase):
                 self.queue.on_event(EVENT_UNSCHEDULED_POD_ADD, None, pod)
 
     def on_pod_update(self, old: Pod | None, new: Pod) -> None:
-        if old is not None:
-            self.handle.pod_groups.forget_pod(old)
-        self.handle.pod_groups.observe_pod(new)
+        self.handle.pod_groups.update_pod(old, new)
         if old is not None and replaced(old.metadata.uid, new.metadata.uid):
             # Another pod of the same name (a relist after the watch missed the
             # delete and the create). Upstream's cache and queue key pods by UID

@@ -79,6 +79,15 @@ class Explaining(SchedulerBase):
         self.explain_observer.explained(explanation)
 
 
+def explain_binding_failure(state: CycleState, point: str, status: Status) -> None:
+    """The binding cycle failed (a Permit wait rejected or timed out, PreBind, Bind):
+    the attempt's record, which its observer already holds, says so."""
+    capture = state.explain
+    if isinstance(capture, CycleCapture) and capture.explanation is not None:
+        capture.explanation.result = point
+        capture.explanation.message = status.message()
+
+
 def profile_plugins(fw: Framework) -> ProfilePlugins:
     """The profile's plugins that take part in an attempt's choice."""
     return ProfilePlugins(

@@ -165,6 +165,8 @@ class SchedulingCycle(BindingCycle, Explaining):
         if waits:
             self.waiting_pods.add(pod.key, node, waits)
         if explanation is not None and self.explain_observer is not None:
+            if capture is not None:
+                capture.explanation = explanation
             self.explain_observer.explained(explanation)
         return node
 

@@ -464,19 +464,76 @@ def compare(
         disagree("state", result.steps, "*", kube.final, ks.final, "final placements")
     cut_a = kube.steps[diverged_step].began if diverged_step is not None else None
     cut_b = ks.steps[diverged_step].began if diverged_step is not None else None
+    seen = {
+        a.pod: (events_before(kube, a.pod, cut_a), events_before(ks, b.pod, cut_b))
+        for _, a, b in event_checks
+    }
+    signatures = _pod_signature(scenario)
     for i, a, b in event_checks:
-        seen_a, seen_b = events_before(kube, a.pod, cut_a), events_before(ks, b.pod, cut_b)
-        if not events_agree(
+        seen_a, seen_b = seen[a.pod]
+        if events_agree(
             seen_a, seen_b, kube.conditions.get(a.pod, ""), ks.conditions.get(b.pod, "")
         ):
+            result.message_agree += 1
+        elif (
+            a.group
+            and a.group == b.group
+            and _alike_members_swapped(
+                a, event_checks, seen, signatures, (kube.conditions, ks.conditions)
+            )
+        ):
+            result.message_agree += 1
+            result.member_orders += 1
+        else:
             detail = "FailedScheduling events"
             if diverged_step is not None:
                 detail += f" recorded before step {diverged_step} (the states differ from there)"
             disagree("event", i, a.pod, seen_a, seen_b, detail)
-        else:
-            result.message_agree += 1
     result.disagreements.sort(key=lambda d: d.step)
     return result
+
+
+def _alike_members_swapped(
+    step: Step,
+    checks: Sequence[tuple[int, Step, Step]],
+    seen: Mapping[str, tuple[list[str], list[str]]],
+    signatures: Mapping[str, str],
+    conditions: tuple[Mapping[str, str], Mapping[str, str]],
+) -> bool:
+    """Whether the gang members alike to STEP's pod (same labels and spec) got notes
+    that agree (events_agree) once handed out among them in some other order. When
+    some of a gang's members fit and the rest do not, which member kube-scheduler tries
+    first, and so which gets the FitError and which "waiting for minCount pods", is
+    the order its UnscheduledPodAdd event moves them out of the unschedulable pool: Go
+    map order, random between identical pods (podGroupInfoForPod orders them by
+    InitialAttemptTimestamp, which each gets on entering activeQ)."""
+    alike = [
+        a.pod
+        for _, a, b in checks
+        if a.group == step.group and b.group == step.group
+        and signatures.get(a.pod) == signatures.get(step.pod)
+    ]  # fmt: skip
+    if len(alike) < 2:
+        return False
+    cond_a, cond_b = conditions
+
+    def fits(x: str, y: str) -> bool:  # x's notes in kube-scheduler, y's in kubesched
+        return events_agree(seen[x][0], seen[y][1], cond_a.get(x, ""), cond_b.get(y, ""))
+
+    # A perfect matching of kube-scheduler's members to kubesched's (Kuhn's
+    # augmenting paths: gangs are small).
+    partner: dict[str, str] = {}  # kubesched's member -> kube-scheduler's
+
+    def assign(x: str, tried: set[str]) -> bool:
+        for y in alike:
+            if y not in tried and fits(x, y):
+                tried.add(y)
+                if y not in partner or assign(partner[y], tried):
+                    partner[y] = x
+                    return True
+        return False
+
+    return all(assign(x, set()) for x in alike)
 
 
 def _prediction_text(p: Prediction | None) -> str:

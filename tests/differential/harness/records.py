@@ -154,6 +154,9 @@ class Comparison:
     # whose claims are allocated alike (see harness.dra.allocations).
     claims: int = 0
     claims_agree: int = 0
+    # gangs: alike members whose FailedScheduling notes agree only as a set (the order
+    # kube-scheduler tries them in is random: see compare._alike_members_swapped).
+    member_orders: int = 0
     diverged_at: int | None = None
     disagreements: list[Disagreement] = field(default_factory=list)
     runs: dict[str, Run] = field(default_factory=dict, repr=False)
@@ -177,6 +180,8 @@ class Comparison:
         )
         if self.claims:
             text += f", claims {self.claims_agree}/{self.claims}"
+        if self.member_orders:
+            text += f", {self.member_orders} gang members' notes in another order"
         if self.diverged_at is not None:
             text += f", states diverged after a tie at step {self.diverged_at}"
         if self.unjudged:

@@ -29,6 +29,7 @@ class Totals:
     diverged: int = 0
     claims: int = 0
     claims_agree: int = 0
+    member_orders: int = 0
     kinds: Counter[str] = field(default_factory=Counter)
 
     def add(self, c: Comparison) -> None:
@@ -47,6 +48,7 @@ class Totals:
             "indirect",
             "claims",
             "claims_agree",
+            "member_orders",
         ):
             setattr(self, name, getattr(self, name) + getattr(c, name))
         self.diverged += c.diverged_at is not None
@@ -64,7 +66,12 @@ class Totals:
             f"ties:                           {self.ties} ({self.swaps} resolved as "
             f"interchangeable nodes, {self.diverged} scenarios diverged after one)",
             f"bound set agreement:            {rate(self.bound_agree, self.compared)}",
-            f"message agreement:              {rate(self.message_agree, self.unbound_both)}",
+            f"message agreement:              {rate(self.message_agree, self.unbound_both)}"
+            + (
+                f" ({self.member_orders} as gang members in another order)"
+                if self.member_orders
+                else ""
+            ),
             f"node agreement (unique best):   {rate(self.unique_agree, self.unique)}",
             f"claims allocated alike (dra):   {rate(self.claims_agree, self.claims)}",
             "disagreements by kind:          "
