@@ -39,9 +39,10 @@ Objective = Literal["pods", "nodes", "score"]
 def load_cp_model() -> ModuleType:
     """OR-Tools' CP-SAT module, imported on first use: it pulls in pandas and
     takes ~65 MB and a second or more to import, which a scheduler that never
-    opens a batch window (the default) should not pay. place_batch calls it
-    before its clock starts, and BatchWindow when it is set up, so that neither
-    the solver's time limit nor the first window pays the import."""
+    opens a batch window (the default) should not pay. place_batch loads it
+    before its clock starts, and BatchWindow when it is set up (engine.py's
+    load_solvers), so that neither the solver's time limit nor the first window
+    pays the import."""
     from ortools.sat.python import cp_model as module
 
     return module
