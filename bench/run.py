@@ -395,9 +395,11 @@ def _dig(d: Any, path: Sequence[str]) -> Any:
 def _summary(result: dict[str, Any]) -> str:
     if result.get("status") != "ok":
         return f"{result.get('status')}: {result.get('reason', '')}"
+    cpu = result.get("pods_per_cpu_second")
     return (
         f"{result['bound']} pods in {result['seconds']:.2f}s: {result['pods_per_second']} pods/s, "
-        f"peak RSS {result['peak_rss_mb']} MB"
+        + (f"{cpu} per CPU second, " if cpu is not None else "")
+        + f"peak RSS {result['peak_rss_mb']} MB"
     )
 
 

@@ -4,6 +4,8 @@ and its claim check catches what it should."""
 
 from __future__ import annotations
 
+import pytest
+
 from bench.dra_workload import DRIVER, check_claims, claim_state
 from bench.inprocess import run_inprocess
 from bench.workloads import ROLE_MEASURE, WORKLOADS, ClaimState, PodState
@@ -54,6 +56,10 @@ def test_tiny_schedules_in_process_with_every_claim_allocated() -> None:
     assert result["status"] == "ok", result
     assert result["bound"] == result["measured_pods"] == 10
     assert result["violations"] == []
+    # The CPU this process spent on the measured phase, and the rate it gives.
+    assert result["cpu_seconds"] > 0
+    # (the rate is worked out before cpu_seconds is rounded to the millisecond)
+    assert result["pods_per_cpu_second"] == pytest.approx(10 / result["cpu_seconds"], rel=0.1)
 
 
 def _claim(owner: str, device: str, node: str = "n1", reserved: bool = True) -> ClaimState:

@@ -25,6 +25,7 @@ from kubesched.framework.status import Code
 from kubesched.framework.types import PodInfo
 from kubesched.plugins.dynamicresources import DynamicResources
 from kubesched.plugins.dynamicresources.extended import requests_and_mappings
+from kubesched.plugins.dynamicresources.state import read_state
 from kubesched.plugins.noderesources import NodeResourcesFit
 from kubesched.testing import make_node, make_pod, make_table
 
@@ -223,3 +224,21 @@ def test_fit_leaves_dra_backed_resources_to_dra() -> None:
     assert not fit.is_schedulable_after_device_class_event(
         p, device_class("x", ER), device_class("x", ER)
     )
+
+
+def test_pre_filter_skips_a_pod_without_claims_only_while_no_class_backs_its_resources() -> None:
+    """PreFilter's quick way out (no claim, no DeviceClass at all) leaves the empty
+    state PostFilter reads; once a class exists the same pod gets its special claim."""
+    plugin, table, _, _ = setup()
+    p = PodInfo(pod([c("con0", {ER: "1"})]))
+    plugin.dra.classes.clear()
+    state = CycleState()
+    _, status = plugin.pre_filter(state, p, table)
+    assert status.code == Code.SKIP
+    assert read_state(state).claims.empty()
+    plugin.dra.upsert_class(device_class("gpu", ER))
+    state = CycleState()
+    _, status = plugin.pre_filter(state, p, table)
+    assert status.code == Code.SUCCESS
+    assert not read_state(state).claims.empty()
+    assert read_state(state).extended_requests == {ER: 1}

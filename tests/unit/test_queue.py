@@ -31,7 +31,7 @@ def queue(
             return Status.unresolvable("gated", plugin="SchedulingGates")
         return Status()
 
-    profile = QueueProfile(SORT.less, pre_enqueue, events or {})
+    profile = QueueProfile(SORT.less, pre_enqueue, events or {}, SORT.sort_rank())
     return SchedulingQueue({"default-scheduler": profile}, clock), clock
 
 

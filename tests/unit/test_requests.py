@@ -5,6 +5,7 @@ from kubesched.api.requests import (
     DEFAULT_MILLI_CPU_REQUEST,
     non_zero_requests,
     pod_requests,
+    requests_and_non_zero,
 )
 from kubesched.testing import make_pod
 
@@ -105,3 +106,29 @@ def test_non_zero_defaults_for_containers_without_requests() -> None:
 def test_explicit_zero_is_not_defaulted() -> None:
     p = pod(containers=[container("a", "0", "0")])
     assert non_zero_requests(p) == (0, 0)
+
+
+def test_requests_and_non_zero_parse_once_and_answer_as_the_two_functions() -> None:
+    """PodInfo's one pass over the containers gives what pod_requests and
+    non_zero_requests give apart, sidecars, init containers, overhead and
+    pod-level resources included, and leaves the parsed amounts as they were."""
+    pods = [
+        pod(containers=[container("a", "1", "1Gi"), container("b")]),
+        pod(
+            initContainers=[
+                container("init", "2", "64Mi"),
+                container("side", "500m", restartPolicy="Always"),
+                container("late", "300m"),
+            ],
+            containers=[container("main", "1")],
+            overhead={"cpu": "250m", "memory": "10Mi"},
+        ),
+        pod(
+            containers=[container("a", "1", "1Gi")],
+            resources={"requests": {"cpu": "3"}, "limits": {"memory": "2Gi"}},
+        ),
+    ]
+    for p in pods:
+        both = requests_and_non_zero(p)
+        assert both == (pod_requests(p), non_zero_requests(p))
+        assert requests_and_non_zero(p) == both

@@ -95,12 +95,23 @@ def _pod_level(pod: Pod) -> Amounts:
     return amounts(level)
 
 
-def pod_requests(pod: Pod) -> Amounts:
-    """What a pod takes from its node: the amounts NodeResourcesFit checks."""
-    total = _combine(
-        (container_requests(c) for c in pod.spec.containers),
-        ((_is_sidecar(c), container_requests(c)) for c in pod.spec.init_containers),
+# Each container's requests (container_requests), regular ones then init ones with
+# whether each is a sidecar: what pod_requests and non_zero_requests start from.
+_Parsed = tuple[list[Amounts], list[tuple[bool, Amounts]]]
+
+
+def _parse(pod: Pod) -> _Parsed:
+    return (
+        [container_requests(c) for c in pod.spec.containers],
+        [(_is_sidecar(c), container_requests(c)) for c in pod.spec.init_containers],
     )
+
+
+def pod_requests(pod: Pod, parsed: _Parsed | None = None) -> Amounts:
+    """What a pod takes from its node: the amounts NodeResourcesFit checks.
+    `parsed`: the pod's containers as _parse gives them, if already at hand."""
+    containers, init_containers = parsed or _parse(pod)
+    total = _combine(containers, init_containers)
     total.update(_pod_level(pod))
     if pod.spec.overhead:
         _add(total, amounts(pod.spec.overhead))
@@ -116,17 +127,27 @@ def _with_defaults(reqs: Amounts) -> Amounts:
     return out
 
 
-def non_zero_requests(pod: Pod, pod_level: bool = True) -> tuple[int, int]:
+def non_zero_requests(
+    pod: Pod, pod_level: bool = True, parsed: _Parsed | None = None
+) -> tuple[int, int]:
     """(milli-CPU, memory bytes) for scoring: a container that states no cpu or
     memory request counts as 100m / 200Mi, so that empty pods still spread.
     kube-scheduler v1.36's NodeResourcesFit scorer builds its resource scorer
     without the PodLevelResources gate, so it asks for `pod_level=False`."""
+    containers, init_containers = parsed or _parse(pod)
     total = _combine(
-        (_with_defaults(container_requests(c)) for c in pod.spec.containers),
-        ((_is_sidecar(c), _with_defaults(container_requests(c))) for c in pod.spec.init_containers),
+        (_with_defaults(reqs) for reqs in containers),
+        ((sidecar, _with_defaults(reqs)) for sidecar, reqs in init_containers),
     )
     if pod_level:
         total.update(_pod_level(pod))
     if pod.spec.overhead:
         _add(total, amounts(pod.spec.overhead))
     return min(total.get("cpu", 0), MAX_AMOUNT), min(total.get("memory", 0), MAX_AMOUNT)
+
+
+def requests_and_non_zero(pod: Pod) -> tuple[Amounts, tuple[int, int]]:
+    """pod_requests and non_zero_requests of the pod, its containers parsed once
+    (what PodInfo works out for every pod that comes in)."""
+    parsed = _parse(pod)
+    return pod_requests(pod, parsed), non_zero_requests(pod, parsed=parsed)

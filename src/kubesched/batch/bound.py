@@ -31,15 +31,28 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from types import ModuleType
+from typing import TYPE_CHECKING
 
 import numpy as np
-from ortools.linear_solver.python import model_builder
-from ortools.linear_solver.python.model_builder_helper import ModelBuilderHelper
 
 from kubesched.batch.problem import Problem
 from kubesched.framework.node_table import NodeTable
 
-__all__ = ["relaxation_bounds"]
+if TYPE_CHECKING:
+    from ortools.linear_solver.python.model_builder_helper import ModelBuilderHelper
+
+__all__ = ["load_model_builder", "relaxation_bounds"]
+
+
+def load_model_builder() -> ModuleType:
+    """OR-Tools' model builder (GLOP), imported on first use, as solver.py's
+    load_cp_model imports CP-SAT: a scheduler without a batch window never needs
+    OR-Tools (and pandas, which it imports)."""
+    from ortools.linear_solver.python import model_builder
+
+    return model_builder
+
 
 # Above this many node classes, nodes are merged by feasible classes only.
 _MAX_NODE_CLASSES = 256
@@ -105,7 +118,8 @@ def relaxation_bounds(
     group_cap = np.zeros((groups.max() + 1, len(modelled)))
     np.add.at(group_cap, groups, per_node)
 
-    model = model_builder.Model()  # type: ignore[no-untyped-call]  # no annotations upstream
+    model_builder = load_model_builder()
+    model = model_builder.Model()
     helper = model.helper
     # y[g, j]: pods of modelled class j on node class g (only where some node fits one).
     y: dict[tuple[int, int], int] = {}

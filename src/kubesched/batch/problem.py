@@ -157,7 +157,7 @@ def build_problem(
                 feasible, _ = fw.run_filters(state, pod, table, candidates)
             if scores and len(feasible):
                 fw.run_pre_score(state, pod, table, feasible)
-                totals, _ = fw.run_score(state, pod, table, feasible)
+                totals, _ = fw.run_score(state, pod, table, feasible, per_plugin=False)
         except _Skip:
             pass
         except PluginError as exc:

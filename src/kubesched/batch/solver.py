@@ -22,24 +22,45 @@ import time
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from types import ModuleType
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
-from ortools.sat.python import cp_model
 
 from kubesched.batch.problem import Problem
 from kubesched.framework.node_table import NodeTable
 
+if TYPE_CHECKING:
+    from ortools.sat.python import cp_model
+
 Objective = Literal["pods", "nodes", "score"]
 
-# CP-SAT's answers, as the report names them.
-_STATUS = {
-    cp_model.OPTIMAL: "optimal",
-    cp_model.FEASIBLE: "feasible",
-    cp_model.INFEASIBLE: "infeasible",
-    cp_model.MODEL_INVALID: "invalid",
-    cp_model.UNKNOWN: "unknown",
-}
+
+def load_cp_model() -> ModuleType:
+    """OR-Tools' CP-SAT module, imported on first use: it pulls in pandas and
+    takes ~65 MB and a second or more to import, which a scheduler that never
+    opens a batch window (the default) should not pay. place_batch loads it
+    before its clock starts, and BatchWindow when it is set up (engine.py's
+    load_solvers), so that neither the solver's time limit nor the first window
+    pays the import."""
+    from ortools.sat.python import cp_model as module
+
+    return module
+
+
+def _status_name(status: cp_model.CpSolverStatus) -> str:
+    """CP-SAT's answer, as the report names it."""
+    cp = load_cp_model()
+    names = {
+        cp.OPTIMAL: "optimal",
+        cp.FEASIBLE: "feasible",
+        cp.INFEASIBLE: "infeasible",
+        cp.MODEL_INVALID: "invalid",
+        cp.UNKNOWN: "unknown",
+    }
+    return names.get(status, "unknown")
+
+
 _LOWEST = -(2**62)
 
 
@@ -58,7 +79,7 @@ class _Model:
     """A CpModel written through its proto."""
 
     def __init__(self) -> None:
-        self.model = cp_model.CpModel()
+        self.model = load_cp_model().CpModel()
         self.proto = self.model.proto
 
     def var(self, low: int, high: int) -> int:
@@ -194,7 +215,7 @@ def solve(
 
     all_vars = [v for own in x for v in own.values()]
     m.hint(all_vars, [hint[c].get(row, 0) for c, own in enumerate(x) for row in own])
-    solver = cp_model.CpSolver()
+    solver = load_cp_model().CpSolver()
     solver.parameters.num_workers = workers
     solver.parameters.cp_model_presolve = presolve
     phases = len(priorities) + (objective != "pods")
@@ -301,7 +322,7 @@ def _domains(table: NodeTable, key: str, rows: Mapping[int, object]) -> dict[str
 def _phase(solver: cp_model.CpSolver, m: _Model, deadline: float, left: int) -> str:
     budget = max((deadline - time.perf_counter()) / max(left, 1), 0.01)
     solver.parameters.max_time_in_seconds = budget
-    return _STATUS.get(solver.solve(m.model), "unknown")
+    return _status_name(solver.solve(m.model))
 
 
 def _counts(x: list[dict[int, int]], values: Sequence[int]) -> list[dict[int, int]]:

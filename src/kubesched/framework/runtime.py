@@ -94,7 +94,18 @@ class ScoreRangeError(PluginError):
     pass
 
 
+def _score_range_error(plugin: str, bad: int) -> ScoreRangeError:
+    """RunScorePlugins' error for a score out of [MinNodeScore, MaxNodeScore]."""
+    return ScoreRangeError(
+        plugin,
+        "Score",
+        f"plugin {plugin!r} returns an invalid score {bad}, it should be in "
+        f"the range of [{ifc.MIN_NODE_SCORE}, {ifc.MAX_NODE_SCORE}] after normalizing",
+    )
+
+
 _SUCCESS = int(Code.SUCCESS)
+_SKIP = int(Code.SKIP)
 _MAX_U64 = np.maximum.reduce
 _ERROR = int(Code.ERROR)
 _PENDING = int(Code.PENDING)
@@ -234,20 +245,21 @@ class Framework:
                 part, status = plugin.pre_filter(state, pod, nodes)
             except Exception as exc:  # a plugin bug must not stop the scheduler
                 raise PluginError(plugin.name, "PreFilter", exc) from exc
+            code = status.code
             if sample:
-                self._observe_plugin("PreFilter", plugin.name, status.code, started)
-            if status.is_skip():
+                self._observe_plugin("PreFilter", plugin.name, code, started)
+            if code == _SKIP:
                 state.skip_filter_plugins.add(plugin.name)
                 continue
             if counting:  # instrumentedPreFilterPlugin: every call that does not skip
                 self._pre_filter_evaluations[plugin.name](1)
-            if status.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
-                return result, status.with_plugin(plugin.name)  # no preemption can help
-            if status.code == Code.UNSCHEDULABLE:
-                # Preemption may still help: the other PreFilters must run too.
-                rejected = status.with_plugin(plugin.name)
-                continue
-            if not status.is_success():
+            if code != _SUCCESS:
+                if code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
+                    return result, status.with_plugin(plugin.name)  # no preemption can help
+                if code == Code.UNSCHEDULABLE:
+                    # Preemption may still help: the other PreFilters must run too.
+                    rejected = status.with_plugin(plugin.name)
+                    continue
                 raise PluginError(plugin.name, "PreFilter", status.message())
             if part is not None and part.node_names is not None:
                 result = result.merge(part, plugin.name)
@@ -546,22 +558,35 @@ class Framework:
                 status = plugin.pre_score(state, pod, nodes, rows)
             except Exception as exc:
                 raise PluginError(plugin.name, "PreScore", exc) from exc
+            code = status.code
             if sample:
-                self._observe_plugin("PreScore", plugin.name, status.code, started)
-            if counting and not status.is_skip():  # instrumentedPreScorePlugin
-                self._pre_score_evaluations[plugin.name](1)
-            if status.is_skip():
+                self._observe_plugin("PreScore", plugin.name, code, started)
+            if code == _SKIP:
                 state.skip_score_plugins.add(plugin.name)
-            elif not status.is_success():
+                continue
+            if counting:  # instrumentedPreScorePlugin: every call that does not skip
+                self._pre_score_evaluations[plugin.name](1)
+            if code != _SUCCESS:
                 raise PluginError(plugin.name, "PreScore", status.message())
 
     @extension_point("Score")
     def run_score(
-        self, state: CycleState, pod: PodInfo, nodes: NodeTable, rows: Rows
+        self,
+        state: CycleState,
+        pod: PodInfo,
+        nodes: NodeTable,
+        rows: Rows,
+        *,
+        per_plugin: bool = True,
     ) -> tuple[IntArray, dict[str, IntArray]]:
-        """Weighted total per row, and each plugin's weighted scores (for explanations).
-        Raises PluginError (recorded as an Error) for a plugin that fails."""
-        total = np.zeros(len(rows), dtype=np.int64)
+        """Weighted total per row, and each plugin's weighted scores (for explanations;
+        with `per_plugin` false, those of plugins with a uniform score are left out).
+        Raises PluginError (recorded as an Error) for a plugin that fails. A plugin
+        whose score is uniform this cycle (ScorePlugin.uniform_score) adds one
+        number: the same totals, without its arrays."""
+        n = len(rows)
+        total = np.zeros(n, dtype=np.int64)
+        uniform_total = 0
         by_plugin: dict[str, IntArray] = {}
         skipped = state.skip_score_plugins
         counting = self.recording
@@ -574,33 +599,43 @@ class Framework:
                     capture.score_skipped.append(plugin.name)
                 continue
             if counting:  # instrumentedScorePlugin, called once per node upstream
-                self._score_evaluations[plugin.name](len(rows))
+                self._score_evaluations[plugin.name](n)
             if sample:
                 started = perf_counter()
             try:
-                scores = np.asarray(plugin.score(state, pod, nodes, rows), dtype=np.int64)
-                raw = scores.copy() if capture is not None else scores
-                plugin.normalize_scores(state, pod, scores)
+                uniform = plugin.uniform_score(state, pod, nodes)
+                if uniform is None:
+                    scores = np.asarray(plugin.score(state, pod, nodes, rows), dtype=np.int64)
+                    raw = scores.copy() if capture is not None else scores
+                    plugin.normalize_scores(state, pod, scores)
             except Exception as exc:
                 raise PluginError(plugin.name, "Score", exc) from exc
             if sample:  # NormalizeScore's time included (ScoreExtensionNormalize upstream)
                 self._observe_plugin("Score", plugin.name, _SUCCESS, started)
+            weight = self.weights.get(plugin.name, 1)
+            if uniform is not None:
+                value = uniform[1]
+                if not ifc.MIN_NODE_SCORE <= value <= ifc.MAX_NODE_SCORE and n:
+                    raise _score_range_error(plugin.name, value)
+                uniform_total += value * weight
+                if per_plugin:
+                    by_plugin[plugin.name] = np.full(n, value * weight, dtype=np.int64)
+                if capture is not None:
+                    raw, scores = np.full(n, uniform[0], np.int64), np.full(n, value, np.int64)
+                    capture.scores.append(ScoreCapture(plugin.name, weight, raw, scores))
+                continue
             # One reduction for the range check: seen as unsigned, a negative score
             # is huge (MIN_NODE_SCORE is 0).
-            if len(scores) and _MAX_U64(scores.view(np.uint64)) > ifc.MAX_NODE_SCORE:
+            if n and _MAX_U64(scores.view(np.uint64)) > ifc.MAX_NODE_SCORE:
                 bad = int(scores[(scores < 0) | (scores > ifc.MAX_NODE_SCORE)][0])
-                raise ScoreRangeError(
-                    plugin.name,
-                    "Score",
-                    f"plugin {plugin.name!r} returns an invalid score {bad}, it should be in "
-                    f"the range of [{ifc.MIN_NODE_SCORE}, {ifc.MAX_NODE_SCORE}] after normalizing",
-                )
-            weight = self.weights.get(plugin.name, 1)
+                raise _score_range_error(plugin.name, bad)
             if capture is not None:
                 capture.scores.append(ScoreCapture(plugin.name, weight, raw, scores))
             weighted = scores * weight if weight != 1 else scores
             by_plugin[plugin.name] = weighted
             total += weighted
+        if uniform_total:
+            total += uniform_total
         return total, by_plugin
 
     @extension_point("Reserve")

@@ -6,7 +6,7 @@ import enum
 from dataclasses import dataclass, field
 
 from kubesched.api.objects import Pod
-from kubesched.api.requests import Amounts, non_zero_requests, pod_requests
+from kubesched.api.requests import Amounts, requests_and_non_zero
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,8 +46,7 @@ class PodInfo:
             self.non_zero_cpu, self.non_zero_memory = like.non_zero_cpu, like.non_zero_memory
             self.host_ports = like.host_ports
             return
-        self.requests = pod_requests(pod)
-        self.non_zero_cpu, self.non_zero_memory = non_zero_requests(pod)
+        self.requests, (self.non_zero_cpu, self.non_zero_memory) = requests_and_non_zero(pod)
         # Only sidecars keep their ports while the pod runs (GetHostPorts upstream).
         sidecars = [c for c in pod.spec.init_containers if c.restart_policy == "Always"]
         self.host_ports = tuple(

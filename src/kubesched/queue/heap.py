@@ -3,18 +3,46 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 T = TypeVar("T")
 
 
-class KeyedHeap(Generic[T]):
-    """Items ordered by `less`, each findable by a string key."""
+class _ByLess(Generic[T]):
+    """The rank of an item ordered by a `less` function: `<` calls it."""
 
-    def __init__(self, key: Callable[[T], str], less: Callable[[T, T], bool]) -> None:
+    __slots__ = ("item", "less")
+
+    def __init__(self, item: T, less: Callable[[T, T], bool]) -> None:
+        self.item = item
+        self.less = less
+
+    def __lt__(self, other: _ByLess[T]) -> bool:
+        return self.less(self.item, other.item)
+
+
+class KeyedHeap(Generic[T]):
+    """Items ordered by `less`, each findable by a string key.
+
+    `rank`, if given, maps an item to a value whose `<` is `less` (rank(a) <
+    rank(b) exactly when less(a, b)), worked out when the item is pushed: the
+    sifts then compare ranks in C, not through a Python call per comparison
+    (PrioritySort's (-priority, timestamp, seq)). Without it, each item's rank
+    is a wrapper whose `<` calls `less`. An item's fields that its rank reads
+    must not change while it is in the heap, except through push, which ranks
+    it again (as a change to them without push would break the heap's order
+    with `less` too)."""
+
+    def __init__(
+        self,
+        key: Callable[[T], str],
+        less: Callable[[T, T], bool],
+        rank: Callable[[T], Any] | None = None,
+    ) -> None:
         self._key = key
-        self._less = less
+        self._rank: Callable[[T], Any] = rank or (lambda item: _ByLess(item, less))
         self._items: list[T] = []
+        self._ranks: list[Any] = []  # _ranks[i] is _items[i]'s
         self._pos: dict[str, int] = {}
 
     def __len__(self) -> int:
@@ -39,9 +67,11 @@ class KeyedHeap(Generic[T]):
         i = self._pos.get(key)
         if i is not None:
             self._items[i] = item
+            self._ranks[i] = self._rank(item)
             self._fix(i)
             return
         self._items.append(item)
+        self._ranks.append(self._rank(item))
         self._pos[key] = len(self._items) - 1
         self._up(len(self._items) - 1)
 
@@ -53,12 +83,14 @@ class KeyedHeap(Generic[T]):
         return None if i is None else self._remove_at(i)
 
     def _remove_at(self, i: int) -> T:
-        items = self._items
+        items, ranks = self._items, self._ranks
         item = items[i]
         last = items.pop()
+        last_rank = ranks.pop()
         del self._pos[self._key(item)]
         if i < len(items):
             items[i] = last
+            ranks[i] = last_rank
             self._pos[self._key(last)] = i
             self._fix(i)
         return item
@@ -73,41 +105,41 @@ class KeyedHeap(Generic[T]):
     # QueueSort ties come out in some order, as from upstream's heap.
 
     def _up(self, i: int) -> bool:
-        items, pos, less, key = self._items, self._pos, self._less, self._key
-        item = items[i]
+        items, ranks, pos, key = self._items, self._ranks, self._pos, self._key
+        item, rank = items[i], ranks[i]
         start = i
         while i > 0:
             parent = (i - 1) >> 1
-            above = items[parent]
-            if not less(item, above):
+            if not rank < ranks[parent]:
                 break
-            items[i] = above
+            above = items[parent]
+            items[i], ranks[i] = above, ranks[parent]
             pos[key(above)] = i
             i = parent
         if i == start:
             return False
-        items[i] = item
+        items[i], ranks[i] = item, rank
         pos[key(item)] = i
         return True
 
     def _down(self, i: int) -> None:
-        items, pos, less, key = self._items, self._pos, self._less, self._key
+        items, ranks, pos, key = self._items, self._ranks, self._pos, self._key
         n = len(items)
-        item = items[i]
+        item, rank = items[i], ranks[i]
         start = i
         while True:
             child = 2 * i + 1
             if child >= n:
                 break
             right = child + 1
-            if right < n and less(items[right], items[child]):
+            if right < n and ranks[right] < ranks[child]:
                 child = right
-            below = items[child]
-            if not less(below, item):
+            if not ranks[child] < rank:
                 break
-            items[i] = below
+            below = items[child]
+            items[i], ranks[i] = below, ranks[child]
             pos[key(below)] = i
             i = child
         if i != start:
-            items[i] = item
+            items[i], ranks[i] = item, rank
             pos[key(item)] = i

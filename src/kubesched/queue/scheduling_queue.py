@@ -19,6 +19,7 @@ import itertools
 import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import Any
 
 from kubesched.api.objects import Pod, same_pod
 from kubesched.framework.clock import Clock
@@ -55,6 +56,9 @@ class QueueProfile:
     less: Callable[[QueuedPodInfo, QueuedPodInfo], bool]
     pre_enqueue: Callable[[PodInfo], Status]
     events: dict[str, list[ClusterEventWithHint]]
+    # The QueueSort's rank, if it has one (QueueSortPlugin.sort_rank): activeQ's
+    # heap compares ranks then.
+    rank: Callable[[QueuedPodInfo], Any] | None = None
 
 
 def _key(qpi: QueuedPodInfo) -> str:
@@ -87,7 +91,7 @@ class SchedulingQueue:
         first = next(iter(profiles.values()))
         # kube-scheduler requires every profile to share one QueueSort; so do we.
         self.active_less = first.less
-        self.active: KeyedHeap[QueuedPodInfo] = KeyedHeap(_key, first.less)
+        self.active: KeyedHeap[QueuedPodInfo] = KeyedHeap(_key, first.less, first.rank)
         self.backoff: KeyedHeap[QueuedPodInfo] = KeyedHeap(_key, self._backoff_less)
         self.unschedulable: dict[str, QueuedPodInfo] = {}
         self.in_flight: dict[str, QueuedPodInfo] = {}

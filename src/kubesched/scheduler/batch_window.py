@@ -41,7 +41,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from kubesched.batch import BatchPlacement, place_batch
+from kubesched.batch import BatchPlacement, load_solvers, place_batch
 from kubesched.framework.node_table import SavedRow
 from kubesched.framework.types import PodInfo, QueuedPodInfo
 from kubesched.logs import kv
@@ -119,6 +119,8 @@ class BatchWindow:
         self._to_activate: list[str] = []
         # Pods the engine nominated: their next failure is not gathered.
         self._spent: set[str] = set()
+        # The solvers' import (seconds), now rather than in the first window's time.
+        load_solvers()
 
     # --- the scheduler's hooks ---------------------------------------------------
 

@@ -401,15 +401,19 @@ class SchedulingCycle(BindingCycle, Explaining):
         """PreScore, then Score: the weighted total per feasible row
         (prioritizeNodes in schedule_one.go)."""
         fw.run_pre_score(state, pod, self.table, feasible)
-        totals, _ = fw.run_score(state, pod, self.table, feasible)
+        totals, _ = fw.run_score(state, pod, self.table, feasible, per_plugin=False)
         return totals
 
 
 def select_host(totals: IntArray, rng: np.random.Generator) -> int:
     """The index of a highest total, ties broken at random (selectHost in
     schedule_one.go)."""
-    best = np.flatnonzero(totals == totals.max())
-    return int(best[rng.integers(len(best))]) if len(best) > 1 else int(best[0])
+    first = int(totals.argmax())
+    tied = totals == totals[first]
+    if np.count_nonzero(tied) == 1:
+        return first  # no tie: the random source is not drawn from
+    best = np.flatnonzero(tied)
+    return int(best[rng.integers(len(best))])
 
 
 # --- the pieces of findNodesThatFitPod -----------------------------------------------

@@ -46,6 +46,7 @@ from kubesched.framework.interfaces import (
     PreFilterPlugin,
     PreFilterResult,
     ReservePlugin,
+    Uniform,
 )
 from kubesched.framework.node_table import IntArray, NodeTable, Rows
 from kubesched.framework.nodeinfo import NodeInfo
@@ -185,6 +186,10 @@ class DynamicResources(
         # Written first, empty: PostFilter tells "no claims" from "never ran" by it.
         data = DraCycleState()
         state.write(STATE_KEY, data)
+        if not pod.pod.spec.resource_claims and not self.dra.classes:
+            # No claim, and no DeviceClass to back an extended resource: the claim
+            # store below would be empty (the common pod, quickly).
+            return None, Status.skip()
         try:
             user_claims = [claim for _, claim in pod_claims(self.dra, pod.pod)]
         except ClaimProblem as exc:
@@ -345,6 +350,14 @@ class DynamicResources(
         return postfilter.post_filter(self.handle, state, pod)
 
     # --- Score -----------------------------------------------------------------------
+
+    def uniform_score(self, state: CycleState, pod: PodInfo, nodes: NodeTable) -> Uniform | None:
+        """Nothing allocated (no claim, or none PreFilter/Filter worked on): Score
+        is 0 everywhere, and so is its normalization."""
+        data = state.get(STATE_KEY)
+        if not isinstance(data, DraCycleState) or not data.node_allocations:
+            return (0, 0)
+        return None
 
     def score(self, state: CycleState, pod: PodInfo, nodes: NodeTable, rows: Rows) -> IntArray:
         data = state.get(STATE_KEY)

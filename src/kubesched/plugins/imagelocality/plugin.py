@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from kubesched.framework.cycle_state import CycleState
-from kubesched.framework.interfaces import MAX_NODE_SCORE, ScorePlugin
+from kubesched.framework.interfaces import MAX_NODE_SCORE, ScorePlugin, Uniform
 from kubesched.framework.node_table import IntArray, NodeTable, Rows, normalized_image_name
 from kubesched.framework.signature import IMAGE_NAMES_SIGNER, SignFragment, SignPlugin
 from kubesched.framework.status import Status
@@ -74,6 +74,13 @@ class ImageLocality(SignPlugin, ScorePlugin):
         containers = (*spec.containers, *spec.init_containers)
         names = sorted({normalized_image_name(c.image) for c in containers})
         return [(IMAGE_NAMES_SIGNER, names)], Status.success()
+
+    def uniform_score(self, state: CycleState, pod: PodInfo, nodes: NodeTable) -> Uniform | None:
+        """No node reports any image (or the pod has no container): 0 everywhere."""
+        spec = pod.pod.spec
+        if not nodes.images or not (spec.containers or spec.init_containers):
+            return (0, 0)
+        return None
 
     def score(self, state: CycleState, pod: PodInfo, nodes: NodeTable, rows: Rows) -> IntArray:
         spec = pod.pod.spec

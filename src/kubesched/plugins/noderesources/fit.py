@@ -119,18 +119,20 @@ class _PreFilterState:
     dra_backed: frozenset[str] = frozenset()
 
 
-_NO_NEED = np.iinfo(np.int64).min
+_NO_NEED = int(np.iinfo(np.int64).min)
 
 
 def _need(nodes: NodeTable, request: tuple[tuple[str, int], ...]) -> IntArray | None:
-    need = np.full(len(nodes.resources), _NO_NEED, dtype=np.int64)
+    # Filled as a list, then one array: item by item into an array costs more
+    # than the array's whole use in Filter.
+    need = [_NO_NEED] * len(nodes.resources)
     need[PODS] = 1
     for name, amount in request:
         col = nodes.resource_index.get(name)
         if col is None:
             return None
         need[col] = amount
-    return need
+    return np.array(need, dtype=np.int64)
 
 
 def sign_requests(handle: Handle | None, pod: PodInfo) -> tuple[Sequence[SignFragment], Status]:

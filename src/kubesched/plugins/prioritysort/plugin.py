@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from kubesched.framework.interfaces import QueueSortPlugin
 from kubesched.framework.types import QueuedPodInfo
 
@@ -22,3 +24,11 @@ class PrioritySort(QueueSortPlugin):
         if a.timestamp != b.timestamp:
             return a.timestamp < b.timestamp
         return a.seq < b.seq
+
+    def sort_rank(self) -> Callable[[QueuedPodInfo], tuple[int, float, int]]:
+        return _rank
+
+
+def _rank(qpi: QueuedPodInfo) -> tuple[int, float, int]:
+    """`less` as a tuple: higher priority, earlier timestamp, lower seq first."""
+    return (-qpi.pod_info.priority, qpi.timestamp, qpi.seq)

@@ -24,6 +24,7 @@ from kubesched.framework.interfaces import (
     NodeVerdicts,
     PreScorePlugin,
     ScorePlugin,
+    Uniform,
 )
 from kubesched.framework.node_table import IntArray, NodeTable, Rows
 from kubesched.framework.signature import (
@@ -115,6 +116,12 @@ class TaintToleration(SignPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, Enq
 
     def normalize_scores(self, state: CycleState, pod: PodInfo, scores: IntArray) -> None:
         default_normalize_score(MAX_NODE_SCORE, True, scores)
+
+    def uniform_score(self, state: CycleState, pod: PodInfo, nodes: NodeTable) -> Uniform | None:
+        """No node has a taint: every count is 0, which NormalizeScore (reversed)
+        turns into MaxNodeScore everywhere."""
+        state.read(PRE_SCORE_STATE_KEY, _PreScoreState)  # Score fails without it
+        return (0, MAX_NODE_SCORE) if nodes.num_tainted == 0 else None
 
     def events_to_register(self) -> list[ClusterEventWithHint]:
         return [

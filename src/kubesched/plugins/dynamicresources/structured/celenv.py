@@ -33,8 +33,6 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
-import cel as _cel
-
 from kubesched.api.quantity import QuantityError, parse_quantity
 from kubesched.api.resource import Device, DeviceAttribute
 
@@ -258,8 +256,12 @@ class CompiledSelector:
 
 def compile_selector(expression: str) -> CompiledSelector:
     """CompileCELExpression, as far as the library can check."""
+    # The CEL library (~25 MB with what it imports) is loaded by the first
+    # selector, not with the scheduler: most clusters have no DeviceClass.
+    import cel
+
     try:
-        program = _cel.compile(expression)
+        program = cel.compile(expression)
     except Exception as e:
         detail = str(e)
         prefix = f"Failed to parse expression {expression!r}: "
@@ -405,9 +407,11 @@ class CelCache:
                 variables["attributes"], compiled.attribute_domains
             )
             variables["capacity"] = _with_empty(variables["capacity"], compiled.capacity_domains)
+        import cel  # loaded by compile_selector already
+
         try:
             result = compiled.program.execute(
-                _cel.Context(variables={"device": variables}, functions=FUNCTIONS)
+                cel.Context(variables={"device": variables}, functions=FUNCTIONS)
             )
         except Exception as e:
             return runtime_error_text(e)
