@@ -80,6 +80,7 @@ from kubesched.plugins.dynamicresources.structured.base import (
     Features,
 )
 from kubesched.plugins.dynamicresources.structured.celenv import CelCache
+from kubesched.plugins.dynamicresources.structured.outcomes import OutcomeCache
 from kubesched.plugins.dynamicresources.structured.pools import PoolCache, SelectorCache
 from kubesched.plugins.helpers.args import raw_args
 from kubesched.plugins.helpers.normalize import default_normalize_score
@@ -96,14 +97,15 @@ AllocatorFactory = Callable[
 
 class _SharedCachesAllocator:
     """Builds real allocators that share one CEL cache (compiled selectors and their
-    results per device), one parsed-node-selector cache and one cache of the pools
-    per node across scheduling cycles, as upstream's plugin keeps one celCache for
-    its lifetime."""
+    results per device), one parsed-node-selector cache, one cache of the pools
+    per node and one of the outcomes per node across scheduling cycles, as
+    upstream's plugin keeps one celCache for its lifetime."""
 
     def __init__(self) -> None:
         self.cel_cache = CelCache(consumable_capacity=Features().consumable_capacity)
         self.selector_cache = SelectorCache()
         self.pool_cache = PoolCache()
+        self.outcome_cache = OutcomeCache()
 
     def __call__(
         self,
@@ -121,6 +123,7 @@ class _SharedCachesAllocator:
             cel_cache=self.cel_cache,
             selector_cache=self.selector_cache,
             pool_cache=self.pool_cache,
+            outcome_cache=self.outcome_cache,
         )
 
 

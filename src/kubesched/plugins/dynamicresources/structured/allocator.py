@@ -37,6 +37,7 @@ from kubesched.plugins.dynamicresources.structured.base import (
 )
 from kubesched.plugins.dynamicresources.structured.capacity import Consumed, format_quantity
 from kubesched.plugins.dynamicresources.structured.celenv import CelCache
+from kubesched.plugins.dynamicresources.structured.outcomes import OutcomeCache, OutcomeContext
 from kubesched.plugins.dynamicresources.structured.pools import (
     PoolCache,
     PoolError,
@@ -53,7 +54,8 @@ class Allocator:
     one shared across cycles), `share_ids` (makes shareIDs of devices that allow
     multiple allocations; default random UUIDs), `selector_cache` (parsed node
     selectors, may be shared likewise), `pool_cache` (the pools per node, may be
-    shared likewise)."""
+    shared likewise), `outcome_cache` (the outcome per node, kept across cycles
+    while nothing it depends on changes; none by default)."""
 
     def __init__(
         self,
@@ -67,6 +69,7 @@ class Allocator:
         share_ids: Callable[[], str] = random_share_id,
         selector_cache: SelectorCache | None = None,
         pool_cache: PoolCache | None = None,
+        outcome_cache: OutcomeCache | None = None,
     ) -> None:
         self.claims = claims
         self.allocated = allocated
@@ -79,6 +82,11 @@ class Allocator:
         # GatherPools per node, kept across cycles when the caller shares the cache.
         self.pool_cache = pool_cache or PoolCache()
         self.pool_cache.use(slices, features.partitionable_devices)
+        self.outcome_cache = outcome_cache
+        # The claims the outcome cache's context was last set for, and the classes
+        # they name as they were then (a class replaced since is a new context).
+        self._context_claims: tuple[ResourceClaim, ...] | None = None
+        self._context_classes: tuple[tuple[str, DeviceClass | None], ...] = ()
         # The claims that found no devices on a node that sees no slice at all:
         # GatherPools gives every such node no pools, so the search's outcome is the
         # same on all of them (nothing of the node is read without devices), and
@@ -119,6 +127,12 @@ class Allocator:
             pools = self.pool_cache.pools(node, self.selector_cache)
         except PoolError as e:
             raise AllocationError(f"gather pool information: {e}") from e
+        outcomes = self.outcome_cache
+        if outcomes is not None:
+            self._use_context(outcomes, claims)
+            hit, outcome = outcomes.get(node, pools, self.allocated)
+            if hit:
+                return outcome
         search = Search(self, node, pools, deadline)
         if not search.run():
             # Invalid pools only count when nothing could be allocated.
@@ -126,8 +140,36 @@ class Allocator:
                 raise FailedAllocationOnNode("invalid resource pools were encountered")
             if no_slices:
                 self._fails_without_slices = claims
+            if outcomes is not None:
+                outcomes.put(node, pools, self.allocated, None)
             return None
-        return [self._result(search, i, claim, node) for i, claim in enumerate(self.claims)]
+        results = [self._result(search, i, claim, node) for i, claim in enumerate(claims)]
+        if outcomes is not None:
+            outcomes.put(node, pools, self.allocated, results)
+        return results
+
+    def _use_context(self, outcomes: OutcomeCache, claims: tuple[ResourceClaim, ...]) -> None:
+        """Point the outcome cache at these claims' context: checked once per claims
+        (the plugin swaps the special claim per node) and again when one of the
+        classes they name was replaced."""
+        if _same(self._context_claims, claims) and all(
+            self.classes.get(name) is found for name, found in self._context_classes
+        ):
+            return
+        names = dict.fromkeys(
+            name
+            for claim in claims
+            for request in claim.spec.devices.requests
+            for name in ([request.exactly.device_class_name] if request.exactly is not None else [])
+            + [sub.device_class_name for sub in request.first_available]
+        )
+        self._context_claims = claims
+        self._context_classes = tuple((name, self.classes.get(name)) for name in names)
+        outcomes.use(
+            OutcomeContext(
+                tuple(claim.spec for claim in claims), self._context_classes, self.features
+            )
+        )
 
     # --- results -------------------------------------------------------------------
 
