@@ -16,7 +16,7 @@ import pytest
 from kubesched.api.objects import Node
 from kubesched.api.quantity import parse_quantity
 from kubesched.api.resource import AllocationResult, DeviceClass, ResourceClaim, ResourceSlice
-from kubesched.framework.dra import AllocatedState
+from kubesched.framework.dra import AllocatedState, DraState
 from kubesched.plugins.dynamicresources.structured import search as search_module
 from kubesched.plugins.dynamicresources.structured.allocator import (
     AllocationError,
@@ -162,7 +162,7 @@ def test_a_changed_class_selector_is_a_new_context(searches: list[str]) -> None:
     assert searches == [NODE_1, NODE_1]
     # And the first class again: searched again, as the context changed twice.
     assert devices(shared.allocator([pod_claim(3)], slices).allocate(n1)) == ["device-0"]
-    assert searches == [NODE_1, NODE_1, NODE_1]
+    assert searches == [NODE_1, NODE_1, NODE_1], searches
 
 
 def test_a_deleted_or_changed_slice_is_searched_again(searches: list[str]) -> None:
@@ -171,7 +171,7 @@ def test_a_deleted_or_changed_slice_is_searched_again(searches: list[str]) -> No
     assert shared.allocator([pod_claim(1)], slices[1:]).allocate(n1) is None
     fewer = [rslice("slice-1", NODE_1, "pool-1", DRIVER_A, *numbered(1, start=1)), slices[1]]
     assert devices(shared.allocator([pod_claim(2)], fewer).allocate(n1)) == ["device-1"]
-    assert searches == [NODE_1, NODE_1, NODE_1]
+    assert searches == [NODE_1, NODE_1, NODE_1], searches
 
 
 def test_an_updated_node_or_claim_spec_is_searched_again(searches: list[str]) -> None:
@@ -181,7 +181,7 @@ def test_an_updated_node_or_claim_spec_is_searched_again(searches: list[str]) ->
     assert devices(shared.allocator([pod_claim(1)], slices).allocate(node())) == ["device-0"]
     pair = shared.allocator([pod_claim(2, count=2)], slices).allocate(node())
     assert devices(pair) == ["device-0", "device-1"]
-    assert searches == [NODE_1, NODE_1, NODE_1]
+    assert searches == [NODE_1, NODE_1, NODE_1], searches
 
 
 def test_features_are_part_of_the_context(searches: list[str]) -> None:
@@ -290,3 +290,40 @@ def test_upstream_cases_agree_with_the_outcome_cache(searches: list[str]) -> Non
     # Most cases use plain devices on node-1 and come out of the cache the second time.
     assert len(CASES) > 100
     assert second_searches < len(CASES) // 2, second_searches
+
+
+# --- the per-cycle inputs: the slices list and the pools ------------------------------
+
+
+def test_slice_list_is_one_list_until_a_slice_changes() -> None:
+    dra = DraState()
+    first, second = two_nodes()
+    dra.upsert_slice(first)
+    listed = dra.slice_list()
+    assert listed == [first] and dra.slice_list() is listed
+    dra.upsert_slice(second)
+    grown = dra.slice_list()
+    assert grown == [first, second] and grown is not listed
+    updated = rslice("slice-1", NODE_1, "pool-1", DRIVER_A, *numbered(1))
+    dra.upsert_slice(updated)
+    assert dra.slice_list() == [updated, second]
+    dra.delete_slice("slice-2")
+    assert dra.slice_list() == [updated]
+
+
+def test_pool_cache_follows_the_slice_list_of_dra_state(searches: list[str]) -> None:
+    """The plugin's path: allocators get DraState.slice_list; a changed slice gives
+    a new list, and the pools (and the outcome kept for them) are made afresh."""
+    dra, shared, n1 = DraState(), Shared(), node()
+    for rs in two_nodes():
+        dra.upsert_slice(rs)
+    assert devices(shared.allocator([pod_claim(0)], dra.slice_list()).allocate(n1)) == ["device-0"]
+    pools = shared.pools.pools(n1, shared.selectors)
+    assert devices(shared.allocator([pod_claim(1)], dra.slice_list()).allocate(n1)) == ["device-0"]
+    assert shared.pools.pools(n1, shared.selectors) is pools
+    dra.upsert_slice(rslice("slice-1", NODE_1, "pool-1", DRIVER_A, *numbered(1, start=5)))
+    assert devices(shared.allocator([pod_claim(2)], dra.slice_list()).allocate(n1)) == ["device-5"]
+    assert shared.pools.pools(n1, shared.selectors) is not pools
+    dra.delete_slice("slice-1")
+    assert shared.allocator([pod_claim(3)], dra.slice_list()).allocate(n1) is None
+    assert searches == [NODE_1, NODE_1, NODE_1], searches

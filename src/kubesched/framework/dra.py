@@ -123,6 +123,9 @@ class _AllocatedIndex:
 
     def __init__(self) -> None:
         self.devices: Counter[DeviceID] = Counter()
+        # The keys of `devices` as a set: a snapshot copies it (a set copies faster
+        # than a Counter's keys are gathered, and it is copied once per change).
+        self.device_set: set[DeviceID] = set()
         self.shared: Counter[tuple[DeviceID, str]] = Counter()
         # Amounts per device and capacity name, and how many results name each
         # (a name stays in the state, maybe at 0, while some result names it).
@@ -134,6 +137,7 @@ class _AllocatedIndex:
     def add(self, contribution: _Contribution) -> None:
         devices, shared, consumed = contribution
         self.devices.update(devices)
+        self.device_set.update(devices)
         self.shared.update(shared)
         for device, name, milli in consumed:
             amounts = self.consumed.setdefault(device, {})
@@ -144,7 +148,8 @@ class _AllocatedIndex:
     def remove(self, contribution: _Contribution) -> None:
         devices, shared, consumed = contribution
         for device in devices:
-            _count_down(self.devices, device)
+            if _count_down(self.devices, device):
+                self.device_set.discard(device)
         for share in shared:
             _count_down(self.shared, share)
         for device, name, milli in consumed:
@@ -159,7 +164,7 @@ class _AllocatedIndex:
     def snapshot(self) -> AllocatedState:
         """A copy for one scheduling cycle (allocatedDevices.Get clones likewise)."""
         return AllocatedState(
-            devices=set(self.devices),
+            devices=set(self.device_set),
             shared=set(self.shared),
             consumed_capacity={device: dict(amounts) for device, amounts in self.consumed.items()},
         )
@@ -200,6 +205,7 @@ class DraState(EventSource):
         self.slices_version = 0
         self.allocations_version = 0
         self._allocated: tuple[int, AllocatedState] | None = None
+        self._slice_list: tuple[int, list[ResourceSlice]] | None = None
         # What each claim's counted allocation adds to _index (the claim in flight,
         # else the assume cache's view of the stored claim).
         self._index = _AllocatedIndex()
@@ -380,6 +386,13 @@ class DraState(EventSource):
             old,
             resource_slice,
         )
+
+    def slice_list(self) -> list[ResourceSlice]:
+        """The ResourceSlices as a list, the same list object until a slice changes
+        (made once per change, as allocated_state; nobody may change it)."""
+        if self._slice_list is None or self._slice_list[0] != self.slices_version:
+            self._slice_list = (self.slices_version, list(self.slices.values()))
+        return self._slice_list[1]
 
     def delete_slice(self, name: str) -> None:
         old = self.slices.pop(name, None)

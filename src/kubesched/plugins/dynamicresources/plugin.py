@@ -22,6 +22,7 @@ import msgspec
 import numpy as np
 
 from kubesched.api.node_affinity import node_matches_terms, parse_node_selector
+from kubesched.api.objects import ContainerExtendedResourceRequest, Node
 from kubesched.api.resource import (
     DELETE_PROTECTION_FINALIZER,
     AllocationResult,
@@ -39,6 +40,7 @@ from kubesched.framework.interfaces import (
     FilterScope,
     NodeFilterPlugin,
     NodeScorePlugin,
+    NodeVerdicts,
     PostFilterPlugin,
     PostFilterResult,
     PreBindPlugin,
@@ -46,6 +48,7 @@ from kubesched.framework.interfaces import (
     PreFilterPlugin,
     PreFilterResult,
     ReservePlugin,
+    verdicts_per_node,
 )
 from kubesched.framework.node_table import IntArray, NodeTable, Rows
 from kubesched.framework.nodeinfo import NodeInfo
@@ -221,13 +224,21 @@ class DynamicResources(
             status = self._check_requests(claim)
             if status is not None:
                 return None, status
+        data.allocated_indices = [
+            index for index, claim in store.all() if claim.status.allocation is not None
+        ]
+        data.has_prioritized_list = any(
+            request.first_available
+            for claim in store.claims
+            for request in claim.spec.devices.requests
+        )
         if to_allocate:
-            pending = [claim for _, claim in store.to_allocate()]
+            data.pending = [claim for _, claim in store.to_allocate()]
             data.allocator = self.allocator_factory(
-                pending,
+                data.pending,
                 self.dra.allocated_state(),
                 self.dra.classes,
-                list(self.dra.slices.values()),
+                self.dra.slice_list(),
             )
         data.claims = store
         return None, Status()
@@ -281,6 +292,18 @@ class DynamicResources(
         # objects, which what-if changes to nodes' pods leave alone.
         return FilterScope.NODE
 
+    def filter(self, state: CycleState, pod: PodInfo, nodes: NodeTable, rows: Rows) -> NodeVerdicts:
+        """Filter over many nodes: the cycle state read once, then each node as
+        filter_node judges it; a pod without claims passes everywhere at once."""
+        try:
+            data = read_state(state)
+        except StateNotFound as exc:
+            return verdicts_per_node(self.name, (error(exc) for _ in rows), len(rows))
+        if data.claims.empty():
+            return NodeVerdicts.passing(len(rows))
+        statuses = (self._filter(data, pod, nodes.node(row)) for row in rows.tolist())
+        return verdicts_per_node(self.name, statuses, len(rows))
+
     def filter_node(self, state: CycleState, pod: PodInfo, node_info: NodeInfo) -> Status:
         try:
             data = read_state(state)
@@ -288,34 +311,25 @@ class DynamicResources(
             return error(exc)
         if data.claims.empty():
             return Status()
-        node = node_info.node
-        node_claim, mappings, status = extended.filter_extended(data, pod.pod, node)
-        if status is not None:
-            return status
-        if node_claim is None and data.claims.no_user_claim():
-            return Status()
-        unavailable: list[int] = []
-        for index, claim in data.claims.all():
-            terms = data.infos[index].available_on
-            if terms is not None and not node_matches_terms(node, terms):
-                unavailable.append(index)
-                continue
-            if claim.status.allocation is None:
-                continue
-            try:
-                ready = prebind.claim_ready_for_binding(claim)
-            except prebind.BindingFailed:
-                unavailable.append(index)
-                continue
-            if not ready and prebind.claim_timed_out(claim, self.dra_args.binding_timeout):
-                unavailable.append(index)
+        return self._filter(data, pod, node_info.node) or Status()
+
+    def _filter(self, data: DraCycleState, pod: PodInfo, node: Node) -> Status | None:
+        """Filter on one node for a pod with claims; None: it fits."""
+        node_claim: ResourceClaim | None = None
+        mappings: list[ContainerExtendedResourceRequest] | None = None
+        if data.claims.has_extended:
+            node_claim, mappings, status = extended.filter_extended(data, pod.pod, node)
+            if status is not None:
+                return status
+            if node_claim is None and data.claims.no_user_claim():
+                return None
+        unavailable = self._unavailable(data, node) if data.allocated_indices else None
         results: list[AllocationResult] | None = None
         if data.allocator is not None:
-            special = data.claims.extended_claim()
-            claims = [
-                node_claim if claim is special and node_claim is not None else claim
-                for _, claim in data.claims.to_allocate()
-            ]
+            claims = data.pending
+            if node_claim is not None:
+                special = data.claims.extended_claim()
+                claims = [node_claim if claim is special else claim for claim in claims]
             data.allocator.claims = claims
             timeout = self.dra_args.filter_timeout
             deadline = time.monotonic() + timeout if timeout > 0 else None
@@ -336,9 +350,29 @@ class DynamicResources(
             return unresolvable("resourceclaim not available on the node")
         if data.allocator is not None and results is not None:
             data.node_allocations[node.metadata.name] = NodeAllocation(
-                results, node_claim, mappings
+                results, node_claim, mappings if mappings is not None else ()
             )
-        return Status()
+        return None
+
+    def _unavailable(self, data: DraCycleState, node: Node) -> list[int]:
+        """The allocated claims the pod cannot use on `node`: their node selector
+        does not match, their binding failed or timed out (only allocated claims
+        have a node selector or binding state)."""
+        unavailable: list[int] = []
+        for index in data.allocated_indices:
+            claim = data.claims.claims[index]
+            terms = data.infos[index].available_on
+            if terms is not None and not node_matches_terms(node, terms):
+                unavailable.append(index)
+                continue
+            try:
+                ready = prebind.claim_ready_for_binding(claim)
+            except prebind.BindingFailed:
+                unavailable.append(index)
+                continue
+            if not ready and prebind.claim_timed_out(claim, self.dra_args.binding_timeout):
+                unavailable.append(index)
+        return unavailable
 
     # --- PostFilter ------------------------------------------------------------------
 
@@ -351,8 +385,13 @@ class DynamicResources(
 
     def score(self, state: CycleState, pod: PodInfo, nodes: NodeTable, rows: Rows) -> IntArray:
         data = state.get(STATE_KEY)
-        if not isinstance(data, DraCycleState) or not data.node_allocations:
-            return np.zeros(len(rows), dtype=np.int64)  # nothing allocated: no preference
+        if (
+            not isinstance(data, DraCycleState)
+            or not data.node_allocations
+            or not data.has_prioritized_list
+        ):
+            # Nothing allocated, or no prioritized list to score: no preference.
+            return np.zeros(len(rows), dtype=np.int64)
         return super().score(state, pod, nodes, rows)
 
     def score_node(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> int:

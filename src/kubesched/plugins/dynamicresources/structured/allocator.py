@@ -14,6 +14,7 @@ DynamicResources plugin codes against it.
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable, Mapping, Sequence
 from fractions import Fraction
 
@@ -48,7 +49,8 @@ from kubesched.plugins.dynamicresources.structured.search import ChosenDevice, P
 
 class Allocator:
     """Built once per scheduling cycle of a pod (PreFilter) for the claims that need an
-    allocation; `allocate` runs once per node (Filter).
+    allocation; `allocate` runs once per node (Filter). To change the claims
+    between nodes, assign another list to `claims` (it is not re-read in place).
 
     Optional keywords: `cel_cache` (compiled selectors and per-device results; pass
     one shared across cycles), `share_ids` (makes shareIDs of devices that allow
@@ -83,6 +85,9 @@ class Allocator:
         self.pool_cache = pool_cache or PoolCache()
         self.pool_cache.use(slices, features.partitionable_devices)
         self.outcome_cache = outcome_cache
+        # `claims` as a tuple, remade when another list is assigned to it.
+        self._claims_list: Sequence[ResourceClaim] | None = None
+        self._claims: tuple[ResourceClaim, ...] = ()
         # The claims the outcome cache's context was last set for, and the classes
         # they name as they were then (a class replaced since is a new context).
         self._context_claims: tuple[ResourceClaim, ...] | None = None
@@ -96,12 +101,9 @@ class Allocator:
         # The requests as validated for the claims, kept by the search for the next
         # nodes when the validation read nothing of the node.
         self.prepared: Prepared | None = None
-        # Devices that count as allocated for counters (IsDeviceAllocated).
-        self.allocated_for_counters: set[DeviceID] = (
-            set(allocated.devices)
-            | {device for device, _ in allocated.shared}
-            | set(allocated.consumed_capacity)
-        )
+        # Devices that count as allocated for counters (IsDeviceAllocated), made
+        # when a search first looks at counters.
+        self._allocated_for_counters: set[DeviceID] | None = None
         # Counters left per pool *name* after completed allocations (as upstream,
         # keyed by the pool's name only), computed once per pool.
         self.available_counters: dict[str, dict[str, dict[str, Fraction]]] = {}
@@ -111,16 +113,35 @@ class Allocator:
             for device, amounts in allocated.consumed_capacity.items()
         }
 
+    @property
+    def allocated_for_counters(self) -> set[DeviceID]:
+        """Devices that count as allocated for counters (IsDeviceAllocated): held
+        whole, shared or with consumed capacity."""
+        if self._allocated_for_counters is None:
+            allocated = self.allocated
+            self._allocated_for_counters = (
+                set(allocated.devices)
+                | {device for device, _ in allocated.shared}
+                | set(allocated.consumed_capacity)
+            )
+        return self._allocated_for_counters
+
     def allocate(
         self, node: Node, *, deadline: float | None = None
     ) -> list[AllocationResult] | None:
         """One AllocationResult per claim, in the claims' order, for devices usable on
-        `node`; None when they do not all fit there (upstream: nil, nil). Raises
+        `node`; None when they do not all fit there (upstream: nil, nil). With an
+        outcome cache, the list may be one given out before: do not change it. Raises
         AllocationError for the other failures (FailedAllocationOnNode for those of
         this node only). `deadline` (time.monotonic()) aborts a long search as a
         cancelled context does upstream."""
         no_slices = not self.pool_cache.shared and node.metadata.name not in self.pool_cache.on_node
-        claims = tuple(self.claims)  # the plugin may swap the special claim per node
+        # The plugin may swap the special claim per node (a new list then); else
+        # the claims are the same list for every node of a cycle.
+        if self.claims is not self._claims_list:
+            self._claims_list = self.claims
+            self._claims = tuple(self.claims)
+        claims = self._claims
         if no_slices and _same(self._fails_without_slices, claims):
             return None
         try:
@@ -130,9 +151,9 @@ class Allocator:
         outcomes = self.outcome_cache
         if outcomes is not None:
             self._use_context(outcomes, claims)
-            hit, outcome = outcomes.get(node, pools, self.allocated)
-            if hit:
-                return outcome
+            kept = outcomes.get(node, pools, self.allocated)
+            if kept is not None:
+                return kept.outcome
         search = Search(self, node, pools, deadline)
         if not search.run():
             # Invalid pools only count when nothing could be allocated.
@@ -152,10 +173,12 @@ class Allocator:
         """Point the outcome cache at these claims' context: checked once per claims
         (the plugin swaps the special claim per node) and again when one of the
         classes they name was replaced."""
-        if _same(self._context_claims, claims) and all(
-            self.classes.get(name) is found for name, found in self._context_classes
-        ):
-            return
+        if self._context_claims is claims or _same(self._context_claims, claims):
+            for name, found in self._context_classes:
+                if self.classes.get(name) is not found:
+                    break
+            else:
+                return
         names = dict.fromkeys(
             name
             for claim in claims
@@ -266,7 +289,7 @@ class Allocator:
 
 
 def _same(a: tuple[ResourceClaim, ...] | None, b: tuple[ResourceClaim, ...]) -> bool:
-    return a is not None and len(a) == len(b) and all(x is y for x, y in zip(a, b, strict=True))
+    return a is not None and len(a) == len(b) and all(map(operator.is_, a, b))
 
 
 def _node_selector(chosen: Sequence[ChosenDevice], node_name: str) -> NodeSelector | None:

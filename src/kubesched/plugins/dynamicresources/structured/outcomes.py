@@ -18,8 +18,9 @@ everything it depends on, and given back while all of that is unchanged:
 Only pools whose devices are taken whole are kept: no counter sets, no devices
 that consume counters or allow multiple allocations (their shares get random
 IDs and their capacity is counted across claims), no pools with slices beyond
-the node's. Errors are never kept (the next call raises them afresh), and
-AllocationResults are shared read-only, as every API object here is.
+the node's. Errors are never kept (the next call raises them afresh); the
+results (list and AllocationResults) are shared read-only, as every API object
+here is.
 """
 
 from __future__ import annotations
@@ -51,15 +52,18 @@ class _Entry:
     pools: list[Pool]
     # The devices of the node's pools (None: the pools are not kept, see above).
     device_ids: frozenset[DeviceID] | None
-    # Which of them were allocated when the outcome was made.
+    # Which of them were allocated when the outcome was made, and which were not.
     taken: frozenset[DeviceID] = frozenset()
+    free: frozenset[DeviceID] = frozenset()
     outcome: Outcome = None
     has_outcome: bool = False
 
 
 class OutcomeCache:
     """Outcomes by node name for one context at a time; share one across allocators
-    (the DynamicResources plugin keeps one for its lifetime)."""
+    (the DynamicResources plugin keeps one for its lifetime). Lookups allocate
+    nothing: Filter makes one per node, and every object made there brings the
+    next garbage collection closer."""
 
     def __init__(self, max_nodes: int = 100_000) -> None:
         self.max_nodes = max_nodes
@@ -72,18 +76,24 @@ class OutcomeCache:
             self.context = context
             self._entries = {}
 
-    def get(self, node: Node, pools: list[Pool], allocated: AllocatedState) -> tuple[bool, Outcome]:
-        """(True, the outcome) when one is kept for this node, pools and allocated
-        devices; (False, None) otherwise."""
+    def get(self, node: Node, pools: list[Pool], allocated: AllocatedState) -> _Entry | None:
+        """The entry whose `outcome` holds for this node, pools and allocated devices
+        (the results list is shared: read it, do not change it); None otherwise."""
         entry = self._entries.get(node.metadata.name)
-        if entry is None or entry.node is not node or entry.pools is not pools:
-            return False, None
-        if not entry.has_outcome or entry.device_ids is None:
-            return False, None
-        taken = _taken(entry.device_ids, allocated)
-        if taken is None or taken != entry.taken:
-            return False, None
-        return True, None if entry.outcome is None else list(entry.outcome)
+        if (
+            entry is None
+            or not entry.has_outcome
+            or entry.node is not node
+            or entry.pools is not pools
+            or entry.device_ids is None
+        ):
+            return None
+        devices = allocated.devices
+        if not (entry.taken <= devices and entry.free.isdisjoint(devices)):
+            return None
+        if _consumes_capacity(entry.device_ids, allocated):
+            return None
+        return entry
 
     def put(
         self, node: Node, pools: list[Pool], allocated: AllocatedState, outcome: Outcome
@@ -96,27 +106,22 @@ class OutcomeCache:
                 self._entries = {}
             entry = _Entry(node, pools, _cacheable_device_ids(pools))
             self._entries[name] = entry
-        if entry.device_ids is None:
-            return
-        taken = _taken(entry.device_ids, allocated)
-        if taken is None:
+        device_ids = entry.device_ids
+        if device_ids is None or _consumes_capacity(device_ids, allocated):
             entry.has_outcome = False
             return
-        entry.taken = taken
-        entry.outcome = None if outcome is None else list(outcome)
+        entry.taken = device_ids & allocated.devices
+        entry.free = device_ids - entry.taken
+        entry.outcome = outcome
         entry.has_outcome = True
 
 
-def _taken(
-    device_ids: frozenset[DeviceID], allocated: AllocatedState
-) -> frozenset[DeviceID] | None:
-    """The allocated devices among `device_ids`; None when capacity was consumed on
-    one of them (only shares consume capacity, and pools with shareable devices are
-    not kept, but a stale allocation may still name one)."""
+def _consumes_capacity(device_ids: frozenset[DeviceID], allocated: AllocatedState) -> bool:
+    """Whether capacity was consumed on one of the devices: only shares consume
+    capacity, and pools with shareable devices are not kept, but a stale
+    allocation may still name one."""
     consumed = allocated.consumed_capacity
-    if consumed and any(device in consumed for device in device_ids):
-        return None
-    return device_ids & allocated.devices
+    return bool(consumed) and any(device in consumed for device in device_ids)
 
 
 def _cacheable_device_ids(pools: list[Pool]) -> frozenset[DeviceID] | None:

@@ -3,6 +3,7 @@ incubating/pools_incubating.go of v1.36: GatherPools, buildPool, NodeMatches).""
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -76,6 +77,9 @@ class PoolCache:
     Pools are shared read-only by the allocators that get them."""
 
     def __init__(self) -> None:
+        # The sequence last given to `use` (DraState.slice_list gives the same list
+        # object while the slices stay the same) and a copy of its slices.
+        self._source: Sequence[ResourceSlice] | None = None
         self._slices: list[ResourceSlice] = []
         self._partitionable = False
         self.on_node: dict[str, list[ResourceSlice]] = {}
@@ -86,13 +90,15 @@ class PoolCache:
         """Start over unless `slices` are what the cache was built from. Buckets the
         slices as NewAllocator does: node-local ones by node; the rest
         (network-attached, node selectors, per-device selection, counter sets)
-        are looked at for every node."""
-        if (
-            partitionable_devices == self._partitionable
-            and len(slices) == len(self._slices)
-            and all(a is b for a, b in zip(slices, self._slices, strict=True))
+        are looked at for every node. A list given here must not be changed in
+        place afterwards (a changed list is a new list)."""
+        if partitionable_devices == self._partitionable and (
+            slices is self._source
+            or (len(slices) == len(self._slices) and all(map(operator.is_, slices, self._slices)))
         ):
+            self._source = slices
             return
+        self._source = slices
         self._slices = list(slices)
         self._partitionable = partitionable_devices
         self._by_node = {}
