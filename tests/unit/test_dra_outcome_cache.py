@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import copy
 import itertools
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import replace
 from typing import Any
 
@@ -327,3 +327,52 @@ def test_pool_cache_follows_the_slice_list_of_dra_state(searches: list[str]) -> 
     dra.delete_slice("slice-1")
     assert shared.allocator([pod_claim(3)], dra.slice_list()).allocate(n1) is None
     assert searches == [NODE_1, NODE_1, NODE_1], searches
+
+
+# --- allocate_each: all nodes in one go ---------------------------------------------
+
+
+def answers(
+    outcomes: Iterable[list[AllocationResult] | AllocationError | None],
+) -> list[object]:
+    """Per node: the normalised results, None, or the error's type and text."""
+    out: list[object] = []
+    for outcome in outcomes:
+        if isinstance(outcome, AllocationError):
+            out.append((type(outcome).__name__, str(outcome)))
+        else:
+            out.append(None if outcome is None else [normalise(r) for r in outcome])
+    return out
+
+
+def test_allocate_each_answers_as_allocate_per_node(searches: list[str]) -> None:
+    shared, slices = Shared(), two_nodes()
+    nodes = [node(), node(NODE_2), node("node-bare")]
+    each = answers(shared.allocator([pod_claim(0, count=2)], slices).allocate_each(nodes, 0))
+    plain = Shared().allocator([pod_claim(0, count=2)], slices)
+    assert each == answers(plain.allocate(n) for n in nodes)
+    assert each[2] is None and each[0] != each[1]  # node-1's devices, node-2's devices
+    assert searches == [NODE_1, NODE_2, "node-bare"] * 2
+    # The next pod: kept outcomes, no search.
+    again = shared.allocator([pod_claim(1, count=2)], slices).allocate_each(nodes, 0)
+    assert answers(again) == each
+    assert len(searches) == 6
+    # An error comes back per node, not raised.
+    missing = claim("pod-2-claim", req("req-0", "no-such-class"))
+    errors = answers(shared.allocator([missing], slices).allocate_each(nodes[:2], 0))
+    text = (
+        "claim pod-2-claim, request req-0: could not retrieve device class no-such-class: "
+        'deviceclass.resource.k8s.io "no-such-class" not found'
+    )
+    assert errors == [("AllocationError", text)] * 2
+
+
+def test_allocate_each_deadline_is_per_search(searches: list[str]) -> None:
+    """Each search gets the timeout from its start; kept outcomes need no search."""
+    shared, slices, n1, n2 = Shared(), two_nodes(), node(), node(NODE_2)
+    first = shared.allocator([pod_claim(0)], slices).allocate(n1)
+    out = answers(shared.allocator([pod_claim(1)], slices).allocate_each([n1, n2], 1e-9))
+    assert out == [
+        answers([first])[0],
+        ("AllocationTimeout", "filter operation aborted: context deadline exceeded"),
+    ]

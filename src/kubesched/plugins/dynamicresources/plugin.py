@@ -15,7 +15,7 @@ is UnschedulableAndUnresolvable, as upstream's statusUnschedulable.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import msgspec
@@ -301,8 +301,32 @@ class DynamicResources(
             return verdicts_per_node(self.name, (error(exc) for _ in rows), len(rows))
         if data.claims.empty():
             return NodeVerdicts.passing(len(rows))
-        statuses = (self._filter(data, pod, nodes.node(row)) for row in rows.tolist())
+        node_list = [nodes.node(row) for row in rows.tolist()]
+        if data.allocator is not None and not (data.claims.has_extended or data.allocated_indices):
+            statuses = self._filter_allocating(data, node_list)
+            return verdicts_per_node(self.name, statuses, len(rows))
+        statuses = (self._filter(data, pod, node) for node in node_list)
         return verdicts_per_node(self.name, statuses, len(rows))
+
+    def _filter_allocating(self, data: DraCycleState, nodes: list[Node]) -> Iterator[Status | None]:
+        """Filter for claims that all need an allocation (none allocated, no
+        extended resources): each node's verdict is the allocator's, asked for all
+        nodes in one go (Allocator.allocate_each), as _filter would ask per node."""
+        allocator = data.allocator
+        assert allocator is not None
+        allocator.claims = data.pending
+        wanted = len(data.pending)
+        # Read only by verdicts_per_node: one Status serves every node it fits.
+        cannot = unresolvable("cannot allocate all claims")
+        outcomes = allocator.allocate_each(nodes, self.dra_args.filter_timeout)
+        for node, outcome in zip(nodes, outcomes, strict=True):
+            if isinstance(outcome, AllocationError):
+                yield allocation_error_status(node, outcome)
+            elif outcome is None or len(outcome) != wanted:
+                yield cannot
+            else:
+                data.node_allocations[node.metadata.name] = NodeAllocation(outcome)
+                yield None
 
     def filter_node(self, state: CycleState, pod: PodInfo, node_info: NodeInfo) -> Status:
         try:
@@ -335,14 +359,8 @@ class DynamicResources(
             deadline = time.monotonic() + timeout if timeout > 0 else None
             try:
                 results = data.allocator.allocate(node, deadline=deadline)
-            except AllocationTimeout:
-                # A timeout is transient: an Error sends the pod to backoff (v1.36.3 Filter).
-                return error(f"node {node.metadata.name}: timed out trying to allocate devices")
-            except FailedAllocationOnNode as exc:
-                # This node only; the others may still work (ErrFailedAllocationOnNode).
-                return unresolvable(str(exc))
             except AllocationError as exc:
-                return error(exc)
+                return allocation_error_status(node, exc)
             if results is None or len(results) != len(claims):
                 return unresolvable("cannot allocate all claims")
         if unavailable:
@@ -447,6 +465,17 @@ class DynamicResources(
 
     async def pre_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
         return await prebind.pre_bind(self.handle, state, pod, node_name, self.dra_args)
+
+
+def allocation_error_status(node: Node, exc: AllocationError) -> Status:
+    """Filter's verdict when the allocator failed on `node`."""
+    if isinstance(exc, AllocationTimeout):
+        # A timeout is transient: an Error sends the pod to backoff (v1.36.3 Filter).
+        return error(f"node {node.metadata.name}: timed out trying to allocate devices")
+    if isinstance(exc, FailedAllocationOnNode):
+        # This node only; the others may still work (ErrFailedAllocationOnNode).
+        return unresolvable(str(exc))
+    return error(exc)
 
 
 def prioritized_list_score(data: DraCycleState, found: NodeAllocation) -> int:

@@ -15,7 +15,8 @@ DynamicResources plugin codes against it.
 from __future__ import annotations
 
 import operator
-from collections.abc import Callable, Mapping, Sequence
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from fractions import Fraction
 
 from kubesched.api.objects import Node, NodeSelector, NodeSelectorRequirement, NodeSelectorTerm
@@ -136,12 +137,7 @@ class Allocator:
         this node only). `deadline` (time.monotonic()) aborts a long search as a
         cancelled context does upstream."""
         no_slices = not self.pool_cache.shared and node.metadata.name not in self.pool_cache.on_node
-        # The plugin may swap the special claim per node (a new list then); else
-        # the claims are the same list for every node of a cycle.
-        if self.claims is not self._claims_list:
-            self._claims_list = self.claims
-            self._claims = tuple(self.claims)
-        claims = self._claims
+        claims = self._current_claims()
         if no_slices and _same(self._fails_without_slices, claims):
             return None
         try:
@@ -168,6 +164,41 @@ class Allocator:
         if outcomes is not None:
             outcomes.put(node, pools, self.allocated, results)
         return results
+
+    def allocate_each(
+        self, nodes: Sequence[Node], timeout: float
+    ) -> Iterator[list[AllocationResult] | AllocationError | None]:
+        """`allocate` for each node in turn, an error given back instead of raised;
+        each search gets `timeout` seconds from its start (0: no deadline), as each
+        Filter call gets filterTimeout upstream. With an outcome cache, the nodes
+        whose outcome is kept are answered in one loop (the claims and classes do
+        not change while it runs: nothing else runs in between)."""
+        outcomes = self.outcome_cache
+        if outcomes is not None:
+            self._use_context(outcomes, self._current_claims())
+        kept_pools = self.pool_cache.kept
+        allocated = self.allocated
+        for node in nodes:
+            if outcomes is not None:
+                pools = kept_pools(node)
+                kept = outcomes.get(node, pools, allocated) if pools is not None else None
+                if kept is not None:
+                    yield kept.outcome
+                    continue
+            deadline = time.monotonic() + timeout if timeout > 0 else None
+            try:
+                yield self.allocate(node, deadline=deadline)
+            except AllocationError as e:
+                yield e
+
+    def _current_claims(self) -> tuple[ResourceClaim, ...]:
+        """`claims` as a tuple, made again when another list was assigned (the
+        plugin swaps the special claim per node); else the same tuple for every
+        node of a cycle."""
+        if self.claims is not self._claims_list:
+            self._claims_list = self.claims
+            self._claims = tuple(self.claims)
+        return self._claims
 
     def _use_context(self, outcomes: OutcomeCache, claims: tuple[ResourceClaim, ...]) -> None:
         """Point the outcome cache at these claims' context: checked once per claims

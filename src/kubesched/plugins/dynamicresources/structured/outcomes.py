@@ -80,18 +80,18 @@ class OutcomeCache:
         """The entry whose `outcome` holds for this node, pools and allocated devices
         (the results list is shared: read it, do not change it); None otherwise."""
         entry = self._entries.get(node.metadata.name)
+        # has_outcome implies device_ids (put keeps nothing for other pools).
         if (
             entry is None
             or not entry.has_outcome
             or entry.node is not node
             or entry.pools is not pools
-            or entry.device_ids is None
         ):
             return None
         devices = allocated.devices
         if not (entry.taken <= devices and entry.free.isdisjoint(devices)):
             return None
-        if _consumes_capacity(entry.device_ids, allocated):
+        if allocated.consumed_capacity and _consumes_capacity(entry.device_ids, allocated):
             return None
         return entry
 
@@ -116,12 +116,12 @@ class OutcomeCache:
         entry.has_outcome = True
 
 
-def _consumes_capacity(device_ids: frozenset[DeviceID], allocated: AllocatedState) -> bool:
+def _consumes_capacity(device_ids: frozenset[DeviceID] | None, allocated: AllocatedState) -> bool:
     """Whether capacity was consumed on one of the devices: only shares consume
     capacity, and pools with shareable devices are not kept, but a stale
     allocation may still name one."""
     consumed = allocated.consumed_capacity
-    return bool(consumed) and any(device in consumed for device in device_ids)
+    return bool(consumed) and any(device in consumed for device in device_ids or ())
 
 
 def _cacheable_device_ids(pools: list[Pool]) -> frozenset[DeviceID] | None:

@@ -110,6 +110,11 @@ class PoolCache:
             else:
                 self.on_node.setdefault(rs.spec.node_name, []).append(rs)
 
+    def kept(self, node: Node) -> list[Pool] | None:
+        """The pools made for this very Node object since the last change, if any."""
+        cached = self._by_node.get(node.metadata.name)
+        return cached[1] if cached is not None and cached[0] is node else None
+
     def pools(self, node: Node, selectors: SelectorCache) -> list[Pool]:
         """gather_pools for `node` over the slices of the last `use`; PoolError
         is raised afresh each time (not cached)."""
