@@ -58,7 +58,7 @@ async def create_claim(writer: ClaimWriter, data: DraCycleState, node_name: str)
     """createExtendedResourceClaimInAPI: create the node's variant of the special
     claim Filter made, without the in-memory name, the made-up uid and the
     allocation (PreBind writes that next, as for any claim)."""
-    found = data.node_allocations.get(node_name)
+    found = data.node_allocation(node_name)
     if found is None or found.extended_claim is None:
         raise ExtendedClaimError(f"extended resource claim not found for node {node_name}")
     claim = found.extended_claim

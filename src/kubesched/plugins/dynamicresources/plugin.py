@@ -325,7 +325,7 @@ class DynamicResources(
             elif outcome is None or len(outcome) != wanted:
                 yield cannot
             else:
-                data.node_allocations[node.metadata.name] = NodeAllocation(outcome)
+                data.node_results[node.metadata.name] = outcome
                 yield None
 
     def filter_node(self, state: CycleState, pod: PodInfo, node_info: NodeInfo) -> Status:
@@ -367,9 +367,12 @@ class DynamicResources(
             data.unavailable.update(unavailable)
             return unresolvable("resourceclaim not available on the node")
         if data.allocator is not None and results is not None:
-            data.node_allocations[node.metadata.name] = NodeAllocation(
-                results, node_claim, mappings if mappings is not None else ()
-            )
+            if node_claim is None and not mappings:
+                data.node_results[node.metadata.name] = results
+            else:
+                data.node_allocations[node.metadata.name] = NodeAllocation(
+                    results, node_claim, mappings if mappings is not None else ()
+                )
         return None
 
     def _unavailable(self, data: DraCycleState, node: Node) -> list[int]:
@@ -405,7 +408,7 @@ class DynamicResources(
         data = state.get(STATE_KEY)
         if (
             not isinstance(data, DraCycleState)
-            or not data.node_allocations
+            or not data.has_node_allocations()
             or not data.has_prioritized_list
         ):
             # Nothing allocated, or no prioritized list to score: no preference.
@@ -414,7 +417,7 @@ class DynamicResources(
 
     def score_node(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> int:
         data = read_state(state)
-        found = data.node_allocations.get(node.name)
+        found = data.node_allocation(node.name)
         if found is None:
             return 0
         return prioritized_list_score(data, found)
@@ -432,7 +435,7 @@ class DynamicResources(
         pending = list(data.claims.to_allocate())
         if not pending or data.allocator is None:
             return Status()
-        found = data.node_allocations.get(node_name)
+        found = data.node_allocation(node_name)
         if found is None or not found.results:
             if all(data.claims.is_extended(index) for index, _ in pending):
                 return Status()  # the node's device plugin serves the extended resources

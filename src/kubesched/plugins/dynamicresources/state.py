@@ -116,7 +116,11 @@ class DraCycleState:
     claims: ClaimStore = field(default_factory=ClaimStore)
     infos: list[ClaimInfo] = field(default_factory=list)
     allocator: Allocator | None = None
-    # Filter's results by node name.
+    # Filter's results by node name: the plain results where that is all there is
+    # (one list, shared with the allocator's outcome cache, instead of an object
+    # per node: Filter runs for hundreds of nodes), else a NodeAllocation (the
+    # special claim for extended resources). Read them with node_allocation.
+    node_results: dict[str, list[AllocationResult]] = field(default_factory=dict)
     node_allocations: dict[str, NodeAllocation] = field(default_factory=dict)
     # Indices of allocated claims that some node could not use (PostFilter's candidates).
     unavailable: set[int] = field(default_factory=set)
@@ -133,6 +137,18 @@ class DraCycleState:
     allocated_indices: list[int] = field(default_factory=list)
     pending: list[ResourceClaim] = field(default_factory=list)
     has_prioritized_list: bool = False
+
+    def node_allocation(self, node_name: str) -> NodeAllocation | None:
+        """What Filter found on the node (None: no allocation there)."""
+        found = self.node_allocations.get(node_name)
+        if found is None:
+            results = self.node_results.get(node_name)
+            if results is not None:
+                return NodeAllocation(results)
+        return found
+
+    def has_node_allocations(self) -> bool:
+        return bool(self.node_results or self.node_allocations)
 
 
 def read_state(state: CycleState) -> DraCycleState:
