@@ -11,12 +11,13 @@ from collections.abc import Iterable, Iterator
 from dataclasses import replace
 from typing import Any
 
+import msgspec
 import pytest
 
 from kubesched.api.objects import Node
 from kubesched.api.quantity import parse_quantity
 from kubesched.api.resource import AllocationResult, DeviceClass, ResourceClaim, ResourceSlice
-from kubesched.framework.dra import AllocatedState, DraState
+from kubesched.framework.dra import AllocatedState, DraState, device_id
 from kubesched.plugins.dynamicresources.structured import search as search_module
 from kubesched.plugins.dynamicresources.structured.allocator import (
     AllocationError,
@@ -94,6 +95,14 @@ def searches(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
 
     monkeypatch.setattr(search_module.Search, "run", counting_run)
     yield runs
+
+
+def replace_status(claim_: ResourceClaim, allocation: AllocationResult) -> ResourceClaim:
+    return msgspec.structs.replace(
+        claim_,
+        metadata=msgspec.structs.replace(claim_.metadata, namespace="ns", resource_version="1"),
+        status=msgspec.structs.replace(claim_.status, allocation=allocation),
+    )
 
 
 def pod_claim(i: int, count: int = 1) -> ResourceClaim:
@@ -376,3 +385,23 @@ def test_allocate_each_deadline_is_per_search(searches: list[str]) -> None:
         answers([first])[0],
         ("AllocationTimeout", "filter operation aborted: context deadline exceeded"),
     ]
+
+
+def test_device_ids_are_one_object_each() -> None:
+    """The allocated state and the pools name a device by the very same tuple (the
+    outcome cache's set look-ups are identity checks then), equal to a plain one."""
+    dra = DraState()
+    rs = rslice("slice-1", NODE_1, "pool-1", DRIVER_A, *numbered(2))
+    dra.upsert_slice(rs)
+    got = Shared().allocator([pod_claim(0)], dra.slice_list()).allocate(node())
+    assert got is not None
+    dra.upsert_claim(
+        replace_status(pod_claim(0), got[0])  # the claim as PreBind writes it
+    )
+    (taken,) = dra.allocated_state().devices
+    pools = PoolCache()
+    pools.use([rs], True)
+    (pool,) = pools.pools(node(), SelectorCache())
+    assert taken == (DRIVER_A, "pool-1", "device-0")
+    assert taken is pool.device_ids()[0][0]
+    assert device_id(DRIVER_A, "pool-1", "device-0") is taken

@@ -39,6 +39,25 @@ from kubesched.framework.types import ActionType, Resource
 # (driver, pool, device): a device's identity across slices (structured.DeviceID).
 DeviceID = tuple[str, str, str]
 
+# One tuple object per DeviceID, as sys.intern does for strings: the allocator's
+# outcome cache compares a node's devices with the allocated ones in sets on every
+# Filter, and a set look-up of the very object it holds is an identity check
+# (equal tuples made apart are compared element by element). Only speed depends
+# on it, so it is simply cleared when it grows past its bound.
+_DEVICE_IDS: dict[DeviceID, DeviceID] = {}
+_DEVICE_IDS_MAX = 1_000_000
+
+
+def device_id(driver: str, pool: str, device: str) -> DeviceID:
+    """The DeviceID (driver, pool, device), the same object every time."""
+    key = (driver, pool, device)
+    found = _DEVICE_IDS.get(key)
+    if found is None:
+        if len(_DEVICE_IDS) >= _DEVICE_IDS_MAX:
+            _DEVICE_IDS.clear()
+        _DEVICE_IDS[key] = found = key
+    return found
+
 
 class ClaimConflict(Exception):
     """The write was refused because the claim changed since it was read (HTTP 409)."""
@@ -103,7 +122,7 @@ def _contribution(claim: ResourceClaim) -> _Contribution | None:
         if result.admin_access:
             # Admin access looks at a device without taking it (DRAAdminAccess).
             continue
-        device: DeviceID = (result.driver, result.pool, result.device)
+        device = device_id(result.driver, result.pool, result.device)
         if result.share_id is None:
             devices.append(device)
             continue

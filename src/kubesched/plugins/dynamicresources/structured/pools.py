@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from kubesched.api.node_affinity import ParsedTerm, node_matches_terms, parse_node_selector
 from kubesched.api.objects import Node, NodeSelector
 from kubesched.api.resource import CounterSet, ResourceSlice
-from kubesched.framework.dra import DeviceID
+from kubesched.framework.dra import DeviceID, device_id
 
 PoolID = tuple[str, str]  # (driver, pool)
 
@@ -41,7 +41,7 @@ class Pool:
     def device_ids(self) -> list[list[DeviceID]]:
         if self._device_ids is None:
             self._device_ids = [
-                [(self.driver, self.name, device.name) for device in rs.spec.devices]
+                [device_id(self.driver, self.name, device.name) for device in rs.spec.devices]
                 for rs in self.device_slices_targeting_node
             ]
         return self._device_ids
