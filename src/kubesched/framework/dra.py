@@ -39,6 +39,25 @@ from kubesched.framework.types import ActionType, Resource
 # (driver, pool, device): a device's identity across slices (structured.DeviceID).
 DeviceID = tuple[str, str, str]
 
+# One tuple object per DeviceID, as sys.intern does for strings: the allocator's
+# outcome cache compares a node's devices with the allocated ones in sets on every
+# Filter, and a set look-up of the very object it holds is an identity check
+# (equal tuples made apart are compared element by element). Only speed depends
+# on it, so it is simply cleared when it grows past its bound.
+_DEVICE_IDS: dict[DeviceID, DeviceID] = {}
+_DEVICE_IDS_MAX = 1_000_000
+
+
+def device_id(driver: str, pool: str, device: str) -> DeviceID:
+    """The DeviceID (driver, pool, device), the same object every time."""
+    key = (driver, pool, device)
+    found = _DEVICE_IDS.get(key)
+    if found is None:
+        if len(_DEVICE_IDS) >= _DEVICE_IDS_MAX:
+            _DEVICE_IDS.clear()
+        _DEVICE_IDS[key] = found = key
+    return found
+
 
 class ClaimConflict(Exception):
     """The write was refused because the claim changed since it was read (HTTP 409)."""
@@ -103,7 +122,7 @@ def _contribution(claim: ResourceClaim) -> _Contribution | None:
         if result.admin_access:
             # Admin access looks at a device without taking it (DRAAdminAccess).
             continue
-        device: DeviceID = (result.driver, result.pool, result.device)
+        device = device_id(result.driver, result.pool, result.device)
         if result.share_id is None:
             devices.append(device)
             continue
@@ -123,6 +142,9 @@ class _AllocatedIndex:
 
     def __init__(self) -> None:
         self.devices: Counter[DeviceID] = Counter()
+        # The keys of `devices` as a set: a snapshot copies it (a set copies faster
+        # than a Counter's keys are gathered, and it is copied once per change).
+        self.device_set: set[DeviceID] = set()
         self.shared: Counter[tuple[DeviceID, str]] = Counter()
         # Amounts per device and capacity name, and how many results name each
         # (a name stays in the state, maybe at 0, while some result names it).
@@ -134,6 +156,7 @@ class _AllocatedIndex:
     def add(self, contribution: _Contribution) -> None:
         devices, shared, consumed = contribution
         self.devices.update(devices)
+        self.device_set.update(devices)
         self.shared.update(shared)
         for device, name, milli in consumed:
             amounts = self.consumed.setdefault(device, {})
@@ -144,7 +167,8 @@ class _AllocatedIndex:
     def remove(self, contribution: _Contribution) -> None:
         devices, shared, consumed = contribution
         for device in devices:
-            _count_down(self.devices, device)
+            if _count_down(self.devices, device):
+                self.device_set.discard(device)
         for share in shared:
             _count_down(self.shared, share)
         for device, name, milli in consumed:
@@ -159,7 +183,7 @@ class _AllocatedIndex:
     def snapshot(self) -> AllocatedState:
         """A copy for one scheduling cycle (allocatedDevices.Get clones likewise)."""
         return AllocatedState(
-            devices=set(self.devices),
+            devices=set(self.device_set),
             shared=set(self.shared),
             consumed_capacity={device: dict(amounts) for device, amounts in self.consumed.items()},
         )
@@ -200,6 +224,7 @@ class DraState(EventSource):
         self.slices_version = 0
         self.allocations_version = 0
         self._allocated: tuple[int, AllocatedState] | None = None
+        self._slice_list: tuple[int, list[ResourceSlice]] | None = None
         # What each claim's counted allocation adds to _index (the claim in flight,
         # else the assume cache's view of the stored claim).
         self._index = _AllocatedIndex()
@@ -380,6 +405,13 @@ class DraState(EventSource):
             old,
             resource_slice,
         )
+
+    def slice_list(self) -> list[ResourceSlice]:
+        """The ResourceSlices as a list, the same list object until a slice changes
+        (made once per change, as allocated_state; nobody may change it)."""
+        if self._slice_list is None or self._slice_list[0] != self.slices_version:
+            self._slice_list = (self.slices_version, list(self.slices.values()))
+        return self._slice_list[1]
 
     def delete_slice(self, name: str) -> None:
         old = self.slices.pop(name, None)

@@ -9,7 +9,7 @@ simpler one-node-at-a-time form for plugins where speed matters less.
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
@@ -228,20 +228,26 @@ class NodeFilterPlugin(FilterPlugin):
         raise NotImplementedError
 
     def filter(self, state: CycleState, pod: PodInfo, nodes: NodeTable, rows: Rows) -> NodeVerdicts:
-        verdicts = NodeVerdicts.passing(len(rows))
-        by_reason: dict[tuple[str, int], BoolArray] = {}
-        for i, row in enumerate(rows):
-            status = self.filter_node(state, pod, NodeInfo(nodes, int(row)))
-            if status.code == Code.SUCCESS:
-                continue
-            if status.code == Code.ERROR:
-                raise status.error or RuntimeError(status.message())
-            for reason in status.reasons or [f"node(s) didn't satisfy plugin {self.name}"]:
-                mask = by_reason.setdefault((reason, status.code), np.zeros(len(rows), bool))
-                mask[i] = True
-            verdicts.codes[i] = max(int(verdicts.codes[i]), int(status.code))
-        verdicts.reasons.extend((reason, mask) for (reason, _), mask in by_reason.items())
-        return verdicts
+        statuses = (self.filter_node(state, pod, NodeInfo(nodes, row)) for row in rows.tolist())
+        return verdicts_per_node(self.name, statuses, len(rows))
+
+
+def verdicts_per_node(plugin: str, statuses: Iterable[Status | None], count: int) -> NodeVerdicts:
+    """The NodeVerdicts of `count` rows from one Status per row, in row order (None
+    or success: the node fits); an Error status is raised."""
+    verdicts = NodeVerdicts.passing(count)
+    by_reason: dict[tuple[str, int], BoolArray] = {}
+    for i, status in enumerate(statuses):
+        if status is None or status.code == Code.SUCCESS:
+            continue
+        if status.code == Code.ERROR:
+            raise status.error or RuntimeError(status.message())
+        for reason in status.reasons or [f"node(s) didn't satisfy plugin {plugin}"]:
+            mask = by_reason.setdefault((reason, status.code), np.zeros(count, bool))
+            mask[i] = True
+        verdicts.codes[i] = max(int(verdicts.codes[i]), int(status.code))
+    verdicts.reasons.extend((reason, mask) for (reason, _), mask in by_reason.items())
+    return verdicts
 
 
 def declared_filter_scope(plugin: FilterPlugin, pod: PodInfo) -> FilterScope:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import msgspec
@@ -57,7 +58,7 @@ async def create_claim(writer: ClaimWriter, data: DraCycleState, node_name: str)
     """createExtendedResourceClaimInAPI: create the node's variant of the special
     claim Filter made, without the in-memory name, the made-up uid and the
     allocation (PreBind writes that next, as for any claim)."""
-    found = data.node_allocations.get(node_name)
+    found = data.node_allocation(node_name)
     if found is None or found.extended_claim is None:
         raise ExtendedClaimError(f"extended resource claim not found for node {node_name}")
     claim = found.extended_claim
@@ -94,7 +95,7 @@ async def write_pod_status(
     handle: Handle,
     pod: Pod,
     claim: ResourceClaim,
-    mappings: list[ContainerExtendedResourceRequest],
+    mappings: Sequence[ContainerExtendedResourceRequest],
 ) -> None:
     """patchPodExtendedResourceClaimStatus: the pod learns its claim's name and
     which request serves each container's extended resource."""
@@ -106,7 +107,7 @@ async def write_pod_status(
         )
     if handle.cluster is None:
         return  # a bare framework in unit tests: no pods to write to
-    status = ClaimStatus(request_mappings=mappings, resource_claim_name=claim.metadata.name)
+    status = ClaimStatus(request_mappings=list(mappings), resource_claim_name=claim.metadata.name)
     try:
         await handle.cluster.set_extended_resource_claim_status(pod, status)
     except Exception as exc:

@@ -15,13 +15,14 @@ is UnschedulableAndUnresolvable, as upstream's statusUnschedulable.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import msgspec
 import numpy as np
 
 from kubesched.api.node_affinity import node_matches_terms, parse_node_selector
+from kubesched.api.objects import ContainerExtendedResourceRequest, Node
 from kubesched.api.resource import (
     DELETE_PROTECTION_FINALIZER,
     AllocationResult,
@@ -39,6 +40,7 @@ from kubesched.framework.interfaces import (
     FilterScope,
     NodeFilterPlugin,
     NodeScorePlugin,
+    NodeVerdicts,
     PostFilterPlugin,
     PostFilterResult,
     PreBindPlugin,
@@ -47,6 +49,7 @@ from kubesched.framework.interfaces import (
     PreFilterResult,
     ReservePlugin,
     Uniform,
+    verdicts_per_node,
 )
 from kubesched.framework.node_table import IntArray, NodeTable, Rows
 from kubesched.framework.nodeinfo import NodeInfo
@@ -81,6 +84,7 @@ from kubesched.plugins.dynamicresources.structured.base import (
     Features,
 )
 from kubesched.plugins.dynamicresources.structured.celenv import CelCache
+from kubesched.plugins.dynamicresources.structured.outcomes import OutcomeCache
 from kubesched.plugins.dynamicresources.structured.pools import PoolCache, SelectorCache
 from kubesched.plugins.helpers.args import raw_args
 from kubesched.plugins.helpers.normalize import default_normalize_score
@@ -97,14 +101,15 @@ AllocatorFactory = Callable[
 
 class _SharedCachesAllocator:
     """Builds real allocators that share one CEL cache (compiled selectors and their
-    results per device), one parsed-node-selector cache and one cache of the pools
-    per node across scheduling cycles, as upstream's plugin keeps one celCache for
-    its lifetime."""
+    results per device), one parsed-node-selector cache, one cache of the pools
+    per node and one of the outcomes per node across scheduling cycles, as
+    upstream's plugin keeps one celCache for its lifetime."""
 
     def __init__(self) -> None:
         self.cel_cache = CelCache(consumable_capacity=Features().consumable_capacity)
         self.selector_cache = SelectorCache()
         self.pool_cache = PoolCache()
+        self.outcome_cache = OutcomeCache()
 
     def __call__(
         self,
@@ -122,6 +127,7 @@ class _SharedCachesAllocator:
             cel_cache=self.cel_cache,
             selector_cache=self.selector_cache,
             pool_cache=self.pool_cache,
+            outcome_cache=self.outcome_cache,
         )
 
 
@@ -223,13 +229,21 @@ class DynamicResources(
             status = self._check_requests(claim)
             if status is not None:
                 return None, status
+        data.allocated_indices = [
+            index for index, claim in store.all() if claim.status.allocation is not None
+        ]
+        data.has_prioritized_list = any(
+            request.first_available
+            for claim in store.claims
+            for request in claim.spec.devices.requests
+        )
         if to_allocate:
-            pending = [claim for _, claim in store.to_allocate()]
+            data.pending = [claim for _, claim in store.to_allocate()]
             data.allocator = self.allocator_factory(
-                pending,
+                data.pending,
                 self.dra.allocated_state(),
                 self.dra.classes,
-                list(self.dra.slices.values()),
+                self.dra.slice_list(),
             )
         data.claims = store
         return None, Status()
@@ -283,6 +297,42 @@ class DynamicResources(
         # objects, which what-if changes to nodes' pods leave alone.
         return FilterScope.NODE
 
+    def filter(self, state: CycleState, pod: PodInfo, nodes: NodeTable, rows: Rows) -> NodeVerdicts:
+        """Filter over many nodes: the cycle state read once, then each node as
+        filter_node judges it; a pod without claims passes everywhere at once."""
+        try:
+            data = read_state(state)
+        except StateNotFound as exc:
+            return verdicts_per_node(self.name, (error(exc) for _ in rows), len(rows))
+        if data.claims.empty():
+            return NodeVerdicts.passing(len(rows))
+        node_list = [nodes.node(row) for row in rows.tolist()]
+        if data.allocator is not None and not (data.claims.has_extended or data.allocated_indices):
+            statuses = self._filter_allocating(data, node_list)
+            return verdicts_per_node(self.name, statuses, len(rows))
+        statuses = (self._filter(data, pod, node) for node in node_list)
+        return verdicts_per_node(self.name, statuses, len(rows))
+
+    def _filter_allocating(self, data: DraCycleState, nodes: list[Node]) -> Iterator[Status | None]:
+        """Filter for claims that all need an allocation (none allocated, no
+        extended resources): each node's verdict is the allocator's, asked for all
+        nodes in one go (Allocator.allocate_each), as _filter would ask per node."""
+        allocator = data.allocator
+        assert allocator is not None
+        allocator.claims = data.pending
+        wanted = len(data.pending)
+        # Read only by verdicts_per_node: one Status serves every node it fits.
+        cannot = unresolvable("cannot allocate all claims")
+        outcomes = allocator.allocate_each(nodes, self.dra_args.filter_timeout)
+        for node, outcome in zip(nodes, outcomes, strict=True):
+            if isinstance(outcome, AllocationError):
+                yield allocation_error_status(node, outcome)
+            elif outcome is None or len(outcome) != wanted:
+                yield cannot
+            else:
+                data.node_results[node.metadata.name] = outcome
+                yield None
+
     def filter_node(self, state: CycleState, pod: PodInfo, node_info: NodeInfo) -> Status:
         try:
             data = read_state(state)
@@ -290,19 +340,56 @@ class DynamicResources(
             return error(exc)
         if data.claims.empty():
             return Status()
-        node = node_info.node
-        node_claim, mappings, status = extended.filter_extended(data, pod.pod, node)
-        if status is not None:
-            return status
-        if node_claim is None and data.claims.no_user_claim():
-            return Status()
+        return self._filter(data, pod, node_info.node) or Status()
+
+    def _filter(self, data: DraCycleState, pod: PodInfo, node: Node) -> Status | None:
+        """Filter on one node for a pod with claims; None: it fits."""
+        node_claim: ResourceClaim | None = None
+        mappings: list[ContainerExtendedResourceRequest] | None = None
+        if data.claims.has_extended:
+            node_claim, mappings, status = extended.filter_extended(data, pod.pod, node)
+            if status is not None:
+                return status
+            if node_claim is None and data.claims.no_user_claim():
+                return None
+        unavailable = self._unavailable(data, node) if data.allocated_indices else None
+        results: list[AllocationResult] | None = None
+        if data.allocator is not None:
+            claims = data.pending
+            if node_claim is not None:
+                special = data.claims.extended_claim()
+                claims = [node_claim if claim is special else claim for claim in claims]
+            data.allocator.claims = claims
+            timeout = self.dra_args.filter_timeout
+            deadline = time.monotonic() + timeout if timeout > 0 else None
+            try:
+                results = data.allocator.allocate(node, deadline=deadline)
+            except AllocationError as exc:
+                return allocation_error_status(node, exc)
+            if results is None or len(results) != len(claims):
+                return unresolvable("cannot allocate all claims")
+        if unavailable:
+            data.unavailable.update(unavailable)
+            return unresolvable("resourceclaim not available on the node")
+        if data.allocator is not None and results is not None:
+            if node_claim is None and not mappings:
+                data.node_results[node.metadata.name] = results
+            else:
+                data.node_allocations[node.metadata.name] = NodeAllocation(
+                    results, node_claim, mappings if mappings is not None else ()
+                )
+        return None
+
+    def _unavailable(self, data: DraCycleState, node: Node) -> list[int]:
+        """The allocated claims the pod cannot use on `node`: their node selector
+        does not match, their binding failed or timed out (only allocated claims
+        have a node selector or binding state)."""
         unavailable: list[int] = []
-        for index, claim in data.claims.all():
+        for index in data.allocated_indices:
+            claim = data.claims.claims[index]
             terms = data.infos[index].available_on
             if terms is not None and not node_matches_terms(node, terms):
                 unavailable.append(index)
-                continue
-            if claim.status.allocation is None:
                 continue
             try:
                 ready = prebind.claim_ready_for_binding(claim)
@@ -311,36 +398,7 @@ class DynamicResources(
                 continue
             if not ready and prebind.claim_timed_out(claim, self.dra_args.binding_timeout):
                 unavailable.append(index)
-        results: list[AllocationResult] | None = None
-        if data.allocator is not None:
-            special = data.claims.extended_claim()
-            claims = [
-                node_claim if claim is special and node_claim is not None else claim
-                for _, claim in data.claims.to_allocate()
-            ]
-            data.allocator.claims = claims
-            timeout = self.dra_args.filter_timeout
-            deadline = time.monotonic() + timeout if timeout > 0 else None
-            try:
-                results = data.allocator.allocate(node, deadline=deadline)
-            except AllocationTimeout:
-                # A timeout is transient: an Error sends the pod to backoff (v1.36.3 Filter).
-                return error(f"node {node.metadata.name}: timed out trying to allocate devices")
-            except FailedAllocationOnNode as exc:
-                # This node only; the others may still work (ErrFailedAllocationOnNode).
-                return unresolvable(str(exc))
-            except AllocationError as exc:
-                return error(exc)
-            if results is None or len(results) != len(claims):
-                return unresolvable("cannot allocate all claims")
-        if unavailable:
-            data.unavailable.update(unavailable)
-            return unresolvable("resourceclaim not available on the node")
-        if data.allocator is not None and results is not None:
-            data.node_allocations[node.metadata.name] = NodeAllocation(
-                results, node_claim, mappings
-            )
-        return Status()
+        return unavailable
 
     # --- PostFilter ------------------------------------------------------------------
 
@@ -352,22 +410,32 @@ class DynamicResources(
     # --- Score -----------------------------------------------------------------------
 
     def uniform_score(self, state: CycleState, pod: PodInfo, nodes: NodeTable) -> Uniform | None:
-        """Nothing allocated (no claim, or none PreFilter/Filter worked on): Score
-        is 0 everywhere, and so is its normalization."""
+        """Nothing allocated (no claim, or none PreFilter/Filter worked on), or no
+        prioritized list to score: Score is 0 everywhere, and so is its
+        normalization."""
         data = state.get(STATE_KEY)
-        if not isinstance(data, DraCycleState) or not data.node_allocations:
+        if (
+            not isinstance(data, DraCycleState)
+            or not data.has_node_allocations()
+            or not data.has_prioritized_list
+        ):
             return (0, 0)
         return None
 
     def score(self, state: CycleState, pod: PodInfo, nodes: NodeTable, rows: Rows) -> IntArray:
         data = state.get(STATE_KEY)
-        if not isinstance(data, DraCycleState) or not data.node_allocations:
-            return np.zeros(len(rows), dtype=np.int64)  # nothing allocated: no preference
+        if (
+            not isinstance(data, DraCycleState)
+            or not data.has_node_allocations()
+            or not data.has_prioritized_list
+        ):
+            # Nothing allocated, or no prioritized list to score: no preference.
+            return np.zeros(len(rows), dtype=np.int64)
         return super().score(state, pod, nodes, rows)
 
     def score_node(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> int:
         data = read_state(state)
-        found = data.node_allocations.get(node.name)
+        found = data.node_allocation(node.name)
         if found is None:
             return 0
         return prioritized_list_score(data, found)
@@ -385,7 +453,7 @@ class DynamicResources(
         pending = list(data.claims.to_allocate())
         if not pending or data.allocator is None:
             return Status()
-        found = data.node_allocations.get(node_name)
+        found = data.node_allocation(node_name)
         if found is None or not found.results:
             if all(data.claims.is_extended(index) for index, _ in pending):
                 return Status()  # the node's device plugin serves the extended resources
@@ -418,6 +486,17 @@ class DynamicResources(
 
     async def pre_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
         return await prebind.pre_bind(self.handle, state, pod, node_name, self.dra_args)
+
+
+def allocation_error_status(node: Node, exc: AllocationError) -> Status:
+    """Filter's verdict when the allocator failed on `node`."""
+    if isinstance(exc, AllocationTimeout):
+        # A timeout is transient: an Error sends the pod to backoff (v1.36.3 Filter).
+        return error(f"node {node.metadata.name}: timed out trying to allocate devices")
+    if isinstance(exc, FailedAllocationOnNode):
+        # This node only; the others may still work (ErrFailedAllocationOnNode).
+        return unresolvable(str(exc))
+    return error(exc)
 
 
 def prioritized_list_score(data: DraCycleState, found: NodeAllocation) -> int:

@@ -264,8 +264,8 @@ async def _bind_claim(
                 break
         assert written is not None  # the loop ends in a write or raises
         if is_extended:
-            found = data.node_allocations.get(node_name)
-            mappings = found.request_mappings if found is not None else []
+            found = data.node_allocation(node_name)
+            mappings = found.request_mappings if found is not None else ()
             try:
                 await extended_writes.write_pod_status(handle, pod.pod, written, mappings)
             except extended_writes.ExtendedClaimError as exc:

@@ -7,7 +7,7 @@ not run" (`not found`, as upstream's CycleState.Read fails with fwk.ErrNotFound)
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
 import msgspec
@@ -65,13 +65,14 @@ class ClaimInfo:
 class NodeAllocation:
     """What Filter found on one node (nodeAllocation upstream)."""
 
-    # One result per claim to allocate, in their order.
+    # One result per claim to allocate, in their order (may be shared with the
+    # allocator's outcome cache: read only).
     results: list[AllocationResult]
     # The node's variant of the claim for extended resources, if it needs devices.
     extended_claim: ResourceClaim | None = None
     # Which of its requests serves each container's extended resource
     # (containerResourceRequestMappings): the pod's extendedResourceClaimStatus.
-    request_mappings: list[ContainerExtendedResourceRequest] = field(default_factory=list)
+    request_mappings: Sequence[ContainerExtendedResourceRequest] = ()
 
 
 @dataclass(slots=True)
@@ -115,7 +116,11 @@ class DraCycleState:
     claims: ClaimStore = field(default_factory=ClaimStore)
     infos: list[ClaimInfo] = field(default_factory=list)
     allocator: Allocator | None = None
-    # Filter's results by node name.
+    # Filter's results by node name: the plain results where that is all there is
+    # (one list, shared with the allocator's outcome cache, instead of an object
+    # per node: Filter runs for hundreds of nodes), else a NodeAllocation (the
+    # special claim for extended resources). Read them with node_allocation.
+    node_results: dict[str, list[AllocationResult]] = field(default_factory=dict)
     node_allocations: dict[str, NodeAllocation] = field(default_factory=dict)
     # Indices of allocated claims that some node could not use (PostFilter's candidates).
     unavailable: set[int] = field(default_factory=set)
@@ -125,6 +130,25 @@ class DraCycleState:
     # claim_key of the special claim as PreFilter made it: the in-flight allocation
     # stays under it after PreBind created the claim (getInitialExtendedResourceClaimUID).
     initial_extended_key: str = ""
+    # Made once by PreFilter for Filter and Score, which run per node: the indices
+    # of the allocated claims (the only ones Filter checks before allocating), the
+    # claims to allocate in store order, and whether any claim has a prioritized
+    # list (else every node scores 0).
+    allocated_indices: list[int] = field(default_factory=list)
+    pending: list[ResourceClaim] = field(default_factory=list)
+    has_prioritized_list: bool = False
+
+    def node_allocation(self, node_name: str) -> NodeAllocation | None:
+        """What Filter found on the node (None: no allocation there)."""
+        found = self.node_allocations.get(node_name)
+        if found is None:
+            results = self.node_results.get(node_name)
+            if results is not None:
+                return NodeAllocation(results)
+        return found
+
+    def has_node_allocations(self) -> bool:
+        return bool(self.node_results or self.node_allocations)
 
 
 def read_state(state: CycleState) -> DraCycleState:

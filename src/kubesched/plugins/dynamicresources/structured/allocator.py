@@ -14,7 +14,9 @@ DynamicResources plugin codes against it.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+import operator
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from fractions import Fraction
 
 from kubesched.api.objects import Node, NodeSelector, NodeSelectorRequirement, NodeSelectorTerm
@@ -37,6 +39,7 @@ from kubesched.plugins.dynamicresources.structured.base import (
 )
 from kubesched.plugins.dynamicresources.structured.capacity import Consumed, format_quantity
 from kubesched.plugins.dynamicresources.structured.celenv import CelCache
+from kubesched.plugins.dynamicresources.structured.outcomes import OutcomeCache, OutcomeContext
 from kubesched.plugins.dynamicresources.structured.pools import (
     PoolCache,
     PoolError,
@@ -47,13 +50,15 @@ from kubesched.plugins.dynamicresources.structured.search import ChosenDevice, P
 
 class Allocator:
     """Built once per scheduling cycle of a pod (PreFilter) for the claims that need an
-    allocation; `allocate` runs once per node (Filter).
+    allocation; `allocate` runs once per node (Filter). To change the claims
+    between nodes, assign another list to `claims` (it is not re-read in place).
 
     Optional keywords: `cel_cache` (compiled selectors and per-device results; pass
     one shared across cycles), `share_ids` (makes shareIDs of devices that allow
     multiple allocations; default random UUIDs), `selector_cache` (parsed node
     selectors, may be shared likewise), `pool_cache` (the pools per node, may be
-    shared likewise)."""
+    shared likewise), `outcome_cache` (the outcome per node, kept across cycles
+    while nothing it depends on changes; none by default)."""
 
     def __init__(
         self,
@@ -67,6 +72,7 @@ class Allocator:
         share_ids: Callable[[], str] = random_share_id,
         selector_cache: SelectorCache | None = None,
         pool_cache: PoolCache | None = None,
+        outcome_cache: OutcomeCache | None = None,
     ) -> None:
         self.claims = claims
         self.allocated = allocated
@@ -79,6 +85,14 @@ class Allocator:
         # GatherPools per node, kept across cycles when the caller shares the cache.
         self.pool_cache = pool_cache or PoolCache()
         self.pool_cache.use(slices, features.partitionable_devices)
+        self.outcome_cache = outcome_cache
+        # `claims` as a tuple, remade when another list is assigned to it.
+        self._claims_list: Sequence[ResourceClaim] | None = None
+        self._claims: tuple[ResourceClaim, ...] = ()
+        # The claims the outcome cache's context was last set for, and the classes
+        # they name as they were then (a class replaced since is a new context).
+        self._context_claims: tuple[ResourceClaim, ...] | None = None
+        self._context_classes: tuple[tuple[str, DeviceClass | None], ...] = ()
         # The claims that found no devices on a node that sees no slice at all:
         # GatherPools gives every such node no pools, so the search's outcome is the
         # same on all of them (nothing of the node is read without devices), and
@@ -88,12 +102,9 @@ class Allocator:
         # The requests as validated for the claims, kept by the search for the next
         # nodes when the validation read nothing of the node.
         self.prepared: Prepared | None = None
-        # Devices that count as allocated for counters (IsDeviceAllocated).
-        self.allocated_for_counters: set[DeviceID] = (
-            set(allocated.devices)
-            | {device for device, _ in allocated.shared}
-            | set(allocated.consumed_capacity)
-        )
+        # Devices that count as allocated for counters (IsDeviceAllocated), made
+        # when a search first looks at counters.
+        self._allocated_for_counters: set[DeviceID] | None = None
         # Counters left per pool *name* after completed allocations (as upstream,
         # keyed by the pool's name only), computed once per pool.
         self.available_counters: dict[str, dict[str, dict[str, Fraction]]] = {}
@@ -103,22 +114,42 @@ class Allocator:
             for device, amounts in allocated.consumed_capacity.items()
         }
 
+    @property
+    def allocated_for_counters(self) -> set[DeviceID]:
+        """Devices that count as allocated for counters (IsDeviceAllocated): held
+        whole, shared or with consumed capacity."""
+        if self._allocated_for_counters is None:
+            allocated = self.allocated
+            self._allocated_for_counters = (
+                set(allocated.devices)
+                | {device for device, _ in allocated.shared}
+                | set(allocated.consumed_capacity)
+            )
+        return self._allocated_for_counters
+
     def allocate(
         self, node: Node, *, deadline: float | None = None
     ) -> list[AllocationResult] | None:
         """One AllocationResult per claim, in the claims' order, for devices usable on
-        `node`; None when they do not all fit there (upstream: nil, nil). Raises
+        `node`; None when they do not all fit there (upstream: nil, nil). With an
+        outcome cache, the list may be one given out before: do not change it. Raises
         AllocationError for the other failures (FailedAllocationOnNode for those of
         this node only). `deadline` (time.monotonic()) aborts a long search as a
         cancelled context does upstream."""
         no_slices = not self.pool_cache.shared and node.metadata.name not in self.pool_cache.on_node
-        claims = tuple(self.claims)  # the plugin may swap the special claim per node
+        claims = self._current_claims()
         if no_slices and _same(self._fails_without_slices, claims):
             return None
         try:
             pools = self.pool_cache.pools(node, self.selector_cache)
         except PoolError as e:
             raise AllocationError(f"gather pool information: {e}") from e
+        outcomes = self.outcome_cache
+        if outcomes is not None:
+            self._use_context(outcomes, claims)
+            kept = outcomes.get(node, pools, self.allocated)
+            if kept is not None:
+                return kept.outcome
         search = Search(self, node, pools, deadline)
         if not search.run():
             # Invalid pools only count when nothing could be allocated.
@@ -126,8 +157,73 @@ class Allocator:
                 raise FailedAllocationOnNode("invalid resource pools were encountered")
             if no_slices:
                 self._fails_without_slices = claims
+            if outcomes is not None:
+                outcomes.put(node, pools, self.allocated, None)
             return None
-        return [self._result(search, i, claim, node) for i, claim in enumerate(self.claims)]
+        results = [self._result(search, i, claim, node) for i, claim in enumerate(claims)]
+        if outcomes is not None:
+            outcomes.put(node, pools, self.allocated, results)
+        return results
+
+    def allocate_each(
+        self, nodes: Sequence[Node], timeout: float
+    ) -> Iterator[list[AllocationResult] | AllocationError | None]:
+        """`allocate` for each node in turn, an error given back instead of raised;
+        each search gets `timeout` seconds from its start (0: no deadline), as each
+        Filter call gets filterTimeout upstream. With an outcome cache, the nodes
+        whose outcome is kept are answered in one loop (the claims and classes do
+        not change while it runs: nothing else runs in between)."""
+        outcomes = self.outcome_cache
+        if outcomes is not None:
+            self._use_context(outcomes, self._current_claims())
+        kept_pools = self.pool_cache.kept
+        allocated = self.allocated
+        for node in nodes:
+            if outcomes is not None:
+                pools = kept_pools(node)
+                kept = outcomes.get(node, pools, allocated) if pools is not None else None
+                if kept is not None:
+                    yield kept.outcome
+                    continue
+            deadline = time.monotonic() + timeout if timeout > 0 else None
+            try:
+                yield self.allocate(node, deadline=deadline)
+            except AllocationError as e:
+                yield e
+
+    def _current_claims(self) -> tuple[ResourceClaim, ...]:
+        """`claims` as a tuple, made again when another list was assigned (the
+        plugin swaps the special claim per node); else the same tuple for every
+        node of a cycle."""
+        if self.claims is not self._claims_list:
+            self._claims_list = self.claims
+            self._claims = tuple(self.claims)
+        return self._claims
+
+    def _use_context(self, outcomes: OutcomeCache, claims: tuple[ResourceClaim, ...]) -> None:
+        """Point the outcome cache at these claims' context: checked once per claims
+        (the plugin swaps the special claim per node) and again when one of the
+        classes they name was replaced."""
+        if self._context_claims is claims or _same(self._context_claims, claims):
+            for name, found in self._context_classes:
+                if self.classes.get(name) is not found:
+                    break
+            else:
+                return
+        names = dict.fromkeys(
+            name
+            for claim in claims
+            for request in claim.spec.devices.requests
+            for name in ([request.exactly.device_class_name] if request.exactly is not None else [])
+            + [sub.device_class_name for sub in request.first_available]
+        )
+        self._context_claims = claims
+        self._context_classes = tuple((name, self.classes.get(name)) for name in names)
+        outcomes.use(
+            OutcomeContext(
+                tuple(claim.spec for claim in claims), self._context_classes, self.features
+            )
+        )
 
     # --- results -------------------------------------------------------------------
 
@@ -224,7 +320,7 @@ class Allocator:
 
 
 def _same(a: tuple[ResourceClaim, ...] | None, b: tuple[ResourceClaim, ...]) -> bool:
-    return a is not None and len(a) == len(b) and all(x is y for x, y in zip(a, b, strict=True))
+    return a is not None and len(a) == len(b) and all(map(operator.is_, a, b))
 
 
 def _node_selector(chosen: Sequence[ChosenDevice], node_name: str) -> NodeSelector | None:

@@ -3,13 +3,14 @@ incubating/pools_incubating.go of v1.36: GatherPools, buildPool, NodeMatches).""
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from kubesched.api.node_affinity import ParsedTerm, node_matches_terms, parse_node_selector
 from kubesched.api.objects import Node, NodeSelector
 from kubesched.api.resource import CounterSet, ResourceSlice
-from kubesched.framework.dra import DeviceID
+from kubesched.framework.dra import DeviceID, device_id
 
 PoolID = tuple[str, str]  # (driver, pool)
 
@@ -40,7 +41,7 @@ class Pool:
     def device_ids(self) -> list[list[DeviceID]]:
         if self._device_ids is None:
             self._device_ids = [
-                [(self.driver, self.name, device.name) for device in rs.spec.devices]
+                [device_id(self.driver, self.name, device.name) for device in rs.spec.devices]
                 for rs in self.device_slices_targeting_node
             ]
         return self._device_ids
@@ -76,6 +77,9 @@ class PoolCache:
     Pools are shared read-only by the allocators that get them."""
 
     def __init__(self) -> None:
+        # The sequence last given to `use` (DraState.slice_list gives the same list
+        # object while the slices stay the same) and a copy of its slices.
+        self._source: Sequence[ResourceSlice] | None = None
         self._slices: list[ResourceSlice] = []
         self._partitionable = False
         self.on_node: dict[str, list[ResourceSlice]] = {}
@@ -86,13 +90,15 @@ class PoolCache:
         """Start over unless `slices` are what the cache was built from. Buckets the
         slices as NewAllocator does: node-local ones by node; the rest
         (network-attached, node selectors, per-device selection, counter sets)
-        are looked at for every node."""
-        if (
-            partitionable_devices == self._partitionable
-            and len(slices) == len(self._slices)
-            and all(a is b for a, b in zip(slices, self._slices, strict=True))
+        are looked at for every node. A list given here must not be changed in
+        place afterwards (a changed list is a new list)."""
+        if partitionable_devices == self._partitionable and (
+            slices is self._source
+            or (len(slices) == len(self._slices) and all(map(operator.is_, slices, self._slices)))
         ):
+            self._source = slices
             return
+        self._source = slices
         self._slices = list(slices)
         self._partitionable = partitionable_devices
         self._by_node = {}
@@ -103,6 +109,11 @@ class PoolCache:
                 self.shared.append(rs)
             else:
                 self.on_node.setdefault(rs.spec.node_name, []).append(rs)
+
+    def kept(self, node: Node) -> list[Pool] | None:
+        """The pools made for this very Node object since the last change, if any."""
+        cached = self._by_node.get(node.metadata.name)
+        return cached[1] if cached is not None and cached[0] is node else None
 
     def pools(self, node: Node, selectors: SelectorCache) -> list[Pool]:
         """gather_pools for `node` over the slices of the last `use`; PoolError
