@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
+from hypothesis import strategies as st
 
 from kubesched.api.objects import Node, Pod
 from kubesched.batch import Objective
@@ -15,6 +17,9 @@ from kubesched.framework.profile import ProfileConfig
 from kubesched.framework.types import PodInfo
 from kubesched.optimize import Comparison, optimize
 from kubesched.simulator import SimulationResult, World, simulate, start_session
+from kubesched.testing import make_node, make_pod
+
+GPU = "nvidia.com/gpu"
 
 
 def greedy_then_engine(
@@ -65,3 +70,55 @@ def filter_failures(
 
     asyncio.run(check())
     return failures
+
+
+@st.composite
+def clusters(
+    draw: st.DrawFn, min_nodes: int = 1, max_nodes: int = 4, max_pods: int = 10
+) -> tuple[list[Node], list[Pod]]:
+    """A random small cluster and pending pods: cpu, memory and GPU shapes, two
+    priorities, host ports, hostname or zone anti-affinity between two apps."""
+    nodes = []
+    for i in range(draw(st.integers(min_nodes, max_nodes))):
+        name = f"n{i}"
+        gpus = draw(st.sampled_from([0, 0, 2]))
+        nodes.append(
+            make_node(
+                name,
+                cpu=str(draw(st.integers(2, 6))),
+                memory=f"{draw(st.integers(4, 16))}Gi",
+                pods=draw(st.sampled_from([3, 110])),
+                labels={"kubernetes.io/hostname": name, "zone": f"z{i % 2}"},
+                extra={GPU: gpus} if gpus else None,
+            )
+        )
+    pods = []
+    for i in range(draw(st.integers(1, max_pods))):
+        app = draw(st.sampled_from(["", "a", "b"]))
+        spec: dict[str, Any] = {}
+        if app and draw(st.booleans()):
+            key = draw(st.sampled_from(["kubernetes.io/hostname", "zone"]))
+            target = draw(st.sampled_from(["a", "b"]))
+            term = {"labelSelector": {"matchLabels": {"app": target}}, "topologyKey": key}
+            spec["affinity"] = {
+                "podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}
+            }
+        cpu = str(draw(st.integers(1, 4)))
+        if draw(st.integers(0, 5)) == 0:
+            port = {"containerPort": 80, "hostPort": 8080}
+            spec["containers"] = [
+                {"name": "c", "ports": [port], "resources": {"requests": {"cpu": cpu}}}
+            ]
+        gpu = draw(st.sampled_from([0, 0, 0, 1]))
+        pods.append(
+            make_pod(
+                f"p{i}",
+                cpu=cpu,
+                memory=f"{draw(st.integers(1, 8))}Gi",
+                requests={GPU: gpu} if gpu else None,
+                priority=draw(st.sampled_from([0, 100])),
+                labels={"app": app} if app else None,
+                spec=spec,
+            )
+        )
+    return nodes, pods

@@ -40,7 +40,7 @@ from kubesched.framework.profile import ProfileConfig
 from kubesched.framework.types import PodInfo
 from kubesched.simulator import World, start_session
 from kubesched.testing import make_node, make_pod
-from tests.unit.batch_helpers import filter_failures, greedy_then_engine
+from tests.unit.batch_helpers import clusters, filter_failures, greedy_then_engine
 
 GPU = "nvidia.com/gpu"
 
@@ -62,50 +62,6 @@ def _anti(app: str, key: str = "kubernetes.io/hostname") -> dict[str, Any]:
     }
 
 
-@st.composite
-def clusters(draw: st.DrawFn) -> tuple[list[Node], list[Pod]]:
-    nodes = []
-    for i in range(draw(st.integers(2, 6))):
-        name = f"n{i}"
-        gpus = draw(st.sampled_from([0, 0, 2]))
-        nodes.append(
-            make_node(
-                name,
-                cpu=str(draw(st.integers(2, 6))),
-                memory=f"{draw(st.integers(4, 16))}Gi",
-                pods=draw(st.sampled_from([3, 110])),
-                labels={"kubernetes.io/hostname": name, "zone": f"z{i % 2}"},
-                extra={GPU: gpus} if gpus else None,
-            )
-        )
-    pods = []
-    for i in range(draw(st.integers(1, 14))):
-        app = draw(st.sampled_from(["", "a", "b"]))
-        spec: dict[str, Any] = {}
-        if app and draw(st.booleans()):
-            key = draw(st.sampled_from(["kubernetes.io/hostname", "zone"]))
-            spec = _anti(draw(st.sampled_from(["a", "b"])), key)
-        cpu = str(draw(st.integers(1, 4)))
-        if draw(st.integers(0, 5)) == 0:
-            port = {"containerPort": 80, "hostPort": 8080}
-            spec["containers"] = [
-                {"name": "c", "ports": [port], "resources": {"requests": {"cpu": cpu}}}
-            ]
-        gpu = draw(st.sampled_from([0, 0, 0, 1]))
-        pods.append(
-            make_pod(
-                f"p{i}",
-                cpu=cpu,
-                memory=f"{draw(st.integers(1, 8))}Gi",
-                requests={GPU: gpu} if gpu else None,
-                priority=draw(st.sampled_from([0, 100])),
-                labels={"app": app} if app else None,
-                spec=spec,
-            )
-        )
-    return nodes, pods
-
-
 def _by_priority(pods: Sequence[Pod], placed: Sequence[str]) -> dict[int, int]:
     priority = {p.key: p.spec.priority or 0 for p in pods}
     counts = dict.fromkeys(priority.values(), 0)
@@ -115,7 +71,7 @@ def _by_priority(pods: Sequence[Pod], placed: Sequence[str]) -> dict[int, int]:
 
 
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(clusters())
+@given(clusters(min_nodes=2, max_nodes=6, max_pods=14))
 def test_by_neighbourhoods_every_pod_passes_the_filters_never_below_greedy_nor_the_bound(
     cluster: tuple[list[Node], list[Pod]],
 ) -> None:
@@ -145,7 +101,7 @@ def _problem(nodes: Sequence[Node], pods: Sequence[Pod]) -> tuple[Problem, NodeT
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(clusters())
+@given(clusters(min_nodes=2, max_nodes=6, max_pods=14))
 def test_the_top_prioritys_bound_is_at_least_the_proven_optimum(
     cluster: tuple[list[Node], list[Pod]],
 ) -> None:
@@ -325,7 +281,7 @@ def test_place_batch_reports_a_bound_at_every_priority() -> None:
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(clusters())
+@given(clusters(min_nodes=2, max_nodes=6, max_pods=14))
 def test_making_room_moves_pods_within_their_rows_and_room_and_drops_none(
     cluster: tuple[list[Node], list[Pod]],
 ) -> None:
