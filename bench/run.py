@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import compileall
 import io
 import os
 import platform
@@ -122,6 +123,10 @@ def checkout_src(rev: str) -> tuple[Path, str]:
     target = Path(tempfile.mkdtemp(prefix=f"kubesched-{commit}-"))
     with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
         tar.extractall(target, filter="data")
+    # Bytecode compiled once, as `pip install` (and so the image) leaves it: without
+    # it, and with PYTHONDONTWRITEBYTECODE set as on these machines, every scheduler
+    # start would compile the whole package again (about 1.6 s here).
+    compileall.compile_dir(target / "src", quiet=1, workers=0)
     return target / "src", commit
 
 
