@@ -39,7 +39,12 @@ def test_gangs_are_runs_of_alike_pods_with_min_count_their_size(index: int) -> N
     assert all("schedulingGroup" not in pods[n]["spec"] for n in order if n not in grouped)
 
 
-def test_gang_steps_get_no_single_pod_prediction() -> None:
+def _gang_runs(
+    notes: dict[str, dict[str, list[str]]] | None = None,
+) -> tuple[dict[str, object], dict[str, Run]]:
+    """Both runs of seed 60's first gang scenario with nothing bound; with NOTES, each
+    member's FailedScheduling notes as NOTES[side][member] (the others: one shared
+    note). A gang step's created object would make compare predict; it must not."""
     scenario = gen.generate(60, 0, features=["gangs"])
     gang = scenario["gangs"][0]
     runs = {}
@@ -47,19 +52,27 @@ def test_gang_steps_get_no_single_pod_prediction() -> None:
         run = Run(side, f"ns-{side}")
         placed: dict[str, str | None] = {}
         for pod in scenario["pods"]:
-            member = pod["name"] in gang["pods"]
-            placed[pod["name"]] = None
+            name = pod["name"]
+            member = name in gang["pods"]
+            placed[name] = None
             run.steps.append(
                 Step(
-                    pod["name"],
-                    "created" if member and pod["name"] != gang["pods"][-1] else "unschedulable",
-                    # A created object would make compare predict; gang steps must not.
-                    created={"metadata": {"name": pod["name"]}} if member else {},
+                    name,
+                    "created" if member and name != gang["pods"][-1] else "unschedulable",
+                    created={"metadata": {"name": name}} if member else {},
                     group=gang["name"] if member else "",
                     placements=dict(placed),
                 )
             )
+            if notes is not None:
+                run.events[name] = notes[side].get(name, ["0/3 nodes are available."])
+                run.conditions[name] = run.events[name][-1]
         runs[side] = run
+    return scenario, runs
+
+
+def test_gang_steps_get_no_single_pod_prediction() -> None:
+    scenario, runs = _gang_runs()
     comparison = compare(scenario, runs[KUBE], runs[KUBESCHED], {})
     assert comparison.predictions == {}
     assert comparison.disagreements == []
@@ -94,34 +107,6 @@ def test_gang_steps_after_the_states_diverged_are_counted_not_judged() -> None:
     assert comparison.unjudged == len(gang["pods"])
     assert comparison.disagreements[0].kind == "bound"
     assert not any(d.pod in gang["pods"] for d in comparison.disagreements)
-
-
-def _gang_runs(notes: dict[str, dict[str, list[str]]]) -> tuple[dict[str, object], dict[str, Run]]:
-    """Both runs of seed 60's first gang scenario with nothing bound, each member's
-    FailedScheduling notes as NOTES[side][member] (the others: one shared note)."""
-    scenario = gen.generate(60, 0, features=["gangs"])
-    gang = scenario["gangs"][0]
-    runs = {}
-    for side in (KUBE, KUBESCHED):
-        run = Run(side, f"ns-{side}")
-        placed: dict[str, str | None] = {}
-        for pod in scenario["pods"]:
-            name = pod["name"]
-            member = name in gang["pods"]
-            placed[name] = None
-            run.steps.append(
-                Step(
-                    name,
-                    "created" if member and name != gang["pods"][-1] else "unschedulable",
-                    created={"metadata": {"name": name}} if member else {},
-                    group=gang["name"] if member else "",
-                    placements=dict(placed),
-                )
-            )
-            run.events[name] = notes[side].get(name, ["0/3 nodes are available."])
-            run.conditions[name] = run.events[name][-1]
-        runs[side] = run
-    return scenario, runs
 
 
 def test_alike_gang_members_may_get_each_others_notes() -> None:
