@@ -13,6 +13,13 @@ No informer, no scheduling cycle, no event: what is left is the cost of the
 bind requests on this control plane, the ceiling of any scheduler's end-to-end
 throughput here (bench.drain).
 
+``--watch`` and ``--events`` add the rest of the API work a scheduler cannot
+skip, still without scheduling: the informer's list and watch of every live pod
+(as `run` holds it, decoding each change into a Pod), and one Scheduled event per
+bound pod through the EventWriter, as `run` records it. The gap between the two
+ceilings is what that work costs the control plane and the scheduler's process
+(bench.drain's "ceiling-events" mode).
+
 Prints one JSON line: pods listed and bound, the bind errors, the seconds from
 the first bind sent to the last answered, its own CPU seconds and peak memory.
 """
@@ -31,7 +38,14 @@ import msgspec
 
 
 async def probe(
-    kubeconfig: str, pod_selector: str, node_selector: str, qps: float, burst: int
+    kubeconfig: str,
+    pod_selector: str,
+    node_selector: str,
+    qps: float,
+    burst: int,
+    *,
+    with_events: bool = False,
+    with_watch: bool = False,
 ) -> dict[str, Any]:
     # Imported here, not at the top: the harness imports bench.drain, which
     # names this module, without the kubesched under test on its path.
@@ -39,6 +53,8 @@ async def probe(
     from kubesched.kube.client import KubeClient
     from kubesched.kube.cluster import KubeCluster
     from kubesched.kube.config import load_connection
+    from kubesched.kube.informer import Handlers, Informer
+    from kubesched.kube.runner import LIVE_PODS
     from kubesched.kube.writer import EventWriter, StatusWriter
 
     connection = await load_connection(kubeconfig)
@@ -47,7 +63,34 @@ async def probe(
     events = EventWriter(client, qps=qps / 2, burst=max(1, burst // 2))
     statuses = StatusWriter(client, qps=qps / 2, burst=max(1, burst // 2))
     cluster = KubeCluster(client, events, statuses)
+    background: list[asyncio.Task[None]] = []
+    changes = 0
+
+    def seen(*_: Pod) -> None:
+        nonlocal changes
+        changes += 1
+
+    async def bind(pod: Pod, node: str) -> None:
+        await cluster.bind(pod, node)
+        if with_events:
+            # As scheduler/binding_cycle.py records it (bindingCycle in schedule_one.go).
+            cluster.record_event(
+                pod, "Normal", "Scheduled", f"Successfully assigned {pod.key} to {node}"
+            )
+
     try:
+        if with_watch:
+            informer = Informer(
+                client,
+                "/api/v1/pods",
+                Pod,
+                Handlers(seen, seen, seen),
+                params={"fieldSelector": LIVE_PODS},
+            )
+            background.append(asyncio.create_task(informer.run()))
+            await informer.synced.wait()
+        if with_events:
+            background.append(asyncio.create_task(events.run()))
         listed = await client.list(
             "/api/v1/pods", {"labelSelector": pod_selector, "fieldSelector": "spec.nodeName="}
         )
@@ -59,12 +102,23 @@ async def probe(
         cpu_before = _cpu_seconds()
         started = time.monotonic()
         outcomes = await asyncio.gather(
-            *(cluster.bind(pod, nodes[i % len(nodes)]) for i, pod in enumerate(pods)),
+            *(bind(pod, nodes[i % len(nodes)]) for i, pod in enumerate(pods)),
             return_exceptions=True,
         )
         seconds = time.monotonic() - started
+        # The events still queued or in flight when the last bind was answered,
+        # written after it (a write that failed is never counted: 30 s at most).
+        bound = sum(1 for o in outcomes if not isinstance(o, BaseException))
+        give_up = time.monotonic() + 30.0
+        while with_events and events.written + events.dropped < bound:
+            if time.monotonic() > give_up:
+                break
+            await asyncio.sleep(0.05)
         cpu = _cpu_seconds() - cpu_before
     finally:
+        for task in background:
+            task.cancel()
+        await asyncio.gather(*background, return_exceptions=True)
         await client.aclose()
     errors = [f"{type(o).__name__}: {o}" for o in outcomes if isinstance(o, BaseException)]
     return {
@@ -80,6 +134,11 @@ async def probe(
         # kubesched under test (--kubesched-rev) from before the limit.
         "inflight_limit": getattr(getattr(client, "limiter", None), "limit", None),
         "peak_rss_mb": round(_peak_rss_kib() / 1024, 1),
+        "watch": with_watch,
+        "pod_changes_seen": changes if with_watch else None,
+        "events": with_events,
+        "events_written": events.written if with_events else None,
+        "events_dropped": events.dropped if with_events else None,
     }
 
 
@@ -100,8 +159,20 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--nodes", required=True, help="label selector of the nodes")
     parser.add_argument("--qps", type=float, default=5000.0, help="as the benchmark's config")
     parser.add_argument("--burst", type=int, default=5000)
+    parser.add_argument("--events", action="store_true", help="a Scheduled event per bind")
+    parser.add_argument("--watch", action="store_true", help="an informer on every live pod")
     args = parser.parse_args(argv)
-    result = asyncio.run(probe(args.kubeconfig, args.pods, args.nodes, args.qps, args.burst))
+    result = asyncio.run(
+        probe(
+            args.kubeconfig,
+            args.pods,
+            args.nodes,
+            args.qps,
+            args.burst,
+            with_events=args.events,
+            with_watch=args.watch,
+        )
+    )
     print(json.dumps(result), flush=True)
 
 

@@ -110,21 +110,30 @@ async def run_ceiling(
     kubesched_src: Path | None = None,
     quiet_wait: float = 60.0,
     log: Callable[[str], None] | None = None,
+    scheduler_api_work: bool = False,
 ) -> dict[str, Any]:
     """The bind ceiling on NODES nodes for PODS default pods (as SchedulingBasic's),
-    all pending before bench.bind_probe starts."""
+    all pending before bench.bind_probe starts. SCHEDULER_API_WORK: the probe also
+    watches every live pod and writes a Scheduled event per bind (its --watch
+    --events), the API work a scheduler does besides binding."""
     run_id = f"c{secrets.token_hex(3)}"
     namespace = f"bench-{run_id}-0"
     size = Size(nodes, 0, pods)
     plan = WORKLOADS["SchedulingBasic"].plan(size, PROBE_SCHEDULER, run_id, [namespace])
-    result: dict[str, Any] = {"run_id": run_id, "nodes": nodes, "measured_pods": pods}
+    result: dict[str, Any] = {
+        "run_id": run_id,
+        "nodes": nodes,
+        "measured_pods": pods,
+        "scheduler_api_work": scheduler_api_work,
+    }
     api = Api(cp, concurrency=concurrency, client=client)
     proc: subprocess.Popen[bytes] | None = None
     stderr = tempfile.TemporaryFile()  # noqa: SIM115 (closed in the finally below)
 
     def say(text: str) -> None:
         if log is not None:
-            log(f"  [ceiling {nodes}/{pods}] {text}")
+            tag = "ceiling with events and a pod watch" if scheduler_api_work else "ceiling"
+            log(f"  [{tag} {nodes}/{pods}] {text}")
 
     try:
         await api.create("/api/v1/namespaces", namespace_manifest(namespace, {RUN_LABEL: run_id}))
@@ -146,6 +155,7 @@ async def run_ceiling(
                     f"--kubeconfig={cp.scheduler_kubeconfig}",
                     f"--pods={selector}",
                     f"--nodes={RUN_LABEL}={run_id}",
+                    *(["--watch", "--events"] if scheduler_api_work else []),
                 ],
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE,

@@ -12,6 +12,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from bench.medians import median_run
 from bench.schedulers import KUBE_SCHEDULER, KUBESCHED
 
 Result = dict[str, Any]
@@ -305,8 +306,31 @@ def print_table(doc: Result, console: Console | None = None) -> None:
     console.print(cost)
     console.print(latency)
     for name, entry in doc["workloads"].items():
-        for line in [*gang_lines(entry), *missing(entry)]:
+        for line in [*ceiling_events_lines(entry), *gang_lines(entry), *missing(entry)]:
             console.print(f"  {name} — {line}", markup=False, highlight=False)
+
+
+def ceiling_events_lines(entry: Result) -> list[str]:
+    """The bind ceiling with a scheduler's other API work (a pod watch and a
+    Scheduled event per bind), and each scheduler's pods/s as a share of it."""
+    full = entry.get("ceiling_events")
+    if not isinstance(full, dict):
+        return []
+    if full.get("status") != "ok":
+        return [f"bind ceiling with events and a pod watch: {_why(full)}"]
+    limit = full["pods_per_second"]
+    probe = full.get("probe") or {}
+    line = (
+        f"bind ceiling with events and a pod watch: {_rate(full)} pods/s "
+        f"({probe.get('events_written')} events written, {probe.get('events_dropped')} dropped)"
+    )
+    shares = []
+    for mode in ("e2e", "backlog"):
+        for who, result in (entry.get(mode) or {}).items():
+            share = _ratio(_get(result, "pods_per_second"), limit)
+            if share is not None and _get(result, "status") == "ok":
+                shares.append(f"{mode} {who} {share:.0%}")
+    return [line + (f"; of it: {', '.join(shares)}" if shares else "")]
 
 
 def gang_lines(entry: Result) -> list[str]:
@@ -505,11 +529,15 @@ def _tick(doc: Result, name: str) -> str:
 
 def merge(docs: Sequence[Result], names: Sequence[str]) -> Result:
     """One results document from several runs at the same size and Kubernetes
-    version (e.g. the workloads of a 5,000-node run done over several sessions):
-    each workload as measured (a workload measured again: the later file's), that
-    is, every mode the run measured for it; which file, commit and time it came
-    from in its "source". A workload with no measurement (a run stopped before it)
-    is left out."""
+    version (e.g. the workloads of a 5,000-node run done over several sessions).
+
+    A workload measured in one file is taken as it is, every mode the run measured
+    for it. A workload measured again is the later file's, except that single runs
+    (`--repeat 1`) of one kubesched commit are pooled: each mode's median over them,
+    as `python -m bench --repeat N` takes it (bench.medians.median_run), so a run
+    longer than a session can be made one repeat at a time. Its "source" says which
+    files, commit and times it came from. A workload with no measurement (a run
+    stopped before it) is left out."""
     if not docs:
         raise ValueError("no results to merge")
     first = docs[0]
@@ -518,8 +546,7 @@ def merge(docs: Sequence[Result], names: Sequence[str]) -> Result:
     }
     merged["merged_from"] = list(names)
     merged["kubesched_commit"] = ", ".join(sorted({str(d.get("kubesched_commit")) for d in docs}))
-    merged["repeat"] = min(int(d.get("repeat", 1)) for d in docs)
-    merged["workloads"] = {}
+    measured: dict[str, list[tuple[Result, Result]]] = {}
     for doc, name in zip(docs, names, strict=True):
         for key in ("size", "kubernetes_version"):
             if doc.get(key) != first.get(key):
@@ -527,18 +554,75 @@ def merge(docs: Sequence[Result], names: Sequence[str]) -> Result:
                     f"{name}: {key} {doc.get(key)!r}, not {first.get(key)!r} as in {names[0]}"
                 )
         for workload, entry in doc["workloads"].items():
-            if not any(mode in entry for mode in ("inprocess", "e2e", "backlog", "ceiling")):
+            if not any(mode in entry for mode in MEASURED_MODES):
                 continue
-            merged["workloads"][workload] = dict(
-                entry,
-                source={
-                    "file": name,
-                    "kubesched_commit": doc.get("kubesched_commit"),
-                    "timestamp": doc.get("timestamp"),
-                    "complete": doc.get("complete", True),
-                },
-            )
+            source = {
+                "file": name,
+                "kubesched_commit": doc.get("kubesched_commit"),
+                "timestamp": doc.get("timestamp"),
+                "complete": doc.get("complete", True),
+                "repeat": doc.get("repeat", 1),
+            }
+            kept = measured.setdefault(workload, [])
+            if kept and not _poolable(kept[-1], (entry, source)):
+                kept.clear()
+            kept.append((entry, source))
+    merged["workloads"] = {name: _pooled(runs) for name, runs in measured.items()}
+    # how many runs each workload's medians come from; the fewest of them
+    merged["repeat"] = min(
+        (len(runs) if len(runs) > 1 else int(runs[0][1]["repeat"]) for runs in measured.values()),
+        default=1,
+    )
     return merged
+
+
+MEASURED_MODES = ("inprocess", "e2e", "backlog", "ceiling", "ceiling_events")
+
+
+def _single(entry: Result) -> bool:
+    """A workload entry from a `--repeat 1` run: no result carries repeats."""
+    results = [r for _, _, r in scheduler_runs(entry)]
+    results += [entry.get("ceiling"), entry.get("ceiling_events")]
+    return all(not (isinstance(r, dict) and "repeats" in r) for r in results)
+
+
+def _poolable(before: tuple[Result, Result], after: tuple[Result, Result]) -> bool:
+    (old, old_source), (new, new_source) = before, after
+    return (
+        old_source["kubesched_commit"] == new_source["kubesched_commit"]
+        and _single(old)
+        and _single(new)
+        and [m for m in MEASURED_MODES if m in old] == [m for m in MEASURED_MODES if m in new]
+    )
+
+
+def _pooled(runs: list[tuple[Result, Result]]) -> Result:
+    entry, source = runs[-1]
+    if len(runs) == 1:
+        return dict(entry, source=source)
+    pooled = dict(entry)
+    entries = [e for e, _ in runs]
+    if "inprocess" in entry:
+        pooled["inprocess"] = median_run([e["inprocess"] for e in entries])
+    for ceiling in ("ceiling", "ceiling_events"):
+        if ceiling in entry:
+            pooled[ceiling] = median_run([e[ceiling] for e in entries])
+    for mode in ("e2e", "backlog"):
+        if mode in entry:
+            pooled[mode] = {
+                who: median_run([e[mode][who] for e in entries if who in e[mode]])
+                for who in entry[mode]
+            }
+    pooled["ratios"] = ratios(pooled)
+    pooled["of_ceiling"] = of_ceiling(pooled)
+    pooled["source"] = dict(
+        source,
+        file=", ".join(s["file"] for _, s in runs),
+        timestamp=", ".join(str(s["timestamp"]) for _, s in runs),
+        complete=all(s["complete"] for _, s in runs),
+        pooled=len(runs),
+    )
+    return pooled
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -552,7 +636,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         "--merge",
         action="store_true",
         help="one table of all the files' workloads (same size), each from the last "
-        "file that measured it",
+        "file that measured it, or the median of --repeat 1 runs of one commit",
     )
     args = parser.parse_args(argv)
     docs = [json.loads(path.read_text()) for path in args.results]
@@ -572,6 +656,7 @@ def main(argv: Sequence[str] | None = None) -> None:
                     f"{name}: {source['file']} (kubesched {source['kubesched_commit']}, "
                     f"{source['timestamp']}"
                     + ("" if source["complete"] else ", a run stopped before its end")
+                    + (f"; the median of {source['pooled']} runs" if source.get("pooled") else "")
                     + ")"
                 )
 

@@ -7,7 +7,8 @@
 
 Modes (MODES): in process; end to end creating the measured pods while the
 scheduler runs (e2e); end to end draining them created beforehand (backlog); and
-the bind ceiling (bench.drain).
+the bind ceiling (bench.drain). Asked for by name only (OPTIONAL_MODES):
+ceiling-events, the bind ceiling with a pod watch and a Scheduled event per bind.
 
 Without --cluster-env, a control plane is started with hack/cluster-up.sh in a
 temporary directory and stopped at the end. Results: a table on the terminal,
@@ -38,6 +39,7 @@ from bench.drain import run_backlog, run_ceiling
 from bench.e2e import run_e2e
 from bench.inprocess import measure_in_subprocess
 from bench.machine import CpuMeter, wait_quiet
+from bench.medians import median_run
 from bench.report import of_ceiling, plot, print_table, ratios, scheduler_runs, write_json
 from bench.schedulers import SCHEDULERS
 from bench.workloads import SIZES, WORKLOADS, Workload
@@ -47,20 +49,14 @@ from bench.workloads import SIZES, WORKLOADS, Workload
 # measured pods created beforehand. ceiling: bench.bind_probe binding such a
 # backlog with no scheduling (bench.drain).
 MODES = ("inprocess", "e2e", "backlog", "ceiling")
-CLUSTER_MODES = ("e2e", "backlog", "ceiling")
+# ceiling-events: the bind ceiling again with a pod watch and a Scheduled event per
+# bind (bench.bind_probe --watch --events), what binding costs a scheduler that does
+# the API work kube-scheduler does; asked for by name, not part of "all".
+OPTIONAL_MODES = ("ceiling-events",)
+CLUSTER_MODES = ("e2e", "backlog", "ceiling", "ceiling-events")
 SCHEMA = 2
 # Sizes at upstream's scale: measured 3 times (the median kept) unless --repeat says.
 REPEATED_SIZES = {"5000": 3, "15000": 3}
-# Figures of which --repeat keeps the minimum, median and maximum ("spread").
-SPREAD_KEYS = (
-    ("pods_per_second",),
-    ("scheduler_cpu_seconds",),
-    ("peak_rss_mb",),
-    ("create_to_bound_ms", "p50"),
-    ("create_to_bound_ms", "p99"),
-    ("start_to_bound_ms", "p50"),
-    ("start_to_bound_ms", "p99"),
-)
 
 
 def default_repeat(size: str) -> int:
@@ -203,9 +199,9 @@ def run_bench(
     many seconds for the CPUs to be quiet (0: do not wait). REPEAT: measure each
     (workload, mode, scheduler) that many times, end-to-end runs alternating
     which scheduler goes first, and keep the run with the median pods/s (default:
-    3 at sizes 5000 and 15000, else 1). MODES: of MODES; "ceiling" measures the
-    bind ceiling with each workload's nodes and measured pods, once per repeat,
-    before its schedulers."""
+    3 at sizes 5000 and 15000, else 1). MODES: of MODES and OPTIONAL_MODES;
+    "ceiling" measures the bind ceiling with each workload's nodes and measured
+    pods, once per repeat, before its schedulers ("ceiling-events" after it)."""
     names = list(workloads or WORKLOADS)
     for name in names:
         if name not in WORKLOADS:
@@ -215,7 +211,7 @@ def run_bench(
     if repeat < 1:
         raise ValueError(f"--repeat {repeat}: at least 1")
     for mode in modes:
-        if mode not in MODES:
+        if mode not in MODES + OPTIONAL_MODES:
             raise ValueError(f"unknown mode {mode!r}")
     say = log or (lambda _text: None)
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
@@ -291,11 +287,20 @@ def run_bench(
                 # Measured per workload and repeat, right before its schedulers: on a
                 # shared machine a ceiling measured half an hour earlier says little.
                 ceilings: list[dict[str, Any]] = []
+                full_ceilings: list[dict[str, Any]] = []
                 for attempt in range(repeat):
                     tag = f" #{attempt + 1}" if repeat > 1 else ""
                     if "ceiling" in modes:
                         say(f"bind ceiling {shape[0]} nodes / {shape[1]} pods ({name}){tag}")
                         ceilings.append(asyncio.run(run_ceiling(cp, *shape, **options)))
+                    if "ceiling-events" in modes:
+                        say(
+                            f"bind ceiling with events and a pod watch {shape[0]} nodes / "
+                            f"{shape[1]} pods ({name}){tag}"
+                        )
+                        full_ceilings.append(
+                            asyncio.run(run_ceiling(cp, *shape, scheduler_api_work=True, **options))
+                        )
                     # alternate who goes first, so that neither always meets a fresher etcd
                     order = list(schedulers) if attempt % 2 == 0 else list(reversed(schedulers))
                     for mode, by_kind in runs.items():
@@ -316,6 +321,8 @@ def run_bench(
                     doc["workloads"][name][mode] = {k: median_run(rs) for k, rs in by_kind.items()}
                 if ceilings:
                     doc["workloads"][name]["ceiling"] = median_run(ceilings)
+                if full_ceilings:
+                    doc["workloads"][name]["ceiling_events"] = median_run(full_ceilings)
                 _checkpoint(doc, out_dir / f"results-{stamp}.json")
         finally:
             planes.stop()
@@ -349,36 +356,6 @@ def _checkpoint(doc: dict[str, Any], path: Path) -> None:
     write_json(partial, path)
 
 
-def median_run(tries: list[dict[str, Any]]) -> dict[str, Any]:
-    """The try with the median pods/s among the successful ones (the lower median
-    for an even count; the last try if none succeeded), with every try's rate in
-    ``repeats`` and the minimum, median and maximum of each SPREAD_KEYS figure
-    over the successful tries in ``spread``."""
-    ok = sorted((r for r in tries if r.get("status") == "ok"), key=lambda r: r["pods_per_second"])
-    chosen = dict(ok[(len(ok) - 1) // 2] if ok else tries[-1])
-    if len(tries) > 1:
-        chosen["repeats"] = [
-            {
-                "status": r.get("status"),
-                "pods_per_second": r.get("pods_per_second"),
-                "foreign_share": (r.get("cpu") or {}).get("foreign_share"),
-                **({"broken": r["broken"]} if r.get("broken") else {}),
-            }
-            for r in tries
-        ]
-        spread: dict[str, dict[str, float]] = {}
-        for path in SPREAD_KEYS:
-            values = sorted(v for r in ok if isinstance(v := _dig(r, path), int | float))
-            if values:
-                spread[".".join(path)] = {
-                    "min": values[0],
-                    "median": values[(len(values) - 1) // 2],
-                    "max": values[-1],
-                }
-        chosen["spread"] = spread
-    return chosen
-
-
 def broken_runs(doc: dict[str, Any]) -> list[str]:
     """One line per run whose placements broke a workload's invariant (a gang bound
     in part), repeats included: `python -m bench` exits 1 when there are any."""
@@ -389,12 +366,6 @@ def broken_runs(doc: dict[str, Any]) -> list[str]:
                 if isinstance(run, dict) and run.get("broken"):
                     lines.append(f"{name} {mode} {who}: {'; '.join(run['broken'])}")
     return lines
-
-
-def _dig(d: Any, path: Sequence[str]) -> Any:
-    for key in path:
-        d = d.get(key) if isinstance(d, dict) else None
-    return d
 
 
 def _summary(result: dict[str, Any]) -> str:
@@ -421,7 +392,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument(
         "--mode",
         default="all",
-        help=f"all (default) or some of {', '.join(MODES)}, comma-separated",
+        help=f"all (default: {', '.join(MODES)}) or some of {', '.join(MODES + OPTIONAL_MODES)}, "
+        "comma-separated",
     )
     parser.add_argument(
         "--scheduler", action="append", choices=SCHEDULERS, help="e2e: only this scheduler"

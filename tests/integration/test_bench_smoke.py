@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from bench.report import ceiling_events_lines
 from bench.run import run_bench
 from bench.schedulers import KUBE_SCHEDULER, KUBESCHED, SCHEDULERS
 from tests.integration.control_plane import ControlPlane
@@ -151,6 +152,39 @@ def test_backlog_drain_and_bind_ceiling(control_plane: ControlPlane, tmp_path: P
         assert set(result["start_to_bound_ms"]) == {"p50", "p90", "p99"}
         assert entry["of_ceiling"]["backlog"][kind] is not None
     assert entry["ratios"]["backlog_pods_per_second"] is not None
+
+
+def test_bind_ceiling_with_events_and_a_pod_watch(
+    control_plane: ControlPlane, tmp_path: Path
+) -> None:
+    """ceiling-events: the probe also lists and watches every live pod and writes a
+    Scheduled event per bind, as `kubesched run` does, and the report states it."""
+    doc, _ = run_bench(
+        ["SchedulingBasic"],
+        "tiny",
+        modes=("ceiling-events",),
+        cluster_env=control_plane.dir / "env",
+        out_dir=tmp_path,
+        make_plot=False,
+        show_table=False,
+        quiet_wait=0,
+        log=None,
+    )
+    entry = doc["workloads"]["SchedulingBasic"]
+    assert "ceiling" not in entry
+    full = entry["ceiling_events"]
+    assert full["status"] == "ok", full
+    assert full["scheduler_api_work"] is True
+    probe = full["probe"]
+    measured = entry["params"]["measure_pods"]
+    assert probe["bound"] == measured and probe["errors"] == 0, probe
+    assert probe["watch"] is True and probe["events"] is True
+    assert probe["events_written"] == measured and probe["events_dropped"] == 0, probe
+    # the list saw the run's pending pods, the watch their binds
+    assert probe["pod_changes_seen"] >= 2 * measured, probe
+    (line,) = ceiling_events_lines(entry)
+    assert line.startswith("bind ceiling with events and a pod watch: ")
+    assert f"({measured} events written, 0 dropped)" in line
 
 
 DRA = "SchedulingWithResourceClaimTemplate"

@@ -13,8 +13,9 @@ from rich.console import Console
 
 from bench.cluster import Bindings
 from bench.drain import drain_figures
-from bench.report import markdown_table, of_ceiling, print_table, ratios
-from bench.run import ceiling_shape, default_repeat, median_run, run_bench, workloads_of_size
+from bench.medians import median_run
+from bench.report import ceiling_events_lines, markdown_table, of_ceiling, print_table, ratios
+from bench.run import ceiling_shape, default_repeat, run_bench, workloads_of_size
 from bench.schedulers import KUBE_SCHEDULER, KUBESCHED
 from bench.workloads import WORKLOADS, Size
 
@@ -179,3 +180,25 @@ def test_the_markdown_table_has_the_published_layout() -> None:
         "—",
         "50% / —",
     ]
+
+
+def test_the_ceiling_with_events_is_reported_with_each_schedulers_share() -> None:
+    entry: dict[str, Any] = {
+        "ceiling_events": {
+            "status": "ok",
+            "pods_per_second": 400.0,
+            "probe": {"events_written": 10000, "events_dropped": 0},
+        },
+        "backlog": {
+            KUBE_SCHEDULER: {"status": "ok", "pods_per_second": 100.0},
+            KUBESCHED: {"status": "ok", "pods_per_second": 300.0},
+        },
+    }
+    (line,) = ceiling_events_lines(entry)
+    assert line == (
+        "bind ceiling with events and a pod watch: 400 pods/s (10000 events written, "
+        f"0 dropped); of it: backlog {KUBE_SCHEDULER} 25%, backlog {KUBESCHED} 75%"
+    )
+    entry["ceiling_events"] = {"status": "timeout"}
+    assert ceiling_events_lines(entry) == ["bind ceiling with events and a pod watch: timeout"]
+    assert ceiling_events_lines({}) == []

@@ -68,3 +68,61 @@ def test_runs_of_different_sizes_are_not_merged() -> None:
     big = dict(small, size="5000")
     with pytest.raises(ValueError, match=r"b\.json: size '5000', not 'small' as in a\.json"):
         merge([small, big], ["a.json", "b.json"])
+
+
+def _single_run(commit: str, stamp: str, rates: dict[str, float], ceiling: float) -> dict[str, Any]:
+    """A `--repeat 1` results document of one workload at size 5000."""
+
+    def result(rate: float) -> dict[str, Any]:
+        return {"status": "ok", "pods_per_second": rate, "peak_rss_mb": rate / 10}
+
+    return {
+        "size": "5000",
+        "kubernetes_version": "v1.36.3",
+        "kubesched_commit": commit,
+        "timestamp": stamp,
+        "repeat": 1,
+        "workloads": {
+            "SchedulingBasic": {
+                "params": {"nodes": 5000},
+                "e2e": {who: result(rate) for who, rate in rates.items()},
+                "ceiling": result(ceiling),
+            }
+        },
+    }
+
+
+def test_single_runs_of_one_commit_are_pooled_into_medians() -> None:
+    runs = [
+        _single_run("abc", "t1", {"kube-scheduler": 100, "kubesched": 300}, 700),
+        _single_run("abc", "t2", {"kube-scheduler": 120, "kubesched": 200}, 600),
+        _single_run("abc", "t3", {"kube-scheduler": 90, "kubesched": 250}, 800),
+    ]
+    merged = merge(runs, ["a.json", "b.json", "c.json"])
+    entry = merged["workloads"]["SchedulingBasic"]
+    assert entry["e2e"]["kube-scheduler"]["pods_per_second"] == 100
+    assert entry["e2e"]["kubesched"]["pods_per_second"] == 250
+    assert entry["e2e"]["kubesched"]["spread"]["pods_per_second"] == {
+        "min": 200,
+        "median": 250,
+        "max": 300,
+    }
+    assert [r["pods_per_second"] for r in entry["e2e"]["kubesched"]["repeats"]] == [300, 200, 250]
+    assert entry["ceiling"]["pods_per_second"] == 700
+    assert entry["ratios"]["e2e_pods_per_second"] == 2.5
+    assert entry["of_ceiling"]["e2e"]["kubesched"] == 35.7
+    assert entry["source"]["pooled"] == 3
+    assert entry["source"]["file"] == "a.json, b.json, c.json"
+    assert merged["repeat"] == 3
+
+
+def test_runs_of_another_commit_replace_rather_than_pool() -> None:
+    older = _single_run("abc", "t1", {"kube-scheduler": 100, "kubesched": 300}, 700)
+    newer = _single_run("def", "t2", {"kube-scheduler": 120, "kubesched": 200}, 600)
+    merged = merge([older, older, newer], ["a.json", "b.json", "c.json"])
+    entry = merged["workloads"]["SchedulingBasic"]
+    assert entry["e2e"]["kubesched"]["pods_per_second"] == 200
+    assert "repeats" not in entry["e2e"]["kubesched"]
+    assert entry["source"]["file"] == "c.json"
+    assert "pooled" not in entry["source"]
+    assert merged["repeat"] == 1
