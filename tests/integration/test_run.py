@@ -491,6 +491,40 @@ def test_graceful_stop_releases_the_lease(
     assert not spec.get("holderIdentity")
 
 
+def test_a_stopping_scheduler_still_writes_its_queued_events(
+    control_plane: ControlPlane,
+    api: AdminApi,
+    namespace: str,
+    kubesched: list[KubeschedProcess],
+    tmp_path: Path,
+) -> None:
+    """SIGTERM right after the last bind: the Scheduled events still queued (here by
+    a low client QPS: events at 5/s, burst 5) are written before the process
+    exits, rather than lost with it."""
+    make_nodes(api, unique_prefix("ev"), 2)
+    config = tmp_path / "config.yaml"
+    config.write_text(
+        "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n"
+        "clientConnection:\n  qps: 10\n  burst: 10\n"
+        "leaderElection:\n  leaderElect: false\n"
+        "profiles:\n- schedulerName: kubesched\n"
+    )
+    proc = run_kubesched(control_plane, tmp_path, kubesched, "--config", str(config))
+    proc.wait_ready()
+    names = [f"e-{i:02d}" for i in range(20)]
+    for name in names:
+        api.create_pod(namespace, name, cpu="10m")
+    wait_bound(api, namespace, names, timeout=30)
+    assert proc.stop() == 0
+    scheduled = {
+        name
+        for name in names
+        if any(reason == "Scheduled" for _, reason, _ in api.events_for(namespace, name))
+    }
+    assert scheduled == set(names)
+    assert "not written" not in proc.log()
+
+
 def test_apiserver_restart_loses_no_pod(
     control_plane: ControlPlane,
     api: AdminApi,

@@ -11,7 +11,7 @@ from typing import Any
 import msgspec
 
 from kubesched.api.objects import Pod
-from kubesched.kube.writer import EventWriter
+from kubesched.kube.writer import EventWriter, StatusWriter
 
 
 class _Client:
@@ -149,3 +149,75 @@ def test_events_are_written_by_several_writers_and_isomorphic_ones_still_join_a_
     )
     [series] = [s for s in writer.series.values() if s.name.startswith("again.")]
     assert series.count == 3
+
+
+class _PatchingClient(_SlowClient):
+    def __init__(self) -> None:
+        super().__init__()
+        self.patches: list[tuple[str, Any]] = []
+
+    async def patch(self, path: str, body: Any, kind: str = "strategic") -> bytes:
+        await asyncio.sleep(0.01)
+        self.patches.append((path, body))
+        return b"{}"
+
+
+def test_flush_writes_the_queued_events_and_series_before_a_stop() -> None:
+    """A stopping scheduler wrote its last binds' Scheduled events only if the
+    writers happened to get to them first: flush writes what is queued, and the
+    series counts, while run() still runs."""
+    client = _PatchingClient()
+    writer = EventWriter(client, writers=4)  # type: ignore[arg-type]
+
+    async def run() -> int:
+        task = asyncio.ensure_future(writer.run())
+        for i in range(30):
+            writer.record(_named(f"p{i}"), "Normal", "Scheduled", f"bound p{i}", "kubesched")
+        for _ in range(2):
+            writer.record(_named("again"), "Warning", "FailedScheduling", "0/1 fit", "kubesched")
+        left = await writer.flush(5.0)
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+        return left
+
+    assert asyncio.run(run()) == 0
+    assert len(client.posts) == 31
+    # the second "again" joined the first one's series: its count is written too
+    assert [body["series"]["count"] for _, body in client.patches] == [2]
+
+
+def test_flush_gives_up_at_its_timeout_and_says_how_many_are_left() -> None:
+    client = _SlowClient()
+    writer = EventWriter(client, writers=1)  # type: ignore[arg-type]
+
+    async def run() -> int:
+        task = asyncio.ensure_future(writer.run())
+        for i in range(50):  # 10 ms each, one at a time: 0.5 s
+            writer.record(_named(f"p{i}"), "Normal", "Scheduled", f"bound p{i}", "kubesched")
+        left = await writer.flush(0.1)
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+        return left
+
+    left = asyncio.run(run())
+    assert 0 < left < 50
+    assert len(client.posts) + left + 1 >= 50  # at most one was being written
+
+
+def test_the_status_writer_flushes_its_pending_conditions() -> None:
+    client = _PatchingClient()
+    writer = StatusWriter(client)  # type: ignore[arg-type]
+
+    async def run() -> int:
+        task = asyncio.ensure_future(writer.run())
+        for i in range(5):
+            writer.set_unschedulable(_named(f"p{i}"), "Unschedulable", "0/1 fit", "")
+        left = await writer.flush(5.0)
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+        return left
+
+    assert asyncio.run(run()) == 0
+    assert sorted(path for path, _ in client.patches) == [
+        f"/api/v1/namespaces/ns/pods/p{i}/status" for i in range(5)
+    ]

@@ -67,6 +67,10 @@ log = logging.getLogger("kubesched.run")
 
 DEFAULT_SCHEDULER_NAME = "kubesched"
 BIND_DRAIN_SECONDS = 30.0
+# How long a stopping scheduler keeps writing the events and pod conditions it
+# has queued, once its binds are done (kube-scheduler's event broadcaster also
+# hands queued events on as it shuts down).
+WRITER_FLUSH_SECONDS = 5.0
 # Pods that are done hold no resources: the scheduler never needs to see them.
 LIVE_PODS = "status.phase!=Succeeded,status.phase!=Failed"
 # The leader-election watchdog's tolerance past the lease duration
@@ -130,6 +134,8 @@ class Runner:
         self.informers: list[Informer[Any]] = []
         self.servers: list[HealthServer] = []
         self.client: KubeClient | None = None
+        self.events: EventWriter | None = None
+        self.statuses: StatusWriter | None = None
         self.lease_client: KubeClient | None = None  # leader election's own
         # Review clients of their own (--authentication/authorization-kubeconfig).
         self.review_clients: list[KubeClient] = []
@@ -150,8 +156,10 @@ class Runner:
             self.options.kubeconfig or cfg.kubeconfig or None, self.options.context
         )
         self.client = client = KubeClient(connection)
-        events = EventWriter(client, qps=cfg.qps / 2, burst=max(1, cfg.burst // 2))
-        statuses = StatusWriter(client, qps=cfg.qps / 2, burst=max(1, cfg.burst // 2))
+        self.events = events = EventWriter(client, qps=cfg.qps / 2, burst=max(1, cfg.burst // 2))
+        self.statuses = statuses = StatusWriter(
+            client, qps=cfg.qps / 2, burst=max(1, cfg.burst // 2)
+        )
         cluster = KubeCluster(client, events, statuses)
         clock = RealClock()
         # The stores the informers below keep current; PodTopologySpread's default
@@ -510,6 +518,23 @@ class Runner:
         if self.client is not None:
             self.metrics.set_api_inflight_limit(self.client.limiter.limit)
 
+    async def _flush_writers(self) -> None:
+        """The queued events and conditions written before the writers stop (the
+        binds' own Scheduled events among them)."""
+        if self.events is None or self.statuses is None:
+            return
+        started = time.monotonic()
+        events_left = await self.events.flush(WRITER_FLUSH_SECONDS)
+        left = max(0.0, WRITER_FLUSH_SECONDS - (time.monotonic() - started))
+        statuses_left = await self.statuses.flush(left)
+        if events_left or statuses_left:
+            log.warning(
+                "stopping with %d events and %d pod conditions not written (%gs were not enough)",
+                events_left,
+                statuses_left,
+                WRITER_FLUSH_SECONDS,
+            )
+
     async def _shutdown(self) -> None:
         sched = self.scheduler
         if sched is not None:
@@ -521,6 +546,7 @@ class Runner:
                         asyncio.gather(*sched.binding_tasks, return_exceptions=True),
                         BIND_DRAIN_SECONDS,
                     )
+        await self._flush_writers()
         if self.elector is not None:
             await self.elector.release()
         for task in self.tasks:

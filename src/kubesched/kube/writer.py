@@ -179,6 +179,20 @@ class EventWriter:
                     )
             except Exception as exc:
                 log.warning("event not written: %s: %s", type(exc).__name__, exc)
+            finally:
+                self.queue.task_done()
+
+    async def flush(self, timeout: float) -> int:
+        """On shutdown: write the events still queued and the series' counts, for
+        at most TIMEOUT seconds (while run() is still running); how many events
+        were left unwritten. client-go's broadcaster, which kube-scheduler shuts
+        down on its way out, also still hands its queued events to the sink."""
+        try:
+            await asyncio.wait_for(self.queue.join(), timeout)
+            await asyncio.wait_for(self.flush_series(), timeout)
+        except TimeoutError:
+            pass
+        return self.queue.qsize()
 
     async def _write(self, event: _PendingEvent) -> None:
         meta = event.regarding
@@ -273,6 +287,7 @@ class StatusWriter:
         self.bucket = TokenBucket(qps, burst)
         self.pending: OrderedDict[str, _StatusUpdate] = OrderedDict()
         self._wake = asyncio.Event()
+        self._writing = False
         self.written = 0
 
     def set_unschedulable(self, pod: Pod, reason: str, message: str, nominated_node: str) -> None:
@@ -302,8 +317,9 @@ class StatusWriter:
             self._wake.clear()
             while self.pending:
                 _, update = self.pending.popitem(last=False)
-                await self.bucket.take()
+                self._writing = True
                 try:
+                    await self.bucket.take()
                     await self._write(update)
                 except ApiError as exc:
                     if exc.status != 404:
@@ -315,6 +331,16 @@ class StatusWriter:
                         )
                 except Exception as exc:
                     log.warning("status not updated: %s: %s", type(exc).__name__, exc)
+                finally:
+                    self._writing = False
+
+    async def flush(self, timeout: float) -> int:
+        """On shutdown: the conditions still pending written, for at most TIMEOUT
+        seconds (while run() is still running); how many were left unwritten."""
+        deadline = time.monotonic() + timeout
+        while (self.pending or self._writing) and time.monotonic() < deadline:
+            await asyncio.sleep(0.02)
+        return len(self.pending)
 
     async def _write(self, update: _StatusUpdate) -> None:
         meta = update.pod.metadata
