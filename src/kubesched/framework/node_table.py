@@ -11,7 +11,7 @@ scheduling cycles, so a cycle may read it without copying it.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -547,6 +547,40 @@ class NodeTable:
         for key, users in saved.port_users.items():
             self.ports[key] = dict(users)
         self.generation += 1
+
+    def amounts_of(self, pod: PodInfo) -> list[int] | None:
+        """What add_pod adds to a row's `requested`, one amount per resource column
+        (PODS counted), for shift_requested; None when add_pod would do more than that
+        to the amounts: a resource without a column (it widens the table) or a
+        negative amount."""
+        vector = [0] * self.requested.shape[1]
+        for resource, amount in pod.requests.items():
+            col = self.resource_index.get(resource)
+            if col is None or amount < 0:
+                return None
+            vector[col] += amount
+        vector[PODS] += 1
+        return vector
+
+    def added_amounts(self, added: Mapping[int, Sequence[PodInfo]]) -> IntArray | None:
+        """One line per row of `added` (in its order): what adding its pods with
+        add_pod would add to the row's `requested`, for what-if runs whose filters
+        read a row's pods only through the amounts (shift_requested). None when that
+        is not all add_pod would change (amounts_of) or a pod is on its row already."""
+        lines: list[list[int]] = []
+        at: list[int] = []
+        for i, (row, pods) in enumerate(added.items()):
+            node_row = self.rows[row]
+            for pod in pods:
+                vector = self.amounts_of(pod)
+                if vector is None or node_row is None or pod.key in node_row.pods:
+                    return None
+                lines.append(vector)
+                at.append(i)
+        delta = np.zeros((len(added), self.requested.shape[1]), dtype=np.int64)
+        if lines:
+            np.add.at(delta, at, np.array(lines, dtype=np.int64))
+        return delta
 
     def shift_requested(self, rows: Rows, delta: IntArray) -> None:
         """Add `delta` (one line per row, over the first resource columns) to what the

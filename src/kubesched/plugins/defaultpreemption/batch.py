@@ -18,7 +18,7 @@ from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.fit_error import Diagnosis
 from kubesched.framework.handle import Handle
 from kubesched.framework.interfaces import FilterPlugin, FilterScope, FrameworkRunner
-from kubesched.framework.node_table import PODS, NodeTable, Rows
+from kubesched.framework.node_table import NodeTable, Rows
 from kubesched.framework.status import Code, Status
 from kubesched.framework.types import PodInfo
 from kubesched.plugins.defaultpreemption.candidates import (
@@ -162,7 +162,6 @@ class BatchedDryRun:
             return None
         n = len(rows)
         width = table.requested.shape[1]
-        columns = table.resource_index
 
         cache = self._amounts
 
@@ -171,14 +170,9 @@ class BatchedDryRun:
             cached = cache.get(info)
             if cached is not None and len(cached) == width:
                 return cached
-            vector = [0] * width
-            for resource, amount in info.requests.items():
-                col = columns.get(resource)
-                if col is None or col >= width or amount < 0:
-                    return None
-                vector[col] += amount
-            vector[PODS] += 1
-            cache[info] = vector
+            vector = table.amounts_of(info)
+            if vector is not None:
+                cache[info] = vector
             return vector
 
         orders: list[list[PodInfo]] = []

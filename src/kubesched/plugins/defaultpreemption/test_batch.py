@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from kubesched.api.objects import Pod
 from kubesched.framework.cycle_state import CycleState
-from kubesched.framework.interfaces import FilterPlugin, NodeVerdicts
+from kubesched.framework.interfaces import FilterPlugin, FilterScope, NodeVerdicts
 from kubesched.framework.registry import register
 from kubesched.framework.status import Code, Status
 from kubesched.framework.types import PodInfo
@@ -444,13 +444,22 @@ def test_nominated_rows_at_once_match_one_by_one(
     rows = env.table.order()
     before = fingerprint(env.table)
     outcomes = []
-    for together in (True, False):
-        fw = env.fw
-        if not together:
-            fw._rows_independent = lambda state, pod: False  # type: ignore[method-assign]
+    fw = env.fw
+    natural = fw._widest_scope(_pre_filtered(env, info), info)
+    assert natural <= FilterScope.ROW
+    # AMOUNTS (no host port asked for: NodePorts skips) adds the nominated pods as
+    # amounts; ROW adds them to the rows; CLUSTER tries the rows one by one.
+    event(f"scope {natural.name}")
+    for widest in (natural, FilterScope.ROW, FilterScope.CLUSTER):
+        fw._widest_scope = lambda state, pod, w=widest: w  # type: ignore[method-assign,misc]
         state = _pre_filtered(env, info)
-        assert not together or fw._rows_independent(state, info)
-        feasible, diagnosis = fw.run_filters_with_nominated_pods(state, info, env.table, rows)
+        with mock.patch.object(
+            env.table, "shift_requested", wraps=env.table.shift_requested
+        ) as shifted:
+            feasible, diagnosis = fw.run_filters_with_nominated_pods(state, info, env.table, rows)
+        if shifted.called:
+            assert widest == FilterScope.AMOUNTS
+            event("nominated pods added as amounts")
         assert fingerprint(env.table) == before
         statuses = [_status(diagnosis.status_of(int(r)) or Status()) for r in diagnosis.rows]
         outcomes.append(
@@ -464,4 +473,4 @@ def test_nominated_rows_at_once_match_one_by_one(
         )
     event(f"{min(len(by_node), 3)}+ nodes with nominated pods")
     event("fits nowhere" if not outcomes[0][0] else "fits somewhere")
-    assert outcomes[0] == outcomes[1]
+    assert outcomes[0] == outcomes[1] == outcomes[2]
