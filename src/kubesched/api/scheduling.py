@@ -46,8 +46,10 @@ class PodGroupSchedulingConstraints(_Api):
     topology: list[TopologyConstraint] = []
 
 
-class PodGroupTemplate(_Api):
-    name: str = ""
+class _PodGroupPolicy(_Api):
+    """The fields a Workload's PodGroupTemplate and a PodGroup's spec share
+    (upstream's PodGroupTemplate and PodGroupSpec list them both)."""
+
     scheduling_policy: PodGroupSchedulingPolicy = msgspec.field(
         default_factory=PodGroupSchedulingPolicy
     )
@@ -58,6 +60,10 @@ class PodGroupTemplate(_Api):
     disruption_mode: str | None = None
     priority_class_name: str = ""
     priority: int | None = None
+
+
+class PodGroupTemplate(_PodGroupPolicy):
+    name: str = ""
 
 
 class TypedLocalObjectReference(_Api):
@@ -87,18 +93,8 @@ class PodGroupTemplateReference(_Api):
     workload: WorkloadPodGroupTemplateReference | None = None
 
 
-class PodGroupSpec(_Api):
+class PodGroupSpec(_PodGroupPolicy):
     pod_group_template_ref: PodGroupTemplateReference | None = None
-    scheduling_policy: PodGroupSchedulingPolicy = msgspec.field(
-        default_factory=PodGroupSchedulingPolicy
-    )
-    scheduling_constraints: PodGroupSchedulingConstraints | None = None
-    # Read so that their use is refused (their gates are off): see
-    # cluster/validation/workload_api.py.
-    resource_claims: list[dict[str, object]] = []
-    disruption_mode: str | None = None
-    priority_class_name: str = ""
-    priority: int | None = None
 
 
 class Condition(_Api):

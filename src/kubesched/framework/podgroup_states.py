@@ -114,15 +114,20 @@ class PodGroupStates:
         if not state.all_pods:
             del self._states[group]
 
-    def assume_pod(self, pod: Pod) -> None:
+    def _member(self, pod: Pod) -> tuple[PodGroupStateData, str, Pod] | None:
+        """The pod's group state, key and stored copy, if its group tracks it."""
         group = self._group(pod)
         state = None if group is None else self._states.get(group)
-        if state is None:
+        stored = None if state is None else state.all_pods.get(pod.key)
+        if state is None or stored is None:
+            return None
+        return state, pod.key, stored
+
+    def assume_pod(self, pod: Pod) -> None:
+        member = self._member(pod)
+        if member is None:
             return
-        key = pod.key
-        stored = state.all_pods.get(key)
-        if stored is None:
-            return
+        state, key, stored = member
         if stored.spec.node_name:
             state.assigned.add(key)
         else:
@@ -130,14 +135,10 @@ class PodGroupStates:
         state.unscheduled.discard(key)
 
     def forget_pod(self, pod: Pod) -> None:
-        group = self._group(pod)
-        state = None if group is None else self._states.get(group)
-        if state is None:
+        member = self._member(pod)
+        if member is None:
             return
-        key = pod.key
-        stored = state.all_pods.get(key)
-        if stored is None:
-            return
+        state, key, stored = member
         state.assumed.pop(key, None)
         if stored.spec.node_name:
             state.assigned.add(key)
