@@ -319,7 +319,9 @@ def test_pre_bind_fails_when_the_claim_times_out_while_waiting(
     monkeypatch.setattr(prebind, "BINDING_POLL_SECONDS", 0.2)
     while time.time() % 1 > 0.5:  # the timestamp has whole seconds: keep a margin
         time.sleep(0.05)
-    env = Env(claims=[bound_claim()], args={"bindingTimeout": "1s"})
+    # Filter must run within the timeout of the claim's (wall-clock) allocation time:
+    # with "1s" that left 0.5 s, which a loaded machine's setup sometimes took.
+    env = Env(claims=[bound_claim()], args={"bindingTimeout": "2s"})
     env.dra.writer = Polling(env)
     p = pod_with_claim_name()
     trace = run_cycle(env, p)
