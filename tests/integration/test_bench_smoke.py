@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -46,6 +47,26 @@ E2E_KEYS = {
     "scheduler_cpu_seconds",
     "violations",
 }
+
+
+def _tiny(
+    control_plane: ControlPlane, tmp_path: Path, workload: str, modes: tuple[str, ...]
+) -> dict[str, Any]:
+    """One workload at size tiny on the session's control plane. A smoke of the
+    machinery, not a measurement: no wait for idle CPUs (waiting up to 20 s per run
+    made it time out on a busy machine), no table, no plot."""
+    doc, _ = run_bench(
+        [workload],
+        "tiny",
+        modes=modes,
+        cluster_env=control_plane.dir / "env",
+        out_dir=tmp_path,
+        make_plot=False,
+        show_table=False,
+        quiet_wait=0,
+        log=None,
+    )
+    return doc
 
 
 @pytest.mark.timeout(180)
@@ -115,17 +136,7 @@ def test_backlog_drain_and_bind_ceiling(control_plane: ControlPlane, tmp_path: P
     """Both schedulers drain pods created before they start, and the bind probe
     binds the same number of pending pods through kubesched's client stack; the
     table's shares of the ceiling come out of the same run."""
-    doc, _ = run_bench(
-        ["Unschedulable"],
-        "tiny",
-        modes=("backlog", "ceiling"),
-        cluster_env=control_plane.dir / "env",
-        out_dir=tmp_path,
-        make_plot=False,
-        show_table=False,
-        quiet_wait=0,
-        log=None,
-    )
+    doc = _tiny(control_plane, tmp_path, "Unschedulable", ("backlog", "ceiling"))
     entry = doc["workloads"]["Unschedulable"]
     assert "e2e" not in entry and "inprocess" not in entry
 
@@ -159,17 +170,7 @@ def test_bind_ceiling_with_events_and_a_pod_watch(
 ) -> None:
     """ceiling-events: the probe also lists and watches every live pod and writes a
     Scheduled event per bind, as `kubesched run` does, and the report states it."""
-    doc, _ = run_bench(
-        ["SchedulingBasic"],
-        "tiny",
-        modes=("ceiling-events",),
-        cluster_env=control_plane.dir / "env",
-        out_dir=tmp_path,
-        make_plot=False,
-        show_table=False,
-        quiet_wait=0,
-        log=None,
-    )
+    doc = _tiny(control_plane, tmp_path, "SchedulingBasic", ("ceiling-events",))
     entry = doc["workloads"]["SchedulingBasic"]
     assert "ceiling" not in entry
     full = entry["ceiling_events"]
@@ -198,17 +199,7 @@ def test_dra_workload_end_to_end(control_plane: ControlPlane, tmp_path: Path) ->
     # A ControlPlane that knows its kube-controller-manager lists its controllers.
     if "resourceclaim-controller" not in getattr(control_plane, "controllers", ()):
         pytest.skip("needs kube-controller-manager's resourceclaim-controller in the control plane")
-    doc, _ = run_bench(
-        [DRA],
-        "tiny",
-        modes=("inprocess", "e2e"),
-        cluster_env=control_plane.dir / "env",
-        out_dir=tmp_path,
-        make_plot=False,
-        show_table=False,
-        quiet_wait=0,
-        log=None,
-    )
+    doc = _tiny(control_plane, tmp_path, DRA, ("inprocess", "e2e"))
     entry = doc["workloads"][DRA]
     assert entry["params"]["devices_per_node"] == 10
     assert entry["inprocess"]["status"] == "ok", entry["inprocess"]

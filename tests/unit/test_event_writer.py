@@ -6,12 +6,15 @@ one Event with a series."""
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
 
 import msgspec
 
 from kubesched.api.objects import Pod
 from kubesched.kube.writer import EventWriter, StatusWriter
+
+T = TypeVar("T")
 
 
 class _Client:
@@ -122,6 +125,29 @@ def _named(name: str, resource_version: str = "1") -> Pod:
     return msgspec.structs.replace(pod, metadata=msgspec.structs.replace(pod.metadata, name=name))
 
 
+def _record(writer: EventWriter, scheduled: int, failed: int = 0) -> None:
+    """Scheduled events for pods p0, p1, ..., then FAILED isomorphic FailedScheduling
+    events for the pod "again" (one Event and its series)."""
+    for i in range(scheduled):
+        writer.record(_named(f"p{i}"), "Normal", "Scheduled", f"bound p{i}", "kubesched")
+    for _ in range(failed):
+        writer.record(_named("again"), "Warning", "FailedScheduling", "0/1 fit", "kubesched")
+
+
+def _while_running(writer: EventWriter | StatusWriter, body: Callable[[], Awaitable[T]]) -> T:
+    """BODY's result, awaited while the writer's run() runs."""
+
+    async def run() -> T:
+        task = asyncio.ensure_future(writer.run())
+        try:
+            return await body()
+        finally:
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+
+    return asyncio.run(run())
+
+
 def test_events_are_written_by_several_writers_and_isomorphic_ones_still_join_a_series() -> None:
     """One writer at a time bounded the events to one POST's latency each (the
     queue filled at a busy scheduler's bind rate and events were dropped): several
@@ -130,18 +156,12 @@ def test_events_are_written_by_several_writers_and_isomorphic_ones_still_join_a_
     client = _SlowClient()
     writer = EventWriter(client, writers=8)  # type: ignore[arg-type]
 
-    async def run() -> None:
-        task = asyncio.ensure_future(writer.run())
-        for i in range(40):
-            writer.record(_named(f"p{i}"), "Normal", "Scheduled", f"bound p{i}", "kubesched")
-        for _ in range(3):
-            writer.record(_named("again"), "Warning", "FailedScheduling", "0/1 fit", "kubesched")
+    async def body() -> None:
+        _record(writer, 40, 3)
         while writer.queue.qsize() or client.in_flight:
             await asyncio.sleep(0.01)
-        task.cancel()
-        await asyncio.gather(task, return_exceptions=True)
 
-    asyncio.run(run())
+    _while_running(writer, body)
     assert client.most_in_flight > 1
     assert len(client.posts) == 41 and writer.dropped == 0
     assert sorted(p["regarding"]["name"] for p in client.posts) == sorted(
@@ -169,18 +189,11 @@ def test_flush_writes_the_queued_events_and_series_before_a_stop() -> None:
     client = _PatchingClient()
     writer = EventWriter(client, writers=4)  # type: ignore[arg-type]
 
-    async def run() -> int:
-        task = asyncio.ensure_future(writer.run())
-        for i in range(30):
-            writer.record(_named(f"p{i}"), "Normal", "Scheduled", f"bound p{i}", "kubesched")
-        for _ in range(2):
-            writer.record(_named("again"), "Warning", "FailedScheduling", "0/1 fit", "kubesched")
-        left = await writer.flush(5.0)
-        task.cancel()
-        await asyncio.gather(task, return_exceptions=True)
-        return left
+    async def body() -> int:
+        _record(writer, 30, 2)
+        return await writer.flush(5.0)
 
-    assert asyncio.run(run()) == 0
+    assert _while_running(writer, body) == 0
     assert len(client.posts) == 31
     # the second "again" joined the first one's series: its count is written too
     assert [body["series"]["count"] for _, body in client.patches] == [2]
@@ -190,16 +203,11 @@ def test_flush_gives_up_at_its_timeout_and_says_how_many_are_left() -> None:
     client = _SlowClient()
     writer = EventWriter(client, writers=1)  # type: ignore[arg-type]
 
-    async def run() -> int:
-        task = asyncio.ensure_future(writer.run())
-        for i in range(50):  # 10 ms each, one at a time: 0.5 s
-            writer.record(_named(f"p{i}"), "Normal", "Scheduled", f"bound p{i}", "kubesched")
-        left = await writer.flush(0.1)
-        task.cancel()
-        await asyncio.gather(task, return_exceptions=True)
-        return left
+    async def body() -> int:
+        _record(writer, 50)  # 10 ms each, one at a time: 0.5 s
+        return await writer.flush(0.1)
 
-    left = asyncio.run(run())
+    left = _while_running(writer, body)
     assert 0 < left < 50
     assert len(client.posts) + left + 1 >= 50  # at most one was being written
 
@@ -208,16 +216,12 @@ def test_the_status_writer_flushes_its_pending_conditions() -> None:
     client = _PatchingClient()
     writer = StatusWriter(client)  # type: ignore[arg-type]
 
-    async def run() -> int:
-        task = asyncio.ensure_future(writer.run())
+    async def body() -> int:
         for i in range(5):
             writer.set_unschedulable(_named(f"p{i}"), "Unschedulable", "0/1 fit", "")
-        left = await writer.flush(5.0)
-        task.cancel()
-        await asyncio.gather(task, return_exceptions=True)
-        return left
+        return await writer.flush(5.0)
 
-    assert asyncio.run(run()) == 0
+    assert _while_running(writer, body) == 0
     assert sorted(path for path, _ in client.patches) == [
         f"/api/v1/namespaces/ns/pods/p{i}/status" for i in range(5)
     ]
