@@ -55,12 +55,16 @@ async def probe(
     from kubesched.kube.config import load_connection
     from kubesched.kube.informer import Handlers, Informer
     from kubesched.kube.runner import LIVE_PODS
-    from kubesched.kube.writer import EventWriter, StatusWriter
+    from kubesched.kube.writer import MAX_QUEUED_EVENTS, EventWriter, StatusWriter
 
     connection = await load_connection(kubeconfig)
     client = KubeClient(connection)
     # As Runner.run builds them: the writers are part of the stack even when idle.
-    events = EventWriter(client, qps=qps / 2, burst=max(1, burst // 2))
+    # With --events the queue holds an event for every pod: a scheduler's writer drops
+    # what does not fit in client-go's 1,000 (binding faster than it writes events),
+    # and the probe is to measure binds with each one's event written.
+    most = (1 << 20) if with_events else MAX_QUEUED_EVENTS
+    events = EventWriter(client, qps=qps / 2, burst=max(1, burst // 2), max_pending=most)
     statuses = StatusWriter(client, qps=qps / 2, burst=max(1, burst // 2))
     cluster = KubeCluster(client, events, statuses)
     background: list[asyncio.Task[None]] = []
