@@ -118,6 +118,8 @@ async def probe(
             if time.monotonic() > give_up:
                 break
             await asyncio.sleep(0.05)
+        # First bind sent -> last bind answered and (with --events) last event written.
+        all_seconds = time.monotonic() - started
         cpu = _cpu_seconds() - cpu_before
     finally:
         for task in background:
@@ -143,6 +145,12 @@ async def probe(
         "events": with_events,
         "events_written": events.written if with_events else None,
         "events_dropped": events.dropped if with_events else None,
+        # pods bound with their event written, per second (the events trail the binds)
+        "with_events_per_second": (
+            round((len(pods) - len(errors)) / all_seconds, 1)
+            if with_events and all_seconds > 0
+            else None
+        ),
     }
 
 

@@ -322,7 +322,8 @@ def ceiling_events_lines(entry: Result) -> list[str]:
     probe = full.get("probe") or {}
     line = (
         f"bind ceiling with events and a pod watch: {_rate(full)} pods/s "
-        f"({probe.get('events_written')} events written, {probe.get('events_dropped')} dropped)"
+        f"({probe.get('events_written')} events written, {probe.get('events_dropped')} dropped; "
+        f"bound with their events written: {probe.get('with_events_per_second')} pods/s)"
     )
     shares = []
     for mode in ("e2e", "backlog"):

@@ -187,7 +187,11 @@ def test_the_ceiling_with_events_is_reported_with_each_schedulers_share() -> Non
         "ceiling_events": {
             "status": "ok",
             "pods_per_second": 400.0,
-            "probe": {"events_written": 10000, "events_dropped": 0},
+            "probe": {
+                "events_written": 10000,
+                "events_dropped": 0,
+                "with_events_per_second": 350.0,
+            },
         },
         "backlog": {
             KUBE_SCHEDULER: {"status": "ok", "pods_per_second": 100.0},
@@ -197,7 +201,8 @@ def test_the_ceiling_with_events_is_reported_with_each_schedulers_share() -> Non
     (line,) = ceiling_events_lines(entry)
     assert line == (
         "bind ceiling with events and a pod watch: 400 pods/s (10000 events written, "
-        f"0 dropped); of it: backlog {KUBE_SCHEDULER} 25%, backlog {KUBESCHED} 75%"
+        "0 dropped; bound with their events written: 350.0 pods/s); "
+        f"of it: backlog {KUBE_SCHEDULER} 25%, backlog {KUBESCHED} 75%"
     )
     entry["ceiling_events"] = {"status": "timeout"}
     assert ceiling_events_lines(entry) == ["bind ceiling with events and a pod watch: timeout"]
