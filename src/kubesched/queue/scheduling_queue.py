@@ -84,6 +84,7 @@ class SchedulingQueue:
         # isGenericWorkloadEnabled: pod group members then retry on backoff alone.
         self.generic_workload = generic_workload
         self._interest: dict[ClusterEvent, bool] = {}
+        self._wanting: dict[tuple[str, ClusterEvent], frozenset[str]] = {}
         self.clock = clock
         self.initial_backoff = initial_backoff
         self.max_backoff = max_backoff
@@ -455,6 +456,23 @@ class SchedulingQueue:
             )
         return found
 
+    def _plugins_wanting(self, scheduler_name: str, event: ClusterEvent) -> frozenset[str] | None:
+        """The plugins of a profile with a registration that EVENT matches (hints
+        aside), kept per profile and event as `_interesting` keeps its answer; None
+        for a scheduler name without a profile (its pods are requeued regardless)."""
+        profile = self.profiles.get(scheduler_name)
+        if profile is None:
+            return None
+        key = (scheduler_name, event)
+        found = self._wanting.get(key)
+        if found is None:
+            found = self._wanting[key] = frozenset(
+                plugin
+                for plugin, registrations in profile.events.items()
+                if any(event.matches(registered.event) for registered in registrations)
+            )
+        return found
+
     def _gating_plugin_wants(self, qpi: QueuedPodInfo, event: ClusterEvent) -> bool:
         profile = self._profile(qpi.pod)
         if profile is None:
@@ -523,11 +541,29 @@ class SchedulingQueue:
         if not self._interesting(event):
             return 0
         moved = 0
+        # Per scheduler name, the plugins registered for this event: a pod none of
+        # whose rejectors is among them is a QueueSkip in isPodWorthRequeuing, told
+        # here without its loops (Unschedulable at 5,000 nodes spent 87% of its time
+        # asking that of 1,000 pods for each of 10,000 binds).
+        wanted: dict[str, frozenset[str] | None] = {}
+        wildcard = event.resource == Resource.WILDCARD
         for qpi in list(self.unschedulable.values()):
             if precheck is not None and not precheck(qpi.pod):
                 continue
-            if qpi.gated and not self._gating_plugin_wants(qpi, event):
-                continue  # only its gating plugin's events may let a gated pod in
+            if qpi.gated:
+                if not self._gating_plugin_wants(qpi, event):
+                    continue  # only its gating plugin's events may let a gated pod in
+            elif not wildcard and (qpi.unschedulable_plugins or qpi.pending_plugins):
+                name = qpi.pod.spec.scheduler_name
+                if name not in wanted:
+                    wanted[name] = self._plugins_wanting(name, event)
+                plugins = wanted[name]
+                if (
+                    plugins is not None
+                    and qpi.unschedulable_plugins.isdisjoint(plugins)
+                    and qpi.pending_plugins.isdisjoint(plugins)
+                ):
+                    continue
             strategy = self._worth_requeuing(qpi, event, old, new)
             if strategy != QUEUE_SKIP:
                 self._requeue(qpi, event.label or str(event.resource), strategy)
