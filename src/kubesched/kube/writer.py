@@ -187,9 +187,10 @@ class EventWriter:
         at most TIMEOUT seconds (while run() is still running); how many events
         were left unwritten. client-go's broadcaster, which kube-scheduler shuts
         down on its way out, also still hands its queued events to the sink."""
+        deadline = time.monotonic() + timeout
         try:
             await asyncio.wait_for(self.queue.join(), timeout)
-            await asyncio.wait_for(self.flush_series(), timeout)
+            await asyncio.wait_for(self.flush_series(), max(0.0, deadline - time.monotonic()))
         except TimeoutError:
             pass
         return self.queue.qsize()
