@@ -219,22 +219,11 @@ class BatchedDryRun:
         if nominated is None:
             nominated = self.nominated_by_row(pod, table)
         if nominated:
-            added: list[list[int]] = []
-            added_at: list[int] = []
-            for i, row in enumerate(rows):
-                others = nominated.get(row)
-                if not others:
-                    continue
-                on_row = table.rows[row]
-                assert on_row is not None
-                for other in others:
-                    vector = amounts(other)
-                    if vector is None or other.key in on_row.pods:
-                        return None
-                    added.append(vector)
-                    added_at.append(i)
-            if added:
-                np.add.at(change, added_at, np.array(added, dtype=np.int64))
+            at = [i for i, row in enumerate(rows) if nominated.get(row)]
+            added = table.added_amounts({rows[i]: nominated[rows[i]] for i in at})
+            if added is None:
+                return None
+            change[at] += added
 
         row_array = np.asarray(rows, dtype=np.intp)
         trial = state.clone()
