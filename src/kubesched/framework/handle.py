@@ -18,7 +18,7 @@ from kubesched.framework.client import ClusterClient
 from kubesched.framework.clock import Clock, SimClock
 from kubesched.framework.dra import DraState
 from kubesched.framework.metrics_recorder import NO_METRICS, MetricsRecorder
-from kubesched.framework.node_table import NodeTable
+from kubesched.framework.node_table import NodeTable, Rows
 from kubesched.framework.pod_groups import PodGroupState
 from kubesched.framework.podgroup_states import PodGroupStates, WorkloadPodGroupLister
 from kubesched.framework.storage import StorageState
@@ -38,6 +38,35 @@ class NominatedPods(Protocol):
         ...
 
     def nominated_pods_for_node(self, node_name: str) -> list[PodInfo]: ...
+
+
+def nominated_by_row(
+    nominated: NominatedPods, pod: PodInfo, nodes: NodeTable, rows: Rows | None = None
+) -> dict[int, list[PodInfo]]:
+    """The rows (of `rows`, or all) with pods nominated to them that the pod's filters
+    must count, with those pods: the ones of the pod's priority or higher, the pod
+    itself aside (addGENominatedPods, for RunFilterPluginsWithNominatedPods and for
+    preemption's dry run alike)."""
+    names = nominated.nominated_nodes()
+    if not names or (rows is not None and not len(rows)):
+        return {}
+    wanted = None
+    if rows is not None:
+        wanted = np.zeros(nodes.capacity, dtype=np.bool_)
+        wanted[rows] = True
+    found: dict[int, list[PodInfo]] = {}
+    for name in names:
+        row = nodes.row_of(name)
+        if row is None or (wanted is not None and not wanted[row]):
+            continue
+        pods = [
+            p
+            for p in nominated.nominated_pods_for_node(name)
+            if p.priority >= pod.priority and p.key != pod.key
+        ]
+        if pods:
+            found[row] = pods
+    return found
 
 
 class NoNominations:

@@ -32,7 +32,7 @@ from kubesched.framework.batch import OpportunisticBatch
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.explain import CycleCapture, ScoreCapture
 from kubesched.framework.fit_error import Diagnosis
-from kubesched.framework.handle import Handle
+from kubesched.framework.handle import Handle, nominated_by_row
 from kubesched.framework.metrics_recorder import records
 from kubesched.framework.node_table import IntArray, NodeTable, Rows
 from kubesched.framework.profile import ProfileConfig, resolve
@@ -427,28 +427,6 @@ class Framework:
             if not status.is_success():
                 raise PluginError(plugin.name, "PreFilterExtension RemovePod", status.message())
 
-    def _nominated_on(self, pod: PodInfo, nodes: NodeTable, rows: Rows) -> dict[int, list[PodInfo]]:
-        """Rows among `rows` with pods nominated to them of the pod's priority or
-        higher (the pod itself aside), with those pods."""
-        names = self.handle.nominated.nominated_nodes()
-        if not names or not len(rows):
-            return {}
-        wanted = np.zeros(nodes.capacity, dtype=np.bool_)
-        wanted[rows] = True
-        found: dict[int, list[PodInfo]] = {}
-        for name in names:
-            row = nodes.row_of(name)
-            if row is None or not wanted[row]:
-                continue
-            pods = [
-                p
-                for p in self.handle.nominated.nominated_pods_for_node(name)
-                if p.priority >= pod.priority and p.key != pod.key
-            ]
-            if pods:
-                found[row] = pods
-        return found
-
     def filter_scopes(
         self, state: CycleState, pod: PodInfo
     ) -> list[tuple[ifc.FilterPlugin, ifc.FilterScope]] | None:
@@ -480,7 +458,7 @@ class Framework:
         """run_filters, as RunFilterPluginsWithNominatedPods: on a node with pods of
         the same or higher priority nominated to it, the filters run first with those
         pods added (node and PreFilter state), then, if they pass, without them."""
-        nominated = self._nominated_on(pod, nodes, rows)
+        nominated = nominated_by_row(self.handle.nominated, pod, nodes, rows)
         if not nominated:
             return self.run_filters(state, pod, nodes, rows)
         special = np.fromiter(nominated, dtype=np.intp, count=len(nominated))

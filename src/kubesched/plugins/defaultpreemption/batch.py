@@ -16,7 +16,7 @@ import numpy.typing as npt
 from kubesched.api.objects import PodDisruptionBudget
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.fit_error import Diagnosis
-from kubesched.framework.handle import Handle
+from kubesched.framework.handle import Handle, nominated_by_row
 from kubesched.framework.interfaces import FilterPlugin, FilterScope, FrameworkRunner
 from kubesched.framework.node_table import NodeTable, Rows
 from kubesched.framework.status import Code, Status
@@ -91,24 +91,6 @@ class BatchedDryRun:
         def handle(self) -> Handle: ...
 
         def is_preemption_allowed(self, victim: PodInfo, preemptor: PodInfo) -> bool: ...
-
-    def nominated_by_row(self, pod: PodInfo, table: NodeTable) -> dict[int, list[PodInfo]]:
-        """The pods nominated to each row that the pod's filters must count (those of
-        its priority or more, itself aside), as RunFilterPluginsWithNominatedPods."""
-        nominator = self.handle.nominated
-        found: dict[int, list[PodInfo]] = {}
-        for name in nominator.nominated_nodes():
-            row = table.row_of(name)
-            if row is None:
-                continue
-            others = [
-                p
-                for p in nominator.nominated_pods_for_node(name)
-                if p.priority >= pod.priority and p.key != pod.key
-            ]
-            if others:
-                found[row] = others
-        return found
 
     def amounts_only(self, state: CycleState, pod: PodInfo) -> bool:
         """Whether the filters that run for the pod see the pods on a node only through
@@ -217,7 +199,7 @@ class BatchedDryRun:
         # What the first step changes: every victim out, the nominated pods in.
         change = -delta.sum(axis=0)
         if nominated is None:
-            nominated = self.nominated_by_row(pod, table)
+            nominated = nominated_by_row(self.handle.nominated, pod, table)
         if nominated:
             at = [i for i, row in enumerate(rows) if nominated.get(row)]
             added = table.added_amounts({rows[i]: nominated[rows[i]] for i in at})

@@ -46,6 +46,7 @@ from kubesched.api.objects import PodDisruptionBudget
 from kubesched.api.pod_groups import pod_group_key
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.fit_error import Diagnosis, fit_error_message
+from kubesched.framework.handle import nominated_by_row
 from kubesched.framework.interfaces import (
     ClusterEventWithHint,
     EnqueueExtensions,
@@ -296,7 +297,7 @@ class DefaultPreemption(BatchedDryRun, PostFilterPlugin, PreEnqueuePlugin, Enque
         total = len(potential)
         ordered = [potential[(offset + i) % total] for i in range(total)]
         batched = self.amounts_only(state, pod)
-        nominated = self.nominated_by_row(pod, table) if batched else {}
+        nominated = nominated_by_row(self.handle.nominated, pod, table) if batched else {}
         buffered: list[tuple[list[PodInfo], int, Status]] = []
         buffer_start = 0
         for i, row in enumerate(ordered):
