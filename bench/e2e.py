@@ -186,12 +186,15 @@ async def prepare(
 
 
 async def wait_ready(
-    sched: SchedulerProcess, result: dict[str, Any], say: Callable[[str], None]
+    sched: SchedulerProcess,
+    result: dict[str, Any],
+    say: Callable[[str], None],
+    timeout: float = 60.0,
 ) -> bool:
-    """Until /readyz answers; False (with RESULT n/a) if the scheduler refused the
-    profile for want of a plugin."""
+    """Until /readyz answers (at most TIMEOUT s); False (with RESULT n/a) if the
+    scheduler refused the profile for want of a plugin."""
     try:
-        await asyncio.to_thread(sched.wait_ready)
+        await asyncio.to_thread(sched.wait_ready, timeout)
     except PluginUnavailable as exc:
         result.update(status="n/a", reason=str(exc), plugin=exc.plugin)
         say(f"n/a: {exc}")

@@ -37,6 +37,28 @@ def test_extended_resources_get_columns_on_the_fly() -> None:
     assert table.requested[table.row_of("gpu"), col] == 1
 
 
+def test_amounts_of_follows_new_resource_columns() -> None:
+    """amounts_of keeps what it worked out per PodInfo; a column added later (a node
+    with a new extended resource) makes it work the amounts out again, wider."""
+    table = NodeTable()
+    row = table.upsert_node(make_node("n", cpu="4"))
+    plain = PodInfo(make_pod("plain", cpu="500m"))
+    gpu = PodInfo(make_pod("gpu", requests={"nvidia.com/gpu": 2}))
+    first = table.amounts_of(plain)
+    assert first is not None and first[CPU] == 500 and first[PODS] == 1
+    assert table.amounts_of(plain) is first  # kept
+    assert table.amounts_of(gpu) is None  # no column for it yet: not amounts alone
+    table.upsert_node(make_node("g", extra={"nvidia.com/gpu": 4}))
+    col = table.resource_index["nvidia.com/gpu"]
+    wider = table.amounts_of(plain)
+    assert wider is not None and len(wider) == table.requested.shape[1] and wider[col] == 0
+    gpu_amounts = table.amounts_of(gpu)
+    assert gpu_amounts is not None and gpu_amounts[col] == 2
+    delta = table.added_amounts({row: [plain, gpu]})
+    assert delta is not None and delta[0, CPU] == 500 and delta[0, col] == 2
+    assert delta[0, PODS] == 2
+
+
 def test_pods_add_and_remove_their_requests() -> None:
     table = NodeTable()
     row = table.upsert_node(make_node("n"))

@@ -11,6 +11,7 @@ scheduling cycles, so a cycle may read it without copying it.
 from __future__ import annotations
 
 import contextlib
+import weakref
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -210,6 +211,11 @@ class NodeTable:
         self.node_generation = 0
         # the placed pods by namespace and labels (PodTopologySpread, InterPodAffinity)
         self.pod_index = PodIndex()
+        # PodInfo -> amounts_of it, at the table width it was made at: the nominated
+        # pods' amounts are asked for in every cycle while they wait. Weak, so that an
+        # entry goes with its PodInfo. Columns are only ever added at the end, so an
+        # entry of the current width is still right.
+        self._amounts: weakref.WeakKeyDictionary[PodInfo, list[int]] = weakref.WeakKeyDictionary()
 
     # --- shape -----------------------------------------------------------------
 
@@ -553,13 +559,18 @@ class NodeTable:
         (PODS counted), for shift_requested; None when add_pod would do more than that
         to the amounts: a resource without a column (it widens the table) or a
         negative amount."""
-        vector = [0] * self.requested.shape[1]
+        width = self.requested.shape[1]
+        cached = self._amounts.get(pod)
+        if cached is not None and len(cached) == width:
+            return cached
+        vector = [0] * width
         for resource, amount in pod.requests.items():
             col = self.resource_index.get(resource)
             if col is None or amount < 0:
                 return None
             vector[col] += amount
         vector[PODS] += 1
+        self._amounts[pod] = vector
         return vector
 
     def added_amounts(self, added: Mapping[int, Sequence[PodInfo]]) -> IntArray | None:

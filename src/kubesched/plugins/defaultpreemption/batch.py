@@ -6,7 +6,6 @@ node dry run (SelectVictimsOnNode upstream), which the tests check."""
 from __future__ import annotations
 
 import logging
-import weakref
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING
 
@@ -83,7 +82,6 @@ class BatchedDryRun:
     """The batched dry run, mixed into DefaultPreemption."""
 
     framework: FrameworkRunner | None
-    _amounts: weakref.WeakKeyDictionary[PodInfo, list[int]]
 
     if TYPE_CHECKING:  # what DefaultPreemption brings
 
@@ -145,18 +143,6 @@ class BatchedDryRun:
         n = len(rows)
         width = table.requested.shape[1]
 
-        cache = self._amounts
-
-        def amounts(info: PodInfo) -> list[int] | None:
-            """What add_pod adds to the row's `requested` (None: not just that)."""
-            cached = cache.get(info)
-            if cached is not None and len(cached) == width:
-                return cached
-            vector = table.amounts_of(info)
-            if vector is not None:
-                cache[info] = vector
-            return vector
-
         orders: list[list[PodInfo]] = []
         violating_counts: list[int] = []
         # Every victim's amounts, with its reprieve step and the index of its row.
@@ -179,7 +165,7 @@ class BatchedDryRun:
             else:
                 violating, order = [], potential
             for k, victim in enumerate(order):
-                vector = amounts(victim)
+                vector = table.amounts_of(victim)
                 if vector is None:
                     return None
                 vectors.append(vector)

@@ -36,7 +36,6 @@ scheduling" for every node that was not a candidate.
 from __future__ import annotations
 
 import logging
-import weakref
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -114,10 +113,6 @@ class DefaultPreemption(BatchedDryRun, PostFilterPlugin, PreEnqueuePlugin, Enque
     ):
         super().__init__(raw_args(args), handle)
         self.preemption_args = default_preemption_args(args)
-        # PodInfo -> what it adds to a row's requested, for the batched dry run (for
-        # the table width it was made at). Weak: an entry goes with its PodInfo,
-        # so nothing is kept of a pod the cache has let go.
-        self._amounts: weakref.WeakKeyDictionary[PodInfo, list[int]] = weakref.WeakKeyDictionary()
         # Preemptors whose victims are being evicted (Executor.preempting upstream),
         # each with the last victim it deletes: (node, victim key).
         self._last_victim: dict[str, tuple[str, str]] = {}
