@@ -106,7 +106,8 @@ def _per_pod_state(sched: Scheduler) -> dict[str, int]:
         "placed": len(sched.cache.placed),
         "orphans": len(sched.cache._orphans),
         "binding tasks": len(sched.binding_tasks),
-        "preemption amounts": len(preemption._amounts),
+        "pod amounts": len(fw.handle.nodes._amounts),
+        "pool filing": len(queue.unschedulable._filed_as) + len(queue.unschedulable._order),
         "preemption victims": len(preemption._last_victim),
     }
 
