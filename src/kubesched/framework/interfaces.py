@@ -123,10 +123,26 @@ class QueueingHint:
 QueueingHintFn = Callable[[PodInfo, object, object], bool]
 
 
+@dataclass(frozen=True, slots=True, eq=False)
+class HintIndex:
+    """Which pods a hint can say Queue for, told without asking each pod: kubesched's
+    own (upstream's queue asks every pod in the unschedulable pool, fast enough in
+    Go). `pod_keys(pod)` gives the keys the pod is filed under; `event_keys(old, new)`
+    the keys of the pods the event can concern, or None for any pod. The promise:
+    for a pod none of whose keys is among the event's, the hint says Skip. The queue
+    then asks only the pods filed under the event's keys (a claim's events concern
+    the pods that use it, not the thousands waiting for theirs)."""
+
+    pod_keys: Callable[[PodInfo], Iterable[str]]
+    event_keys: Callable[[object, object], Iterable[str] | None]
+
+
 @dataclass(frozen=True, slots=True)
 class ClusterEventWithHint:
     event: ClusterEvent
     hint: QueueingHintFn | None = None  # None: always worth a retry
+    # With a hint only: the pods it can say Queue for (see HintIndex).
+    index: HintIndex | None = None
 
 
 class EnqueueExtensions:

@@ -23,7 +23,7 @@ from typing import Any
 
 from kubesched.api.objects import Pod, same_pod
 from kubesched.framework.clock import Clock
-from kubesched.framework.interfaces import ClusterEventWithHint
+from kubesched.framework.interfaces import ClusterEventWithHint, HintIndex
 from kubesched.framework.status import Status
 from kubesched.framework.types import (
     EVENT_FORCE_ACTIVATE,
@@ -36,6 +36,7 @@ from kubesched.framework.types import (
 )
 from kubesched.queue.heap import KeyedHeap
 from kubesched.queue.pod_events import pod_scheduling_properties_change
+from kubesched.queue.pool import UnschedulablePool, matching_indexes
 
 DEFAULT_INITIAL_BACKOFF = 1.0
 DEFAULT_MAX_BACKOFF = 10.0
@@ -94,7 +95,10 @@ class SchedulingQueue:
         self.active_less = first.less
         self.active: KeyedHeap[QueuedPodInfo] = KeyedHeap(_key, first.less, first.rank)
         self.backoff: KeyedHeap[QueuedPodInfo] = KeyedHeap(_key, self._backoff_less)
-        self.unschedulable: dict[str, QueuedPodInfo] = {}
+        self._registrations: dict[str, list[ClusterEventWithHint]] = {}
+        self._indexes: dict[ClusterEvent, list[HintIndex] | None] = {}
+        self._gating: dict[tuple[str, str, ClusterEvent], bool] = {}
+        self.unschedulable = UnschedulablePool(self._registrations_of)
         self.in_flight: dict[str, QueuedPodInfo] = {}
         # inFlightEvents upstream: the events seen while pods were in flight, each
         # with its sequence number; a pod's mark is the sequence number at its pop,
@@ -199,6 +203,7 @@ class SchedulingQueue:
             self.add(pod_info)
             return
         qpi.pod_info = pod_info
+        self.unschedulable.refile(qpi)
         if qpi.gated:
             self._admit(qpi, "PodUpdate")
             return
@@ -214,6 +219,8 @@ class SchedulingQueue:
         found = self.find(key)
         if found is not None:
             found.pod_info = pod_info
+            if self.unschedulable.get(key) is found:
+                self.unschedulable.refile(found)
 
     def find(self, key: str) -> QueuedPodInfo | None:
         """The pod of that key wherever it is in the queue (in flight included)."""
@@ -474,13 +481,40 @@ class SchedulingQueue:
         return found
 
     def _gating_plugin_wants(self, qpi: QueuedPodInfo, event: ClusterEvent) -> bool:
-        profile = self._profile(qpi.pod)
-        if profile is None:
-            return True
-        return any(
-            event.matches(registered.event)
-            for registered in profile.events.get(qpi.gating_plugin, ())
-        )
+        """Whether the plugin that holds the gated pod back registered for EVENT, kept
+        per scheduler name, plugin and event as `_plugins_wanting` keeps its answer."""
+        name = qpi.pod.spec.scheduler_name
+        key = (name, qpi.gating_plugin, event)
+        found = self._gating.get(key)
+        if found is None:
+            profile = self.profiles.get(name)
+            found = self._gating[key] = profile is None or any(
+                event.matches(registered.event)
+                for registered in profile.events.get(qpi.gating_plugin, ())
+            )
+        return found
+
+    def _registrations_of(self, qpi: QueuedPodInfo) -> list[ClusterEventWithHint]:
+        """Every registration of the pod's profile (none without one), for the pool's
+        HintIndexes."""
+        name = qpi.pod.spec.scheduler_name
+        found = self._registrations.get(name)
+        if found is None:
+            profile = self.profiles.get(name)
+            found = self._registrations[name] = (
+                [r for registrations in profile.events.values() for r in registrations]
+                if profile is not None
+                else []
+            )
+        return found
+
+    def _hint_indexes(self, event: ClusterEvent) -> list[HintIndex] | None:
+        """matching_indexes, kept per event (the registrations are fixed)."""
+        if event not in self._indexes:
+            self._indexes[event] = matching_indexes(
+                {name: p.events for name, p in self.profiles.items()}, event
+            )
+        return self._indexes[event]
 
     def _worth_requeuing(
         self, qpi: QueuedPodInfo, event: ClusterEvent, old: object, new: object
@@ -547,7 +581,10 @@ class SchedulingQueue:
         # asking that of 1,000 pods for each of 10,000 binds).
         wanted: dict[str, frozenset[str] | None] = {}
         wildcard = event.resource == Resource.WILDCARD
-        for qpi in list(self.unschedulable.values()):
+        # Only the pods the event's hints can say Queue for, when they tell (HintIndex).
+        concerned = self.unschedulable.concerned(event, self._hint_indexes(event), old, new)
+        pods = list(self.unschedulable.values()) if concerned is None else concerned
+        for qpi in pods:
             if precheck is not None and not precheck(qpi.pod):
                 continue
             if qpi.gated:
