@@ -378,8 +378,15 @@ class Bindings:
         return data.metadata.resourceVersion
 
     async def wait(self, timeout: float) -> bool:
-        """Whether every expected pod was bound within TIMEOUT seconds."""
-        await asyncio.to_thread(self.done.wait, timeout)
+        """Whether every expected pod was bound within TIMEOUT seconds. Waits a
+        second at a time: a cancelled run (Ctrl-C) must not leave a thread blocked for
+        the whole TIMEOUT, which asyncio.run waits for when it shuts its executor."""
+        deadline = time.monotonic() + timeout
+        while not self.done.is_set():
+            left = deadline - time.monotonic()
+            if left <= 0:
+                break
+            await asyncio.to_thread(self.done.wait, min(left, 1.0))
         return len(self.bound) >= self.expected
 
     @property

@@ -207,3 +207,29 @@ def test_the_ceiling_with_events_is_reported_with_each_schedulers_share() -> Non
     entry["ceiling_events"] = {"status": "timeout"}
     assert ceiling_events_lines(entry) == ["bind ceiling with events and a pod watch: timeout"]
     assert ceiling_events_lines({}) == []
+
+
+def test_waiting_for_bindings_ends_when_they_are_all_seen_or_the_run_is_cancelled() -> None:
+    """Bindings.wait returns once the last pod is seen, False at its timeout, and a
+    cancelled wait (Ctrl-C on `python -m bench`) leaves no thread blocked for long:
+    asyncio.run waits for its executor's threads when it shuts down."""
+    import asyncio
+    import time
+
+    async def scenario() -> tuple[bool, bool, float]:
+        waiting = Bindings(cast(Any, None), "run=x", 2)
+        loop = asyncio.get_running_loop()
+        loop.call_later(0.2, waiting.seen, "a", "n1")
+        loop.call_later(0.3, waiting.seen, "b", "n1")
+        all_seen = await waiting.wait(10.0)
+        late = await Bindings(cast(Any, None), "run=y", 1).wait(0.3)
+        stuck = asyncio.create_task(Bindings(cast(Any, None), "run=z", 1).wait(600.0))
+        await asyncio.sleep(0.2)
+        stuck.cancel()
+        return all_seen, late, time.monotonic()
+
+    started = time.monotonic()
+    all_seen, late, cancelled_at = asyncio.run(scenario())
+    assert all_seen and not late
+    assert cancelled_at - started < 5.0
+    assert time.monotonic() - cancelled_at < 3.0  # asyncio.run did not wait 600 s
