@@ -15,7 +15,7 @@ its keys, in the pool's order, with the same verdicts as asking all of them.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 
 from kubesched.framework.interfaces import ClusterEventWithHint, HintIndex
 from kubesched.framework.types import ClusterEvent, QueuedPodInfo, Resource
@@ -27,7 +27,7 @@ class UnschedulablePool(dict[str, QueuedPodInfo]):
     while in the pool must be filed again (`refile`)."""
 
     def __init__(
-        self, registrations_of: Callable[[QueuedPodInfo], Iterable[ClusterEventWithHint]]
+        self, registrations_of: Callable[[QueuedPodInfo], Sequence[ClusterEventWithHint]]
     ) -> None:
         super().__init__()
         self._registrations_of = registrations_of
@@ -72,7 +72,7 @@ class UnschedulablePool(dict[str, QueuedPodInfo]):
         """File the pod (in the pool) under the keys its PodInfo gives now."""
         key = qpi.pod_info.key
         self._unfile(key)
-        registrations = list(self._registrations_of(qpi))
+        registrations = self._registrations_of(qpi)
         if not (qpi.unschedulable_plugins or qpi.pending_plugins) or not registrations:
             self._any_event.add(key)
         filed: list[tuple[HintIndex, str]] = []
