@@ -178,3 +178,23 @@ def test_a_pod_without_rejectors_is_reached_by_any_event() -> None:
     del q.unschedulable["default/plain"]
     found = q.unschedulable.concerned(CLAIM_EVENT, indexes, None, Thing("y"))
     assert found is not None and [qpi.pod_info.key for qpi in found] == ["default/stranger"]
+
+
+def test_the_pool_changes_only_through_methods_that_keep_its_filing() -> None:
+    """The pool wraps its dict: no dict method (update, setdefault, clear, popitem)
+    can add or drop a pod without the filing knowing, and the three that change it
+    file and unfile the pod."""
+    q = make_queue(indexed=True, gated={"default/a": "Claims", "default/b": "Claims"})
+    pool = q.unschedulable
+    for name in ("a", "b"):
+        q.add(PodInfo(make_pod(name, labels={"wants": "k"})))
+    for name in ("update", "setdefault", "clear", "popitem"):
+        assert not hasattr(pool, name), name
+    indexes = q._hint_indexes(CLAIM_EVENT)
+    assert pool.concerned(CLAIM_EVENT, indexes, None, Thing("k")) == list(pool.values())
+    qpi = pool.pop("default/a")
+    assert qpi is not None and pool.pop("default/a") is None
+    del pool["default/b"]
+    assert len(pool) == 0 and pool._filed_as == {} and pool._order == {}
+    pool["default/a"] = qpi  # back in: filed again
+    assert pool.concerned(CLAIM_EVENT, indexes, None, Thing("k")) == [qpi]

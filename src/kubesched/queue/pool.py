@@ -15,21 +15,23 @@ its keys, in the pool's order, with the same verdicts as asking all of them.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence, ValuesView
 
 from kubesched.framework.interfaces import ClusterEventWithHint, HintIndex
 from kubesched.framework.types import ClusterEvent, QueuedPodInfo, Resource
 
 
-class UnschedulablePool(dict[str, QueuedPodInfo]):
-    """A dict of key -> pod like the plain pool, that keeps its pods filed by the
-    registrations' HintIndexes as pods come and go. A pod whose PodInfo is swapped
-    while in the pool must be filed again (`refile`)."""
+class UnschedulablePool(Mapping[str, QueuedPodInfo]):
+    """Key -> pod, read like the plain pool's dict, that keeps its pods filed by the
+    registrations' HintIndexes as pods come and go. It wraps its dict rather than
+    being one, so that no dict method can change the pods behind the filing's back:
+    pods come in by `pool[key] = qpi` and go by `del pool[key]` or `pop`. A pod whose
+    PodInfo is swapped while in the pool must be filed again (`refile`)."""
 
     def __init__(
         self, registrations_of: Callable[[QueuedPodInfo], Sequence[ClusterEventWithHint]]
     ) -> None:
-        super().__init__()
+        self._pods: dict[str, QueuedPodInfo] = {}
         self._registrations_of = registrations_of
         # HintIndex -> key -> the pods filed under it.
         self._filed: dict[HintIndex, dict[str, set[str]]] = {}
@@ -38,35 +40,48 @@ class UnschedulablePool(dict[str, QueuedPodInfo]):
         # Pods any event may move whatever the hints say: no rejecting plugin, or no
         # profile (isPodWorthRequeuing's early answers).
         self._any_event: set[str] = set()
-        # The pool's order (a dict's insertion order), to visit pods in it.
+        # The pool's order (the dict's insertion order), to visit pods in it.
         self._order: dict[str, int] = {}
         self._seq = itertools.count()
 
+    # Reading: the dict's own methods, which the queue calls on every event.
+    def __getitem__(self, key: str) -> QueuedPodInfo:
+        return self._pods[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._pods)
+
+    def __len__(self) -> int:
+        return len(self._pods)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._pods
+
+    def get(self, key: str, default: QueuedPodInfo | None = None) -> QueuedPodInfo | None:  # type: ignore[override]
+        return self._pods.get(key, default)
+
+    def values(self) -> ValuesView[QueuedPodInfo]:
+        return self._pods.values()
+
+    # Changing: each keeps the filing in step.
     def __setitem__(self, key: str, qpi: QueuedPodInfo) -> None:
-        if key not in self:
+        if key not in self._pods:
             self._order[key] = next(self._seq)
-        super().__setitem__(key, qpi)
+        self._pods[key] = qpi
         self.refile(qpi)
 
     def __delitem__(self, key: str) -> None:
-        super().__delitem__(key)
+        del self._pods[key]
         self._unfile(key)
         del self._order[key]
 
-    def pop(self, key: str, default: QueuedPodInfo | None = None) -> QueuedPodInfo | None:  # type: ignore[override]
-        if key not in self:
+    def pop(self, key: str, default: QueuedPodInfo | None = None) -> QueuedPodInfo | None:
+        qpi = self._pods.pop(key, None)
+        if qpi is None:
             return default
-        qpi = super().pop(key)
         self._unfile(key)
         del self._order[key]
         return qpi
-
-    def clear(self) -> None:
-        super().clear()
-        self._filed.clear()
-        self._filed_as.clear()
-        self._any_event.clear()
-        self._order.clear()
 
     def refile(self, qpi: QueuedPodInfo) -> None:
         """File the pod (in the pool) under the keys its PodInfo gives now."""
@@ -121,7 +136,8 @@ class UnschedulablePool(dict[str, QueuedPodInfo]):
                 if pods:
                     keys |= pods
         order = self._order
-        return [self[key] for key in sorted(keys, key=order.__getitem__)]
+        in_pool = self._pods
+        return [in_pool[key] for key in sorted(keys, key=order.__getitem__)]
 
 
 def matching_indexes(
