@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Collection, Coroutine
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -18,7 +18,8 @@ from kubesched.framework.client import ClusterClient
 from kubesched.framework.clock import Clock, SimClock
 from kubesched.framework.dra import DraState
 from kubesched.framework.metrics_recorder import NO_METRICS, MetricsRecorder
-from kubesched.framework.node_table import NodeTable, Rows
+from kubesched.framework.node_table import NodeTable
+from kubesched.framework.nominated import NominatedPods, NoNominations
 from kubesched.framework.pod_groups import PodGroupState
 from kubesched.framework.podgroup_states import PodGroupStates, WorkloadPodGroupLister
 from kubesched.framework.storage import StorageState
@@ -28,53 +29,6 @@ from kubesched.framework.waiting import WaitingPods
 if TYPE_CHECKING:
     # interfaces names Handle in its signatures: only the types meet here.
     from kubesched.framework.interfaces import FrameworkRunner
-
-
-class NominatedPods(Protocol):
-    """The pods nominated to nodes by preemption (upstream PodNominator)."""
-
-    def nominated_nodes(self) -> Collection[str]:
-        """Names of the nodes some pod is nominated to."""
-        ...
-
-    def nominated_pods_for_node(self, node_name: str) -> list[PodInfo]: ...
-
-
-def nominated_by_row(
-    nominated: NominatedPods, pod: PodInfo, nodes: NodeTable, rows: Rows | None = None
-) -> dict[int, list[PodInfo]]:
-    """The rows (of `rows`, or all) with pods nominated to them that the pod's filters
-    must count, with those pods: the ones of the pod's priority or higher, the pod
-    itself aside (addGENominatedPods, for RunFilterPluginsWithNominatedPods and for
-    preemption's dry run alike)."""
-    names = nominated.nominated_nodes()
-    if not names or (rows is not None and not len(rows)):
-        return {}
-    wanted = None
-    if rows is not None:
-        wanted = np.zeros(nodes.capacity, dtype=np.bool_)
-        wanted[rows] = True
-    found: dict[int, list[PodInfo]] = {}
-    for name in names:
-        row = nodes.row_of(name)
-        if row is None or (wanted is not None and not wanted[row]):
-            continue
-        pods = [
-            p
-            for p in nominated.nominated_pods_for_node(name)
-            if p.priority >= pod.priority and p.key != pod.key
-        ]
-        if pods:
-            found[row] = pods
-    return found
-
-
-class NoNominations:
-    def nominated_nodes(self) -> Collection[str]:
-        return ()
-
-    def nominated_pods_for_node(self, node_name: str) -> list[PodInfo]:
-        return []
 
 
 _background: set[asyncio.Task[None]] = set()

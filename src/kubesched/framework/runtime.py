@@ -32,9 +32,10 @@ from kubesched.framework.batch import OpportunisticBatch
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.explain import CycleCapture, ScoreCapture
 from kubesched.framework.fit_error import Diagnosis
-from kubesched.framework.handle import Handle, nominated_by_row
+from kubesched.framework.handle import Handle
 from kubesched.framework.metrics_recorder import records
 from kubesched.framework.node_table import IntArray, NodeTable, Rows
+from kubesched.framework.nominated import NominatedRows, nominated_by_row
 from kubesched.framework.profile import ProfileConfig, resolve
 from kubesched.framework.registry import Registry
 from kubesched.framework.signature import PodSigner
@@ -461,7 +462,7 @@ class Framework:
         nominated = nominated_by_row(self.handle.nominated, pod, nodes, rows)
         if not nominated:
             return self.run_filters(state, pod, nodes, rows)
-        special = np.fromiter(nominated, dtype=np.intp, count=len(nominated))
+        special = nominated.rows()
         feasible, diagnosis = self.run_filters(state, pod, nodes, rows[~np.isin(rows, special)])
         passed = [feasible]
         widest = self._widest_scope(state, pod) if len(nominated) > 1 else ifc.FilterScope.CLUSTER
@@ -470,7 +471,7 @@ class Framework:
             # Filters that read the pods only through their amounts see them added as
             # amounts alone (NodeTable.shift_requested): no pod moves and only amounts
             # to undo (the rows' save and restore were most of PreemptionBasic's time).
-            added = nodes.added_amounts(nominated) if widest <= ifc.FilterScope.AMOUNTS else None
+            added = nominated.amounts(nodes) if widest <= ifc.FilterScope.AMOUNTS else None
             if added is not None:
                 nodes.shift_requested(special, added)
                 try:
@@ -491,7 +492,7 @@ class Framework:
             fits, failed = self.run_filters(state, pod, nodes, fits)
             diagnosis.extend(failed)
             passed.append(fits)
-            nominated = {}
+            nominated = NominatedRows({})
         for row, pods in nominated.items():
             one = np.array([row], dtype=np.intp)
             saved = nodes.save_row(row)

@@ -14,11 +14,38 @@ from collections.abc import Collection
 
 from kubesched.api.objects import Pod
 
+_KEPT_CHANGES = 4096
+
 
 class Nominator:
     def __init__(self) -> None:
         self._by_node: dict[str, list[str]] = {}
         self._node_of: dict[str, str] = {}
+        # The nodes whose nominated pods changed, in order (`touch`), so that readers
+        # can keep what they built and redo only those nodes; the first ones are
+        # dropped as it grows, and `changed_since` a version before them says None.
+        self._changes: list[str] = []
+        self._changes_start = 0
+
+    @property
+    def version(self) -> int:
+        """How many changes there have been."""
+        return self._changes_start + len(self._changes)
+
+    def touch(self, node: str) -> None:
+        """Count a change to the pods nominated to NODE (or to how they read)."""
+        changes = self._changes
+        changes.append(node)
+        if len(changes) > _KEPT_CHANGES:
+            half = len(changes) // 2
+            del changes[:half]
+            self._changes_start += half
+
+    def changed_since(self, version: int) -> set[str] | None:
+        """The nodes touched since VERSION; None when that is further back than kept."""
+        if version < self._changes_start:
+            return None
+        return set(self._changes[version - self._changes_start :])
 
     def add(self, pod: Pod, nominated: str | None) -> None:
         """addNominatedPod: `nominated` None keeps the pod's own nominatedNodeName
@@ -29,6 +56,7 @@ class Nominator:
         if not node:
             return
         self._node_of[key] = node
+        self.touch(node)
         keys = self._by_node.setdefault(node, [])
         if key not in keys:
             keys.append(key)
@@ -46,6 +74,7 @@ class Nominator:
         node = self._node_of.pop(key, None)
         if node is None:
             return
+        self.touch(node)
         keys = self._by_node[node]
         keys.remove(key)
         if not keys:

@@ -182,9 +182,30 @@ class _QueuedNominations:
 
     def __init__(self, scheduler: Scheduler) -> None:
         self.scheduler = scheduler
+        # The nominated pods in flight when `version` was last asked.
+        self._in_flight: frozenset[str] = frozenset()
 
     def nominated_nodes(self) -> Collection[str]:
         return self.scheduler.nominator.nodes()
+
+    def version(self) -> int:
+        # A nominated pod in flight reads as its name only, and it goes into flight
+        # and comes back without the nominator changing: count that as a change to
+        # its node. (A PodInfo swapped in the queue comes with the nominator's update,
+        # EventHandlers.on_pod_update; one coming back from flight with its
+        # re-nomination, handle_scheduling_failure.)
+        nominator = self.scheduler.nominator
+        in_flight = frozenset(k for k in self.scheduler.queue.in_flight if nominator.node_of(k))
+        if in_flight != self._in_flight:
+            for key in in_flight ^ self._in_flight:
+                node = nominator.node_of(key)
+                if node:
+                    nominator.touch(node)
+            self._in_flight = in_flight
+        return nominator.version
+
+    def changed_since(self, version: int) -> Collection[str] | None:
+        return self.scheduler.nominator.changed_since(version)
 
     def nominated_pods_for_node(self, node_name: str) -> list[PodInfo]:
         queue = self.scheduler.queue

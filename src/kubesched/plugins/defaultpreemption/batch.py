@@ -6,7 +6,7 @@ node dry run (SelectVictimsOnNode upstream), which the tests check."""
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -15,9 +15,10 @@ import numpy.typing as npt
 from kubesched.api.objects import PodDisruptionBudget
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.fit_error import Diagnosis
-from kubesched.framework.handle import Handle, nominated_by_row
+from kubesched.framework.handle import Handle
 from kubesched.framework.interfaces import FilterPlugin, FilterScope, FrameworkRunner
 from kubesched.framework.node_table import NodeTable, Rows
+from kubesched.framework.nominated import NominatedRows, nominated_by_row
 from kubesched.framework.status import Code, Status
 from kubesched.framework.types import PodInfo
 from kubesched.plugins.defaultpreemption.candidates import (
@@ -120,7 +121,7 @@ class BatchedDryRun:
         table: NodeTable,
         rows: Sequence[int],
         pdbs: Sequence[PodDisruptionBudget],
-        nominated: Mapping[int, list[PodInfo]] | None = None,
+        nominated: NominatedRows | None = None,
     ) -> list[tuple[list[PodInfo], int, Status]] | None:
         """select_victims_on_node for each of the rows, all at once, for pods that
         `amounts_only` allows. The filters run once with every row's lower priority
@@ -187,8 +188,8 @@ class BatchedDryRun:
         if nominated is None:
             nominated = nominated_by_row(self.handle.nominated, pod, table)
         if nominated:
-            at = [i for i, row in enumerate(rows) if nominated.get(row)]
-            added = table.added_amounts({rows[i]: nominated[rows[i]] for i in at})
+            at = [i for i, row in enumerate(rows) if row in nominated]
+            added = nominated.amounts(table, np.asarray([rows[i] for i in at], dtype=np.intp))
             if added is None:
                 return None
             change[at] += added

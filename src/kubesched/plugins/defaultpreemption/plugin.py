@@ -45,7 +45,6 @@ from kubesched.api.objects import PodDisruptionBudget
 from kubesched.api.pod_groups import pod_group_key
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.fit_error import Diagnosis, fit_error_message
-from kubesched.framework.handle import nominated_by_row
 from kubesched.framework.interfaces import (
     ClusterEventWithHint,
     EnqueueExtensions,
@@ -55,6 +54,7 @@ from kubesched.framework.interfaces import (
     PreEnqueuePlugin,
 )
 from kubesched.framework.node_table import NodeTable
+from kubesched.framework.nominated import nominated_by_row
 from kubesched.framework.status import Code, Status
 from kubesched.framework.types import ActionType, ClusterEvent, PodInfo, Resource
 from kubesched.plugins.defaultpreemption.args import (
@@ -292,7 +292,7 @@ class DefaultPreemption(BatchedDryRun, PostFilterPlugin, PreEnqueuePlugin, Enque
         total = len(potential)
         ordered = [potential[(offset + i) % total] for i in range(total)]
         batched = self.amounts_only(state, pod)
-        nominated = nominated_by_row(self.handle.nominated, pod, table) if batched else {}
+        nominated = nominated_by_row(self.handle.nominated, pod, table) if batched else None
         buffered: list[tuple[list[PodInfo], int, Status]] = []
         buffer_start = 0
         for i, row in enumerate(ordered):

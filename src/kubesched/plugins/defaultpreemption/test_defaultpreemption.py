@@ -105,6 +105,12 @@ class FakeNominations:
     def nominated_pods_for_node(self, node_name: str) -> list[PodInfo]:
         return list(self.by_node.get(node_name, []))
 
+    def version(self) -> None:
+        return None  # tests change by_node as they go
+
+    def changed_since(self, version: int) -> None:
+        return None
+
 
 @dataclass
 class Env:
