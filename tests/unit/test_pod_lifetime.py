@@ -7,6 +7,7 @@ import asyncio
 
 from kubesched.cluster.memory import InMemoryCluster
 from kubesched.framework import interfaces as ifc
+from kubesched.framework import nominated
 from kubesched.framework.clock import SimClock
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.profile import PluginRef, PluginSet, ProfileConfig
@@ -95,6 +96,12 @@ def _per_pod_state(sched: Scheduler) -> dict[str, int]:
     fw = sched.frameworks["default-scheduler"]
     preemption = fw.instances["DefaultPreemption"]
     assert isinstance(preemption, DefaultPreemption)
+    # What is kept per row (a node's pods in importance order, its nominated pods)
+    # until the row is next looked at: bounded by the rows, not by the pods seen.
+    per_row = {id(p) for kept in preemption._victims_by_row.values() for p in kept.pods}
+    memo = nominated._memos.get(fw.handle.nodes)
+    for at_priority in memo.by_priority.values() if memo is not None else ():
+        per_row |= {id(p) for pods in at_priority.by_row.values() for p in pods}
     return {
         "queue": len(queue.pending_pods()) + len(queue.in_flight),
         "in-flight marks": len(queue._in_flight_marks),
@@ -106,14 +113,15 @@ def _per_pod_state(sched: Scheduler) -> dict[str, int]:
         "placed": len(sched.cache.placed),
         "orphans": len(sched.cache._orphans),
         "binding tasks": len(sched.binding_tasks),
-        "pod amounts": len(fw.handle.nodes._amounts),
+        # Pods kept for their rows are counted below, by rows.
+        "pod amounts": sum(1 for p in fw.handle.nodes._amounts if id(p) not in per_row),
         "pool filing": len(queue.unschedulable._filed_as) + len(queue.unschedulable._order),
         "preemption victims": len(preemption._last_victim),
     }
 
 
 def test_nothing_per_pod_outlives_many_pods_scheduled_preempted_and_deleted() -> None:
-    async def scenario() -> tuple[dict[str, int], int]:
+    async def scenario() -> tuple[dict[str, int], int, int]:
         clock = SimClock()
         nodes = {f"n{i}": make_node(f"n{i}", cpu="2") for i in range(4)}
         cluster = InMemoryCluster(nodes=nodes)
@@ -135,8 +143,11 @@ def test_nothing_per_pod_outlives_many_pods_scheduled_preempted_and_deleted() ->
         for key in list(cluster.pods):
             cluster.remove_pod(key)
         await run_until_quiet(sched, clock)
-        return _per_pod_state(sched), evicted
+        preemption = sched.frameworks["default-scheduler"].instances["DefaultPreemption"]
+        assert isinstance(preemption, DefaultPreemption)
+        return _per_pod_state(sched), evicted, len(preemption._victims_by_row)
 
-    state, evicted = asyncio.run(scenario())
+    state, evicted, rows_kept = asyncio.run(scenario())
     assert evicted > 0  # preemption ran
     assert state == dict.fromkeys(state, 0)
+    assert rows_kept <= 4  # one list per node at most

@@ -101,6 +101,9 @@ class NodeRow:
     volume_pods: dict[str, PodInfo] = field(default_factory=dict)
     # allocatable has no cpu or no memory (counted in num_without_cpu_or_memory)
     lacks_cpu_or_memory: bool = False
+    # Bumped whenever `pods` changes, for what plugins keep per row across cycles
+    # (with the NodeRow itself: a row reused by another node is a new NodeRow).
+    pod_changes: int = 0
 
 
 def _counts_the_same(old: PodInfo, new: PodInfo) -> bool:
@@ -391,6 +394,7 @@ class NodeTable:
         if pod.key in node_row.pods:
             self.remove_pod(node_row.pods[pod.key], row)
         node_row.pods[pod.key] = pod
+        node_row.pod_changes += 1
         self._account(pod, row, +1)
 
     def replace_pod(self, pod: PodInfo, row: int) -> bool:
@@ -407,6 +411,7 @@ class NodeTable:
         # Removing and adding again puts the pod last: so does this.
         del node_row.pods[key]
         node_row.pods[key] = pod
+        node_row.pod_changes += 1
         if key in node_row.volume_pods:
             del node_row.volume_pods[key]
             node_row.volume_pods[key] = pod
@@ -418,6 +423,7 @@ class NodeTable:
         assert node_row is not None
         placed = node_row.pods.pop(pod.key, None)
         if placed is not None:
+            node_row.pod_changes += 1
             self._account(placed, row, -1)
 
     def _account(self, pod: PodInfo, row: int, sign: int) -> None:
@@ -540,6 +546,7 @@ class NodeTable:
         self.non_zero_requested[row] = saved.non_zero_requested
         node_row.pods.clear()
         node_row.pods.update(saved.pods)
+        node_row.pod_changes += 1
         self._recount_volumes(row, node_row)
         node_row.host_ports.clear()
         node_row.host_ports.update(saved.host_ports)

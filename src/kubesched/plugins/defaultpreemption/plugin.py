@@ -218,6 +218,9 @@ class DefaultPreemption(BatchedDryRun, PostFilterPlugin, PreEnqueuePlugin, Enque
                         return False, NOT_ELIGIBLE_TERMINATING
         return True, ""
 
+    def victims_are_the_lower_priority_pods(self) -> bool:
+        return type(self).is_preemption_allowed is DefaultPreemption.is_preemption_allowed
+
     def is_preemption_allowed(self, victim: PodInfo, preemptor: PodInfo) -> bool:
         """isPreemptionAllowed: only lower priority pods (IsEligiblePod allows all).
         Not upstream's: a pod of a scheduler-plugins PodGroup is never a victim here,

@@ -14,7 +14,8 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from kubesched.api.objects import Pod
+from kubesched.api.objects import ObjectMeta, Pod
+from kubesched.api.pod_groups import POD_GROUP_LABEL, PodGroup, PodGroupSpec
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.interfaces import FilterPlugin, FilterScope, NodeVerdicts
 from kubesched.framework.registry import register
@@ -220,6 +221,49 @@ def test_batch_gives_the_victims_of_the_node_by_node_dry_run(
         batched, expected, strict=True
     ):
         event(f"{Code(status.code).name} with {len(victims)} victims, {violations} violations")
+        assert _same(victims, want_victims)
+        assert violations == want_violations
+        assert _status(status) == _status(want_status)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    nodes_drawn=st.lists(_node, min_size=1, max_size=6),
+    placed=st.lists(_pod, min_size=4, max_size=16),
+    budgets=_budgets,
+    preemptor=_preemptor,
+    changes=st.lists(st.tuples(st.booleans(), _pod), min_size=1, max_size=4),
+)
+def test_the_rows_kept_between_dry_runs_follow_the_pods(
+    nodes_drawn: list[tuple[str, str, int, int, str]],
+    placed: list[Any],
+    budgets: list[tuple[str, int, bool]],
+    preemptor: tuple[int, str, str | None, int, bool, str],
+    changes: list[tuple[bool, Any]],
+) -> None:
+    """The plugin keeps each row's pods in importance order between dry runs: after
+    pods come and go, it still gives what the node-by-node dry run gives."""
+    env, incoming = _build(nodes_drawn, placed, [], budgets, preemptor)
+    rows = env.table.order().tolist()
+    state = _pre_filtered(env, incoming)
+    env.plugin.select_victims_batch(state, incoming, env.table, rows, env.handle.pdbs)
+    for i, (remove, drawn) in enumerate(changes):
+        row = rows[drawn[0] % len(rows)]
+        on_row = list(env.table.pods_on(row))
+        if remove and on_row:
+            env.table.remove_pod(on_row[drawn[1] % len(on_row)], row)
+        else:
+            new = _pod_of(f"new{i}", drawn, env.table.names[row])
+            env.table.add_pod(PodInfo(new), row)
+    state = _pre_filtered(env, incoming)
+    batched = env.plugin.select_victims_batch(state, incoming, env.table, rows, env.handle.pdbs)
+    if batched is None:
+        event("batch declined")
+        return
+    expected = _one_by_one(env, state, incoming, rows)
+    for (victims, violations, status), (want_victims, want_violations, want_status) in zip(
+        batched, expected, strict=True
+    ):
         assert _same(victims, want_victims)
         assert violations == want_violations
         assert _status(status) == _status(want_status)
@@ -474,3 +518,34 @@ def test_nominated_rows_at_once_match_one_by_one(
     event(f"{min(len(by_node), 3)}+ nodes with nominated pods")
     event("fits nowhere" if not outcomes[0][0] else "fits somewhere")
     assert outcomes[0] == outcomes[1] == outcomes[2]
+
+
+def test_rows_with_pod_group_members_and_overridden_rules_ask_pod_by_pod() -> None:
+    """A lower priority pod of a known PodGroup is no victim (is_preemption_allowed):
+    its row is not cut by priority alone. A subclass with a rule of its own is asked
+    about every pod."""
+    two_cpus = {"containers": [_container("2", None, 0)]}
+    member = pod("member", priority=0, node="n0", labels={POD_GROUP_LABEL: "g"}, spec=two_cpus)
+    loner = pod("loner", priority=1, node="n0", spec=two_cpus)  # reprieved first if it could be
+    env = setup([make_node("n0", cpu="4")], [member, loner], extra_plugins=FILTERS)
+    env.handle.pod_groups.upsert_group(
+        PodGroup(
+            metadata=ObjectMeta(name="g", namespace="default"), spec=PodGroupSpec(min_member=1)
+        )
+    )
+    incoming = PodInfo(pod("incoming", priority=5, spec=two_cpus))
+    state = _pre_filtered(env, incoming)
+    rows = env.table.order().tolist()
+    batched = env.plugin.select_victims_batch(state, incoming, env.table, rows, [])
+    assert batched is not None
+    assert [v.key for v in batched[0][0]] == ["default/loner"]
+
+    class OnlyMembers(type(env.plugin)):  # type: ignore[misc]
+        def is_preemption_allowed(self, victim: PodInfo, preemptor: PodInfo) -> bool:
+            return victim.key == "default/member"
+
+    env.plugin.__class__ = OnlyMembers
+    assert not env.plugin.victims_are_the_lower_priority_pods()
+    batched = env.plugin.select_victims_batch(state, incoming, env.table, rows, [])
+    assert batched is not None
+    assert [v.key for v in batched[0][0]] == ["default/member"]
