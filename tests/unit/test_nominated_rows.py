@@ -73,6 +73,7 @@ step = st.one_of(
         st.none() | st.lists(st.integers(0, len(NODES) - 1), unique=True),
     ),
     st.tuples(st.just("drop node"), st.sampled_from(NODES)),
+    st.tuples(st.just("add node"), st.sampled_from(NODES)),  # or update it
 )
 
 
@@ -95,6 +96,10 @@ def test_kept_rows_answer_as_rows_built_afresh(steps: list[tuple[object, ...]]) 
             assert isinstance(node, str)
             if node in table:
                 table.remove_node(node)
+        elif action == "add node":
+            (node,) = args
+            assert isinstance(node, str)
+            table.upsert_node(make_node(node, cpu="4", labels={"seen": str(len(steps))}))
         else:
             i, priority, subset = args
             assert isinstance(i, int) and isinstance(priority, int)

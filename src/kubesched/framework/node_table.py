@@ -212,6 +212,9 @@ class NodeTable:
         # Bumped when a node is added, changed or removed (not when pods move), for
         # plugins that cache what they read off the nodes alone across cycles.
         self.node_generation = 0
+        # Bumped when a node takes a row or leaves one (not when a node changes), for
+        # what is kept by row across node updates.
+        self.row_generation = 0
         # the placed pods by namespace and labels (PodTopologySpread, InterPodAffinity)
         self.pod_index = PodIndex()
         # PodInfo -> amounts_of it, at the table width it was made at: the nominated
@@ -286,6 +289,7 @@ class NodeTable:
             self.rows[row] = NodeRow(node)
             self.alive[row] = True
             self._order = None
+            self.row_generation += 1
         else:
             node_row = self.rows[row]
             assert node_row is not None
@@ -384,6 +388,7 @@ class NodeTable:
         self._order = None
         self.generation += 1
         self.node_generation += 1
+        self.row_generation += 1
         return pods
 
     # --- pods ------------------------------------------------------------------

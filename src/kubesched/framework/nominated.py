@@ -80,7 +80,8 @@ class _AtPriority:
 
     def redo(self, nominated: NominatedPods, nodes: NodeTable, names: Collection[str]) -> None:
         """Read the pods nominated to NAMES again."""
-        by_row, row_of_pod = self.by_row, self.row_of_pod
+        by_row, row_of_pod, priority = self.by_row, self.row_of_pod, self.priority
+        read: dict[int, list[PodInfo]] = {}
         for name in names:
             row = nodes.row_of(name)
             if row is None:
@@ -91,25 +92,30 @@ class _AtPriority:
             self.amounts[row] = 0
             self.inexpressible.discard(row)
             self._rows = None
-            priority = self.priority
             pods = [p for p in nominated.nominated_pods_for_node(name) if p.priority >= priority]
-            if not pods:
-                continue
-            by_row[row] = pods
-            for p in pods:
-                row_of_pod[p.key] = row
-            added = nodes.added_amounts({row: pods})
-            if added is None:
+            if pods:
+                by_row[row] = read[row] = pods
+                for p in pods:
+                    row_of_pod[p.key] = row
+        if not read:
+            return
+        added = nodes.added_amounts(read)  # all at once, and row by row if one cannot
+        if added is not None:
+            self.amounts[list(read)] = added
+            return
+        for row, pods in read.items():
+            one = nodes.added_amounts({row: pods})
+            if one is None:
                 self.inexpressible.add(row)
             else:
-                self.amounts[row] = added[0]
+                self.amounts[row] = one[0]
 
 
 @dataclass
 class _Memo:
     nominated: NominatedPods
     version: int
-    node_generation: int
+    row_generation: int
     width: int
     by_priority: dict[int, _AtPriority] = field(default_factory=dict)
 
@@ -214,16 +220,16 @@ def _at_priority(
     if (
         memo is None
         or memo.nominated is not nominated
-        or memo.node_generation != nodes.node_generation
+        or memo.row_generation != nodes.row_generation
         or memo.width != width
         or len(memo.by_priority) >= _KEPT_PRIORITIES
     ):
-        memo = _Memo(nominated, version, nodes.node_generation, width)
+        memo = _Memo(nominated, version, nodes.row_generation, width)
         _memos[nodes] = memo
     elif memo.version != version:
         changed = nominated.changed_since(memo.version)
         if changed is None:
-            memo = _Memo(nominated, version, nodes.node_generation, width)
+            memo = _Memo(nominated, version, nodes.row_generation, width)
             _memos[nodes] = memo
         else:
             for kept in memo.by_priority.values():
