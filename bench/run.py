@@ -214,7 +214,7 @@ def run_bench(
         if mode not in MODES + OPTIONAL_MODES:
             raise ValueError(f"unknown mode {mode!r}")
     say = log or (lambda _text: None)
-    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+    stamp = _unused_stamp(out_dir, datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ"))
     version = (REPO_ROOT / "hack" / "k8s-version").read_text().strip()
     doc: dict[str, Any] = {
         "schema": SCHEMA,
@@ -377,6 +377,16 @@ def _summary(result: dict[str, Any]) -> str:
         + (f"{cpu} per CPU second, " if cpu is not None else "")
         + f"peak RSS {result['peak_rss_mb']} MB"
     )
+
+
+def _unused_stamp(out_dir: Path, stamp: str) -> str:
+    """STAMP, or STAMP-2, -3, ... when an earlier run in OUT_DIR has written that
+    results file: two runs started within one second must not share one file."""
+    taken, n = stamp, 1
+    while (out_dir / f"results-{taken}.json").exists():
+        n += 1
+        taken = f"{stamp}-{n}"
+    return taken
 
 
 def main(argv: Sequence[str] | None = None) -> None:
