@@ -10,7 +10,7 @@ nomination over, binding (assume) and deletion end it. Pods are known by key
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, KeysView
 
 from kubesched.api.objects import Pod
 
@@ -85,6 +85,10 @@ class Nominator:
 
     def nodes(self) -> Collection[str]:
         return self._by_node.keys()
+
+    def pods(self) -> KeysView[str]:
+        """The keys of the nominated pods."""
+        return self._node_of.keys()
 
     def pods_for_node(self, node: str) -> list[str]:
         return list(self._by_node.get(node, ()))

@@ -195,7 +195,9 @@ class _QueuedNominations:
         # EventHandlers.on_pod_update; one coming back from flight with its
         # re-nomination, handle_scheduling_failure.)
         nominator = self.scheduler.nominator
-        in_flight = frozenset(k for k in self.scheduler.queue.in_flight if nominator.node_of(k))
+        # Intersecting the key views walks the smaller side: the pods in flight are
+        # thousands in process (binds queued), the nominated ones mostly none.
+        in_flight = frozenset(nominator.pods() & self.scheduler.queue.in_flight.keys())
         if in_flight != self._in_flight:
             for key in in_flight ^ self._in_flight:
                 node = nominator.node_of(key)

@@ -248,11 +248,16 @@ class DefaultPreemption(BatchedDryRun, PostFilterPlugin, PreEnqueuePlugin, Enque
         code (minus the explicit ones that do not), else the explicit nodes with it."""
         absent = diagnosis.absent_status
         absent_code = absent.code if absent is not None else Code.UNSCHEDULABLE_AND_UNRESOLVABLE
-        explicit = dict(zip(diagnosis.rows.tolist(), diagnosis.codes.tolist(), strict=True))
+        # Over the arrays: a pod that fits nowhere asks this of every node, each
+        # time it is tried (scheduler_perf's churn pod, at 5,000 nodes).
+        rows, codes = diagnosis.rows, diagnosis.codes
         if absent_code == code:
-            order = self.handle.nodes.order().tolist()
-            return [r for r in order if explicit.get(r, absent_code) == code]
-        return [row for row, c in explicit.items() if c == code]
+            table = self.handle.nodes
+            order = table.order()
+            keep = np.ones(table.capacity, dtype=np.bool_)
+            keep[rows[codes != code]] = False
+            return order[keep[order]].tolist()  # type: ignore[no-any-return]
+        return rows[codes == code].tolist()  # type: ignore[no-any-return]
 
     def calculate_num_candidates(self, num_nodes: int) -> int:
         args = self.preemption_args

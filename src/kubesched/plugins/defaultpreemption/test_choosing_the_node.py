@@ -5,8 +5,11 @@ DisruptionTarget condition), the dry run's candidates and their PDB violations.
 
 from __future__ import annotations
 
+import numpy as np
+
 from kubesched.api.objects import Pod
-from kubesched.framework.status import Code
+from kubesched.framework.fit_error import Diagnosis
+from kubesched.framework.status import Code, Status
 from kubesched.framework.types import PodInfo
 from kubesched.plugins.defaultpreemption import Candidate
 from kubesched.plugins.defaultpreemption.candidates import pick_one_node_for_preemption
@@ -149,3 +152,34 @@ def test_violating_candidates_come_after_the_others() -> None:
     assert [(c.name, c.num_pdb_violations) for c in candidates] == [("b", 0), ("a", 1)]
     nominated, _ = env.post_filter(pod("p", priority=10))
     assert nominated == "b"  # fewer violations, despite the higher victim priority
+
+
+def test_nodes_for_status_code_with_and_without_absent_nodes_of_that_code() -> None:
+    """NodeToStatus.NodesForStatusCode: with absent nodes of the code, every node in
+    the nodes' order but the explicit ones of another code; else the explicit ones
+    of the code, in the diagnosis's order."""
+    env = setup([make_node(f"n{i}", cpu="1") for i in range(6)], [])
+    row = {env.table.names[r]: r for r in env.table.order().tolist()}
+    unresolvable, unschedulable = int(Code.UNSCHEDULABLE_AND_UNRESOLVABLE), int(Code.UNSCHEDULABLE)
+    diagnosis = Diagnosis(
+        np.array([row["n4"], row["n1"], row["n2"]], dtype=np.intp),
+        np.array([unschedulable, unresolvable, unschedulable], dtype=np.int8),
+        ["NodeResourcesFit", "NodeAffinity", "NodeResourcesFit"],
+    )
+
+    def names(rows: list[int]) -> list[str]:
+        return [env.table.names[r] for r in rows]
+
+    assert names(env.plugin.nodes_for_status_code(diagnosis, Code.UNSCHEDULABLE)) == ["n4", "n2"]
+    diagnosis.absent_status = Status.unschedulable("x")
+    diagnosis.absent_count = 3
+    assert names(env.plugin.nodes_for_status_code(diagnosis, Code.UNSCHEDULABLE)) == [
+        "n0",
+        "n2",
+        "n3",
+        "n4",
+        "n5",
+    ]
+    assert names(
+        env.plugin.nodes_for_status_code(diagnosis, Code.UNSCHEDULABLE_AND_UNRESOLVABLE)
+    ) == ["n1"]
