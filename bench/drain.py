@@ -42,6 +42,7 @@ from bench.cluster import (
     bodies,
     namespace_manifest,
 )
+from bench.cpu_stages import describe, ms_per_pod
 from bench.dra_e2e import collection_path, needs_claim_controller
 from bench.e2e import (
     bind_init_pods,
@@ -329,6 +330,11 @@ async def _drain(
         result["cpu"] = meter.stop()
     after = await asyncio.to_thread(settled_metrics, sched, profile)
     result.update(drain_figures(b, spawned))
+    # Since the start: the informers' initial list is part of a drain.
+    budget = ms_per_pod(None, after, len(b.bound))
+    if budget:
+        result["cpu_ms_per_pod_by_stage"] = budget
+        say("  " + describe(budget))
     # The whole process: start-up and the informers' initial list included.
     result["scheduler_cpu_seconds"] = round(sched.cpu_seconds(), 2)
     result["status"] = "ok" if complete else "timeout"

@@ -42,6 +42,7 @@ from bench.cluster import (
     pods_path,
     priority_class_path,
 )
+from bench.cpu_stages import describe, ms_per_pod
 from bench.dra_e2e import (
     create_objects,
     delete_objects,
@@ -304,6 +305,10 @@ async def _measure(
         f"{bound}/{plan.measured} measured pods bound in {seconds:.2f}s "
         f"({result['pods_per_second']} pods/s; created in {created:.2f}s)"
     )
+    budget = ms_per_pod(before, after, bound)
+    if budget:
+        result["cpu_ms_per_pod_by_stage"] = budget
+        say("  " + describe(budget))
     result.update(latency(before, after, profile))
 
 

@@ -27,14 +27,40 @@ def _busy_seconds() -> float:
     return (user + nice + system + irq + softirq + steal) / TICKS
 
 
-def process_cpu_seconds(pid: int) -> float:
-    """User + system CPU time of a process (all its threads); 0 if it is gone."""
+def _stat_fields(pid: int) -> list[str] | None:
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
     except OSError:
+        return None
+    return stat[stat.rindex(")") + 2 :].split()
+
+
+def process_cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a process (all its threads), its children that it
+    has reaped included, and its live descendants' (a scheduler's worker
+    processes); 0 if it is gone."""
+    fields = _stat_fields(pid)
+    if fields is None:
         return 0.0
-    fields = stat[stat.rindex(")") + 2 :].split()
-    return (int(fields[11]) + int(fields[12])) / TICKS
+    own = sum(int(f) for f in fields[11:15]) / TICKS  # utime stime cutime cstime
+    return own + sum(process_cpu_seconds(child) for child in child_pids(pid))
+
+
+def child_pids(pid: int) -> list[int]:
+    """The live processes whose parent is PID."""
+    children = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        fields = _stat_fields(int(entry.name))
+        if fields is not None and int(fields[1]) == pid:
+            children.append(int(entry.name))
+    return children
+
+
+def _own_seconds() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
 
 
 def _children_seconds() -> float:
@@ -77,11 +103,7 @@ class CpuMeter:
     _start: dict[str, float] = field(default_factory=dict)
 
     def _ours(self) -> float:
-        return (
-            sum(process_cpu_seconds(p) for p in self.pids)
-            + process_cpu_seconds(os.getpid())
-            + _children_seconds()
-        )
+        return sum(process_cpu_seconds(p) for p in self.pids) + _own_seconds() + _children_seconds()
 
     def start(self) -> CpuMeter:
         self.pids = list(self.pids)

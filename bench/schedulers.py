@@ -24,6 +24,7 @@ import httpx
 import yaml
 
 from bench.cluster import BenchError, ControlPlane
+from bench.machine import process_cpu_seconds
 from bench.workloads import scheduler_config
 
 KUBE_SCHEDULER = "kube-scheduler"
@@ -34,7 +35,6 @@ PROFILE_NAMES = {KUBE_SCHEDULER: "default-scheduler", KUBESCHED: "kubesched"}
 VERBOSITY = int(os.environ.get("BENCH_SCHEDULER_V", "1"))
 
 _UNKNOWN_PLUGIN = re.compile(r"unknown plugin '([^']+)'")
-_CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 
 
 class PluginUnavailable(BenchError):
@@ -89,10 +89,9 @@ class SchedulerProcess:
         raise BenchError(f"no VmHWM for pid {self.proc.pid}")
 
     def cpu_seconds(self) -> float:
-        """User + system CPU time of the process so far."""
-        stat = Path(f"/proc/{self.proc.pid}/stat").read_text()
-        fields = stat[stat.rindex(")") + 2 :].split()
-        return (int(fields[11]) + int(fields[12])) / _CLOCK_TICKS
+        """User + system CPU time so far of the process, its threads and every
+        process it runs (kubesched's API worker), reaped or alive."""
+        return process_cpu_seconds(self.proc.pid)
 
     def wait_ready(self, timeout: float = 60.0) -> None:
         deadline = time.monotonic() + timeout

@@ -161,6 +161,35 @@ class _PlainCounter(Collector):
         return [family]
 
 
+class _ReadCounter(Collector):
+    """A counter family whose values are read at scrape time (READ: label value to
+    value), for totals another part keeps, such as CPU seconds."""
+
+    def __init__(
+        self,
+        name: str,
+        documentation: str,
+        label: str,
+        read: Callable[[], Mapping[str, float]],
+    ) -> None:
+        self._name = name
+        self._documentation = documentation
+        self._label = label
+        self._read = read
+
+    def _family(self) -> CounterMetricFamily:
+        return CounterMetricFamily(self._name, self._documentation, labels=[self._label])
+
+    def describe(self) -> Iterable[Metric]:
+        return [self._family()]
+
+    def collect(self) -> Iterable[Metric]:
+        family = self._family()
+        for value, seconds in self._read().items():
+            family.add_metric([value], seconds)
+        return [family]
+
+
 class SchedulerMetrics:
     """kube-scheduler's metrics in a registry of their own.
 
@@ -541,6 +570,22 @@ class SchedulerMetrics:
     def set_api_inflight_limit(self, limit: int) -> None:
         """The API client's in-flight limit (kube/inflight.py)."""
         self.api_inflight_limit.set(limit)
+
+    def set_cpu_budget(self, read: Callable[[], Mapping[str, float]]) -> None:
+        """kubesched_cpu_seconds_total{stage}: kubesched's own (kube-scheduler has no
+        such metric), the CPU of `run` by stage (kube/cpu_budget.py), read at scrape."""
+        self.registry.register(
+            _ReadCounter(
+                "kubesched_cpu_seconds",
+                _help(
+                    "ALPHA",
+                    "CPU seconds kubesched has spent, by stage: the scheduling thread's "
+                    "timed stages and its rest, other threads, and the API worker process.",
+                ),
+                "stage",
+                read,
+            )
+        )
 
     # --- exposition ------------------------------------------------------------
 

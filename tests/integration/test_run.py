@@ -148,6 +148,8 @@ EXPORTED_METRICS = {
     "scheduler_store_schedule_results_duration_seconds",
     # kubesched's own: the API client's adaptive in-flight limit (kube/inflight.py).
     "kubesched_api_requests_inflight_limit",
+    # kubesched's own: CPU seconds by stage (kube/cpu_budget.py).
+    "kubesched_cpu_seconds_total",
 }
 # Exported, but they move only with `run --batch-window` (scheduler/batch_window.py),
 # which tests/integration/test_run_batch.py covers; this run leaves it off.
@@ -318,6 +320,11 @@ def test_every_exported_metric_moves(
     # A handful of requests to a quiet apiserver: between the floor and the ceiling.
     limit = sample(families, "kubesched_api_requests_inflight_limit")
     assert limit is not None and FLOOR <= limit <= CEILING
+    # The CPU budget: the cycles ran on the scheduling thread, the binds and
+    # events in the API worker (on by default).
+    for stage in ("scheduling cycle", "informer handlers", "watch decode", "api worker"):
+        seconds = sample(families, "kubesched_cpu_seconds_total", stage=stage)
+        assert seconds is not None and seconds > 0, stage
     assert sample(families, "scheduler_permit_wait_duration_seconds_count", result="Success") == 1
     waited = sample(families, "scheduler_permit_wait_duration_seconds_sum", result="Success")
     assert waited is not None and 0.25 <= waited < 5

@@ -347,6 +347,13 @@ def _duration(text: str, flag: str) -> float:
     metavar="DURATION",
     help="With --batch-window: the engine's time limit per batch (default 1s).",
 )
+@click.option(
+    "--api-worker/--no-api-worker",
+    default=True,
+    show_default=True,
+    help="Write binds, events and pod conditions from a worker process of their own, "
+    "off the scheduling thread's core (--no-api-worker: from the scheduling process).",
+)
 def run_command(
     kubeconfig: str | None,
     context: str | None,
@@ -370,6 +377,7 @@ def run_command(
     explain_keep: int,
     batch_window: str | None,
     batch_timeout: str | None,
+    api_worker: bool,
 ) -> None:
     """Schedule the pods of a real cluster (those whose schedulerName is ours)."""
     import asyncio
@@ -422,6 +430,9 @@ def run_command(
         gates=gates,
         batch_window=None if batch_window is None else _duration(batch_window, "--batch-window"),
         batch_timeout=1.0 if batch_timeout is None else _duration(batch_timeout, "--batch-timeout"),
+        api_worker=api_worker,
+        logging_format=logging_format,
+        verbosity=verbosity,
     )
     try:
         code = asyncio.run(run(options))

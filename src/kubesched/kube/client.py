@@ -14,7 +14,7 @@ import json
 import logging
 import ssl
 import time
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any, TypeVar
 
 import aiohttp
@@ -148,7 +148,10 @@ class KubeClient:
         params: Mapping[str, str] | None = None,
         body: Any = None,
         content_type: str = "application/json",
+        before_send: Callable[[], None] | None = None,
     ) -> bytes:
+        """BEFORE_SEND runs once the request has its slot, right before each time it
+        is sent (a Fence's check): what it raises ends the request unsent."""
         content = (
             None
             if body is None
@@ -159,7 +162,7 @@ class KubeClient:
         retries = 0
         while True:
             status, phrase, data, retry_after = await self._send(
-                method, path, params, content, headers
+                method, path, params, content, headers, before_send
             )
             if status == 401 and not reauthenticated:
                 reauthenticated = True
@@ -183,6 +186,7 @@ class KubeClient:
         params: Mapping[str, str] | None,
         content: bytes | None,
         headers: Mapping[str, str],
+        before_send: Callable[[], None] | None = None,
     ) -> tuple[int, str, bytes, float | None]:
         """One request through the limiter: status, reason phrase, body, and the
         Retry-After of a 429 or 5xx (None if it had none or the answer is no overload)."""
@@ -190,6 +194,8 @@ class KubeClient:
         in_flight = await limiter.acquire()
         started = time.monotonic()
         try:
+            if before_send is not None:
+                before_send()
             try:
                 async with self._requests().request(
                     method, path, params=params, data=content, headers=self._headers(headers)

@@ -7,37 +7,43 @@ import msgspec
 from kubesched.api.objects import Pod, PodExtendedResourceClaimStatus
 from kubesched.framework.client import BindConflict
 from kubesched.kube.client import ApiError, KubeClient
+from kubesched.kube.fence import Fence
 from kubesched.kube.writer import EventWriter, StatusWriter, rfc3339
 
 
-class KubeCluster:
-    def __init__(self, client: KubeClient, events: EventWriter, statuses: StatusWriter) -> None:
-        self.client = client
-        self.events = events
-        self.statuses = statuses
-        self.bound = 0
+async def post_binding(
+    client: KubeClient, namespace: str, name: str, uid: str, node_name: str, fence: Fence | None
+) -> None:
+    """The pods/binding request (DefaultBinder's Bind upstream), in the scheduling
+    process or in its API worker. With a FENCE, checked once the request has its
+    slot of the client's in-flight limit, right before it is sent."""
+    body = {
+        "apiVersion": "v1",
+        "kind": "Binding",
+        "metadata": {"name": name, "namespace": namespace, "uid": uid},
+        "target": {"apiVersion": "v1", "kind": "Node", "name": node_name},
+    }
+    path = f"/api/v1/namespaces/{namespace}/pods/{name}/binding"
+    # The client's AdaptiveLimiter bounds the binds in flight.
+    try:
+        if fence is None:
+            await client.post(path, body)
+        else:
+            await client.request("POST", path, body=body, before_send=fence.check)
+    except ApiError as exc:
+        # 404: the pod is gone; 409: already bound (or a new pod of that name).
+        # Neither gets better by trying again.
+        if exc.status in (404, 409):
+            raise BindConflict(str(exc)) from exc
+        raise
 
-    async def bind(self, pod: Pod, node_name: str) -> None:
-        meta = pod.metadata
-        body = {
-            "apiVersion": "v1",
-            "kind": "Binding",
-            "metadata": {"name": meta.name, "namespace": meta.namespace, "uid": meta.uid},
-            "target": {"apiVersion": "v1", "kind": "Node", "name": node_name},
-        }
-        # The client's AdaptiveLimiter bounds the binds in flight.
-        try:
-            await self.client.post(
-                f"/api/v1/namespaces/{meta.namespace}/pods/{meta.name}/binding", body
-            )
-        except ApiError as exc:
-            # 404: the pod is gone; 409: already bound (or a new pod of that name).
-            # Neither gets better by trying again.
-            if exc.status in (404, 409):
-                raise BindConflict(str(exc)) from exc
-            raise
-        self.bound += 1
-        self.statuses.forget(meta.key)
+
+class PodWrites:
+    """The writes whose callers wait for them (preemption, DynamicResources'
+    PreBind): straight to the API through the scheduling process's own client."""
+
+    def __init__(self, client: KubeClient) -> None:
+        self.client = client
 
     async def delete_pod(self, pod: Pod, reason: str) -> None:
         meta = pod.metadata
@@ -91,6 +97,30 @@ class KubeCluster:
                 raise
             return False
         return True
+
+
+class KubeCluster(PodWrites):
+    """Binds and user-facing reports from the scheduling process itself
+    (`run --no-api-worker`)."""
+
+    def __init__(
+        self,
+        client: KubeClient,
+        events: EventWriter,
+        statuses: StatusWriter,
+        fence: Fence | None = None,
+    ) -> None:
+        super().__init__(client)
+        self.events = events
+        self.statuses = statuses
+        self.fence = fence
+        self.bound = 0
+
+    async def bind(self, pod: Pod, node_name: str) -> None:
+        meta = pod.metadata
+        await post_binding(self.client, meta.namespace, meta.name, meta.uid, node_name, self.fence)
+        self.bound += 1
+        self.statuses.forget(meta.key)
 
     def record_event(self, pod: Pod, event_type: str, reason: str, message: str) -> None:
         self.events.record(pod, event_type, reason, message, pod.spec.scheduler_name)

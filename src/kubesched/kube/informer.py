@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Generic, Protocol, TypeVar
@@ -20,6 +21,7 @@ import msgspec
 
 from kubesched.api.objects import ObjectMeta
 from kubesched.kube.client import ApiError, KubeClient
+from kubesched.kube.cpu_budget import INFORMER_HANDLERS, WATCH_DECODE, CpuBudget
 
 log = logging.getLogger("kubesched.informer")
 
@@ -71,6 +73,7 @@ class Informer(Generic[T]):
         *,
         params: Mapping[str, str] | None = None,
         name: str = "",
+        budget: CpuBudget | None = None,
     ) -> None:
         self.client = client
         self.path = path
@@ -83,6 +86,7 @@ class Informer(Generic[T]):
         self.synced = asyncio.Event()
         self.lists = 0  # how many times we listed (tests read it)
         self._decoder = msgspec.json.Decoder(kind)
+        self.budget = budget
 
     async def run(self) -> None:
         backoff = MIN_BACKOFF
@@ -152,7 +156,12 @@ class Informer(Generic[T]):
                 if mark.metadata.resource_version:
                     self.resource_version = mark.metadata.resource_version
                 continue
-            obj = self._decoder.decode(event.object)
+            if self.budget is None:
+                obj = self._decoder.decode(event.object)
+            else:
+                started = time.thread_time()
+                obj = self._decoder.decode(event.object)
+                self.budget.add(WATCH_DECODE, time.thread_time() - started)
             if obj.metadata.resource_version:
                 self.resource_version = obj.metadata.resource_version
             key = object_key(obj)
@@ -168,7 +177,10 @@ class Informer(Generic[T]):
                     self._dispatch(self.handlers.update, before, obj)
 
     def _dispatch(self, handler: Callable[..., None], *objs: T) -> None:
+        started = time.thread_time() if self.budget is not None else 0.0
         try:
             handler(*objs)
         except Exception:  # a bad object must not stop the watch
             log.exception("%s: handler failed for %s", self.name, object_key(objs[-1]))
+        if self.budget is not None:
+            self.budget.add(INFORMER_HANDLERS, time.thread_time() - started)

@@ -15,6 +15,7 @@ import os
 import socket
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import msgspec
@@ -61,9 +62,18 @@ class LeaderElectionConfig:
 
 
 class LeaderElector:
-    def __init__(self, client: KubeClient, config: LeaderElectionConfig) -> None:
+    def __init__(
+        self,
+        client: KubeClient,
+        config: LeaderElectionConfig,
+        on_renewed: Callable[[float], None] | None = None,
+    ) -> None:
+        """ON_RENEWED(until): called after each acquisition or renewal with the time
+        (time.monotonic()) until which this replica may act: renewDeadline after the
+        renewal was sent (its fence, kube/fence.py)."""
         self.client = client
         self.config = config
+        self.on_renewed = on_renewed
         self.is_leader = asyncio.Event()
         self.lost = asyncio.Event()
         self._observed: Lease | None = None
@@ -76,15 +86,21 @@ class LeaderElector:
     async def run(self) -> None:
         """Acquire, then renew until the lease is lost (sets `lost`) or we are cancelled."""
         cfg = self.config
-        while not await self._try_acquire_or_renew():
+        while True:
+            sent = time.monotonic()
+            if await self._try_acquire_or_renew():
+                break
             await asyncio.sleep(cfg.retry_period * (1 + 0.2 * (os.getpid() % 5) / 5))
         log.info("became leader: lease %s/%s as %s", cfg.namespace, cfg.name, cfg.identity)
+        self._renewed(sent)
         self.is_leader.set()
         last_renew = time.monotonic()
         while True:
             await asyncio.sleep(cfg.retry_period)
+            sent = time.monotonic()
             if await self._try_acquire_or_renew():
                 last_renew = time.monotonic()
+                self._renewed(sent)
             elif time.monotonic() - last_renew > cfg.renew_deadline:
                 log.error(
                     "leader election lost: could not renew lease %s/%s within %.0fs",
@@ -95,6 +111,12 @@ class LeaderElector:
                 self.is_leader.clear()
                 self.lost.set()
                 return
+
+    def _renewed(self, sent: float) -> None:
+        # From when the request was sent, not answered: the other candidates count
+        # leaseDuration from when they see the record change, which is later.
+        if self.on_renewed is not None:
+            self.on_renewed(sent + self.config.renew_deadline)
 
     async def _try_acquire_or_renew(self) -> bool:
         cfg = self.config

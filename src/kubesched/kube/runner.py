@@ -28,12 +28,17 @@ from kubesched.framework.profile import ProfileConfig
 from kubesched.framework.registry import Registry
 from kubesched.framework.status import Status
 from kubesched.framework.waiting import WaitingPods
+from kubesched.kube.api_worker.frames import Start
+from kubesched.kube.api_worker.supervisor import ApiWorker, WorkerCluster, WorkerFailed
 from kubesched.kube.claims import KubeClaimWriter, dra_informers
 from kubesched.kube.client import KubeClient
 from kubesched.kube.cluster import KubeCluster
 from kubesched.kube.config import load_connection
+from kubesched.kube.cpu_budget import HOUSEKEEPING, SCHEDULING_CYCLE, CpuBudget
 from kubesched.kube.delegated_auth import SubjectAccessReviewAuthorizer, TokenReviewAuthenticator
 from kubesched.kube.explain_endpoint import DEFAULT_KEEP, ExplainStore
+from kubesched.kube.fence import Fence
+from kubesched.kube.inflight import AdaptiveLimiter
 from kubesched.kube.informer import Handlers, Informer
 from kubesched.kube.leader import LeaderElectionConfig, LeaderElector
 from kubesched.kube.pod_groups import (
@@ -111,6 +116,12 @@ class RunOptions:
     # (None) by default, which is kube-scheduler's behaviour.
     batch_window: float | None = None
     batch_timeout: float = 1.0
+    # `--api-worker` (the default): binds, events and PodScheduled conditions are
+    # written by a process of their own (kube/api_worker), off the scheduling
+    # thread's core; `--no-api-worker` writes them from the scheduling process.
+    api_worker: bool = True
+    logging_format: str = "text"  # the API worker logs as the scheduler does
+    verbosity: int = 0
 
 
 def default_config(gates: FeatureGates = DEFAULT_GATES) -> SchedulerConfig:
@@ -136,6 +147,11 @@ class Runner:
         self.client: KubeClient | None = None
         self.events: EventWriter | None = None
         self.statuses: StatusWriter | None = None
+        self.api_worker: ApiWorker | None = None
+        # What the binds of this process check (without an API worker).
+        self.fence = Fence()
+        self.fatal: str | None = None  # why the scheduler stops on its own
+        self.budget = CpuBudget(lambda: self.api_worker.pid if self.api_worker else None)
         self.lease_client: KubeClient | None = None  # leader election's own
         # Review clients of their own (--authentication/authorization-kubeconfig).
         self.review_clients: list[KubeClient] = []
@@ -156,11 +172,26 @@ class Runner:
             self.options.kubeconfig or cfg.kubeconfig or None, self.options.context
         )
         self.client = client = KubeClient(connection)
-        self.events = events = EventWriter(client, qps=cfg.qps / 2, burst=max(1, cfg.burst // 2))
-        self.statuses = statuses = StatusWriter(
-            client, qps=cfg.qps / 2, burst=max(1, cfg.burst // 2)
+        leader_elect = (
+            cfg.leader_elect if self.options.leader_elect is None else self.options.leader_elect
         )
-        cluster = KubeCluster(client, events, statuses)
+        # Without leader election this replica may always bind; with it, only
+        # until its lease's renewDeadline runs out (kube/fence.py).
+        if leader_elect:
+            self.fence.close()
+        cluster: ClusterClient
+        if self.options.api_worker:
+            try:
+                cluster = await self.start_api_worker(client)
+            except WorkerFailed as exc:
+                log.error("%s", exc)
+                await client.aclose()
+                return 1
+        else:
+            qps, burst = cfg.qps / 2, max(1, cfg.burst // 2)
+            self.events = events = EventWriter(client, qps=qps, burst=burst)
+            self.statuses = statuses = StatusWriter(client, qps=qps, burst=burst)
+            cluster = KubeCluster(client, events, statuses, self.fence)
         clock = RealClock()
         # The stores the informers below keep current; PodTopologySpread's default
         # constraints read the selectors of Services and controllers from them.
@@ -247,9 +278,6 @@ class Runner:
             claims = dra_informers(client, listers.dra)
             self.informers.extend(claims)
 
-        leader_elect = (
-            cfg.leader_elect if self.options.leader_elect is None else self.options.leader_elect
-        )
         # scheduler-plugins' PodGroups, if a profile runs Coscheduling.
         pod_groups: list[Informer[Any]] = []
         if any("Coscheduling" in fw.instances for fw in sched.frameworks.values()):
@@ -257,6 +285,8 @@ class Runner:
                 await require_pod_group_api(client)
             except PodGroupApiMissing as err:
                 log.error("%s", err)
+                if self.api_worker is not None:
+                    await self.api_worker.stop()
                 await client.aclose()
                 return 1
             listers.pod_groups.subscribe(sched.queue.on_event)
@@ -271,10 +301,15 @@ class Runner:
             pod_groups = [pod_group_informer(client, listers.pod_groups)]
             self.informers.extend(pod_groups)
 
+        # Where the CPU goes (kubesched_cpu_seconds_total{stage}).
+        for informer in self.informers:
+            informer.budget = self.budget
+        self.metrics.set_cpu_budget(self.budget.read)
         await self.start_servers(client, leader_elect)
 
-        self._spawn(events.run(), "events")
-        self._spawn(statuses.run(), "statuses")
+        if self.events is not None and self.statuses is not None:
+            self._spawn(self.events.run(), "events")
+            self._spawn(self.statuses.run(), "statuses")
         # Nodes first, so that pods arriving find their nodes (as upstream waits for sync).
         self._spawn(nodes.run(), "informer-nodes")
         self._spawn(pdbs.run(), "informer-pdbs")
@@ -308,6 +343,7 @@ class Runner:
                     cfg.renew_deadline,
                     cfg.retry_period,
                 ),
+                on_renewed=self.renewed,
             )
             self._spawn(self.elector.run(), "leader-election")
             await self._until(self.elector.is_leader.wait(), self.elector.lost.wait())
@@ -322,8 +358,48 @@ class Runner:
             await self._until(*waits)
             if self.elector is not None and self.elector.lost.is_set():
                 exit_code = 1
+        if self.elector is not None and self.elector.lost.is_set():
+            # Fenced at once: nothing more is bound or written on the lost lease's
+            # behalf (kube-scheduler exits on OnStoppedLeading).
+            self.fence.close()
+            if self.api_worker is not None:
+                self.api_worker.kill()
+        if self.fatal is not None:
+            exit_code = 1
         await self._shutdown()
         return exit_code
+
+    async def start_api_worker(self, client: KubeClient) -> ClusterClient:
+        """The API worker (kube/api_worker) with the connection and the writers'
+        rate limits this process would use."""
+        cfg = self.config
+        options = self.options
+        qps, burst = cfg.qps / 2, max(1, cfg.burst // 2)
+        start = Start(
+            kubeconfig=options.kubeconfig or cfg.kubeconfig or None,
+            context=options.context,
+            events_qps=qps,
+            events_burst=burst,
+            statuses_qps=qps,
+            statuses_burst=burst,
+            log_format=options.logging_format,
+            verbosity=options.verbosity,
+            bind_until=self.fence.until,
+        )
+        self.api_worker = worker = ApiWorker(start, self.stop_on_fatal)
+        await worker.start()
+        return WorkerCluster(worker, client)
+
+    def renewed(self, until: float) -> None:
+        """The lease was renewed: binds are allowed until UNTIL."""
+        self.fence.until = until
+        if self.api_worker is not None:
+            self.api_worker.fence(until)
+
+    def stop_on_fatal(self, message: str) -> None:
+        log.error("%s", message)
+        self.fatal = message
+        self.stop.set()
 
     async def start_servers(self, client: KubeClient, leader_elect: bool) -> None:
         """The secure port (and the plain health port if asked), with
@@ -433,7 +509,13 @@ class Runner:
     async def _schedule_forever(self) -> None:
         sched = self.scheduler
         assert sched is not None
-        limiter = self.client.limiter if self.client is not None else None
+        limiter: ApiWorker | AdaptiveLimiter | None = (
+            self.api_worker
+            if self.api_worker is not None
+            else self.client.limiter
+            if self.client is not None
+            else None
+        )
         self.scheduling.set()
         while True:
             if limiter is not None and not limiter.has_room():
@@ -444,11 +526,13 @@ class Runner:
             qpi = await sched.queue.pop()
             if qpi is None:
                 return
+            started = time.thread_time()
             try:
                 sched.schedule_one(qpi)
             except Exception:  # never let one pod stop the scheduler
                 log.exception("scheduling %s failed", qpi.pod_info.key)
                 sched.queue.requeue_failed(qpi)
+            self.budget.add(SCHEDULING_CYCLE, time.thread_time() - started)
             # Let informer events and binding tasks run between cycles.
             await asyncio.sleep(0)
 
@@ -461,10 +545,12 @@ class Runner:
             # window, and a flush mid-window would hold pods up to a second longer.
             await asyncio.sleep(1.0 - time.monotonic() % 1.0)
             ticks += 1
+            started = time.thread_time()
             sched.queue.flush_backoff_completed()
             if ticks % 30 == 0:
                 sched.queue.flush_unschedulable_left_over()
             self.update_metrics()
+            self.budget.add(HOUSEKEEPING, time.thread_time() - started)
 
     def new_scheduler(self, cluster: ClusterClient, clock: Clock, listers: Listers) -> Scheduler:
         """The scheduler `run` drives, as the configuration says, reporting to the
@@ -515,18 +601,28 @@ class Runner:
         self.metrics.set_cache_size(
             nodes=len(cache.table), pods=len(cache.placed), assumed_pods=len(cache.assumed)
         )
-        if self.client is not None:
+        if self.api_worker is not None:
+            self.metrics.set_api_inflight_limit(self.api_worker.limit)
+        elif self.client is not None:
             self.metrics.set_api_inflight_limit(self.client.limiter.limit)
 
     async def _flush_writers(self) -> None:
         """The queued events and conditions written before the writers stop (the
         binds' own Scheduled events among them)."""
-        if self.events is None or self.statuses is None:
+        if self.api_worker is not None:
+            if self.api_worker.closing:
+                return  # killed on purpose (the lease is lost)
+            events_left, statuses_left = await self.api_worker.flush(WRITER_FLUSH_SECONDS)
+            if events_left < 0:
+                log.warning("the API worker is gone: its queued events were not written")
+                return
+        elif self.events is None or self.statuses is None:
             return
-        started = time.monotonic()
-        events_left = await self.events.flush(WRITER_FLUSH_SECONDS)
-        left = max(0.0, WRITER_FLUSH_SECONDS - (time.monotonic() - started))
-        statuses_left = await self.statuses.flush(left)
+        else:
+            started = time.monotonic()
+            events_left = await self.events.flush(WRITER_FLUSH_SECONDS)
+            left = max(0.0, WRITER_FLUSH_SECONDS - (time.monotonic() - started))
+            statuses_left = await self.statuses.flush(left)
         if events_left or statuses_left:
             log.warning(
                 "stopping with %d events and %d pod conditions not written (%gs were not enough)",
@@ -539,6 +635,10 @@ class Runner:
         sched = self.scheduler
         if sched is not None:
             sched.queue.close()
+            if not self.fence.allows():
+                # The lease is lost: the binds in flight end now, unsent if not sent.
+                for task in list(sched.binding_tasks):
+                    task.cancel()
             if sched.binding_tasks:
                 log.info("waiting for %d in-flight binds", len(sched.binding_tasks))
                 with contextlib.suppress(TimeoutError):
@@ -549,6 +649,8 @@ class Runner:
         await self._flush_writers()
         if self.elector is not None:
             await self.elector.release()
+        if self.api_worker is not None:
+            await self.api_worker.stop()
         for task in self.tasks:
             task.cancel()
         await asyncio.gather(*self.tasks, return_exceptions=True)

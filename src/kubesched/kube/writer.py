@@ -25,6 +25,8 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
+import msgspec
+
 from kubesched.api.objects import Pod
 from kubesched.kube.client import ApiError, KubeClient
 
@@ -84,8 +86,7 @@ class _Series:
     last_observed: float = 0.0
 
 
-@dataclass(frozen=True, slots=True)
-class _Regarding:
+class Regarding(msgspec.Struct, frozen=True, array_like=True):
     """The event's `regarding` reference: only what the Event names of the pod. A
     queued event must not keep the whole Pod alive (the soak saw thousands of them)."""
 
@@ -95,9 +96,11 @@ class _Regarding:
     resource_version: str
 
 
-@dataclass(slots=True)
-class _PendingEvent:
-    regarding: _Regarding
+class PendingEvent(msgspec.Struct, tag="event", array_like=True):
+    """An event as queued, and as the scheduling process hands it to the API
+    worker (kube/api_worker): a msgspec struct, so that it crosses the pipe as is."""
+
+    regarding: Regarding
     event_type: str
     reason: str
     action: str
@@ -106,7 +109,19 @@ class _PendingEvent:
     at: float
 
 
-def _isomorphic_key(event: _PendingEvent) -> tuple[str, ...]:
+def pending_event(
+    pod: Pod, event_type: str, reason: str, message: str, reporting_controller: str
+) -> PendingEvent:
+    """What record() queues of an event about POD: its note cut to the API's 1 KiB."""
+    action = {"Scheduled": "Binding", "Preempted": "Preempting"}.get(reason, "Scheduling")
+    meta = pod.metadata
+    regarding = Regarding(meta.namespace, meta.name, meta.uid, meta.resource_version or "")
+    return PendingEvent(
+        regarding, event_type, reason, action, message[:1024], reporting_controller, time.time()
+    )
+
+
+def _isomorphic_key(event: PendingEvent) -> tuple[str, ...]:
     """client-go tools/events getKey: what makes two events one series. Not the note."""
     ref = event.regarding
     return (
@@ -134,7 +149,7 @@ class EventWriter:
         self.client = client
         self.instance = f"{socket.gethostname()}"
         self.bucket = TokenBucket(qps, burst)
-        self.queue: asyncio.Queue[_PendingEvent] = asyncio.Queue(max_pending)
+        self.queue: asyncio.Queue[PendingEvent] = asyncio.Queue(max_pending)
         self.series: OrderedDict[tuple[str, ...], _Series] = OrderedDict()
         self.writers = writers
         self.dropped = 0
@@ -143,12 +158,9 @@ class EventWriter:
     def record(
         self, pod: Pod, event_type: str, reason: str, message: str, reporting_controller: str
     ) -> None:
-        action = {"Scheduled": "Binding", "Preempted": "Preempting"}.get(reason, "Scheduling")
-        meta = pod.metadata
-        regarding = _Regarding(meta.namespace, meta.name, meta.uid, meta.resource_version or "")
-        pending = _PendingEvent(
-            regarding, event_type, reason, action, message[:1024], reporting_controller, time.time()
-        )
+        self.enqueue(pending_event(pod, event_type, reason, message, reporting_controller))
+
+    def enqueue(self, pending: PendingEvent) -> None:
         try:
             self.queue.put_nowait(pending)
         except asyncio.QueueFull:
@@ -195,7 +207,7 @@ class EventWriter:
             pass
         return self.queue.qsize()
 
-    async def _write(self, event: _PendingEvent) -> None:
+    async def _write(self, event: PendingEvent) -> None:
         meta = event.regarding
         key = _isomorphic_key(event)
         series = self.series.get(key)
@@ -270,14 +282,45 @@ class EventWriter:
                 del self.series[key]
 
 
-@dataclass
-class _StatusUpdate:
-    pod: Pod
+class StatusUpdate(msgspec.Struct, tag="unschedulable", array_like=True):
+    """A PodScheduled=False condition to write, as queued and as the scheduling
+    process hands it to the API worker."""
+
+    namespace: str
+    name: str
     reason: str
     message: str
     nominated_node: str
     # The nominatedNodeName the API has (as of the first update not yet written).
     known_nominated: str = ""
+    # The pod's copy already says exactly this (written only if an update is queued).
+    already_written: bool = False
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+
+def status_update(pod: Pod, reason: str, message: str, nominated_node: str) -> StatusUpdate:
+    """The update StatusWriter.set_unschedulable queues for POD."""
+    already = any(
+        condition.type == "PodScheduled"
+        and condition.status == "False"
+        and condition.reason == reason
+        and condition.message == message
+        for condition in pod.status.conditions
+    )
+    meta = pod.metadata
+    known = pod.status.nominated_node_name
+    return StatusUpdate(
+        meta.namespace,
+        meta.name,
+        reason,
+        message,
+        nominated_node,
+        known,
+        already and known == nominated_node,
+    )
 
 
 class StatusWriter:
@@ -286,26 +329,22 @@ class StatusWriter:
     def __init__(self, client: KubeClient, *, qps: float = 25.0, burst: int = 50) -> None:
         self.client = client
         self.bucket = TokenBucket(qps, burst)
-        self.pending: OrderedDict[str, _StatusUpdate] = OrderedDict()
+        self.pending: OrderedDict[str, StatusUpdate] = OrderedDict()
         self._wake = asyncio.Event()
         self._writing = False
         self.written = 0
 
     def set_unschedulable(self, pod: Pod, reason: str, message: str, nominated_node: str) -> None:
-        key = pod.key
+        self.submit(status_update(pod, reason, message, nominated_node))
+
+    def submit(self, update: StatusUpdate) -> None:
+        key = update.key
         previous = self.pending.get(key)
-        for condition in pod.status.conditions:
-            if (
-                previous is None
-                and condition.type == "PodScheduled"
-                and condition.status == "False"
-                and condition.reason == reason
-                and condition.message == message
-                and pod.status.nominated_node_name == nominated_node
-            ):
-                return  # already says exactly this: no write (as upstream)
-        known = pod.status.nominated_node_name if previous is None else previous.known_nominated
-        self.pending[key] = _StatusUpdate(pod, reason, message, nominated_node, known)
+        if previous is None and update.already_written:
+            return  # already says exactly this: no write (as upstream)
+        if previous is not None:
+            update.known_nominated = previous.known_nominated
+        self.pending[key] = update
         self.pending.move_to_end(key)
         self._wake.set()
 
@@ -326,8 +365,8 @@ class StatusWriter:
                     if exc.status != 404:
                         log.warning(
                             "status of %s/%s not updated: %s",
-                            update.pod.metadata.namespace,
-                            update.pod.metadata.name,
+                            update.namespace,
+                            update.name,
                             exc,
                         )
                 except Exception as exc:
@@ -343,8 +382,8 @@ class StatusWriter:
             await asyncio.sleep(0.02)
         return len(self.pending)
 
-    async def _write(self, update: _StatusUpdate) -> None:
-        meta = update.pod.metadata
+    async def _write(self, update: StatusUpdate) -> None:
+        meta = update
         status: dict[str, object] = {
             "conditions": [
                 {
