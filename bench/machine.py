@@ -9,6 +9,7 @@ record next to the figures.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import resource
 import time
@@ -56,6 +57,18 @@ def child_pids(pid: int) -> list[int]:
         if fields is not None and int(fields[1]) == pid:
             children.append(int(entry.name))
     return children
+
+
+def pin(pid: int, cpus: set[int]) -> None:
+    """Every thread of process PID on CPUS (sched_setaffinity is per thread; threads
+    started later inherit it from theirs). A process gone meanwhile is skipped."""
+    try:
+        tasks = [int(t.name) for t in Path(f"/proc/{pid}/task").iterdir()]
+    except OSError:
+        return
+    for task in tasks:
+        with contextlib.suppress(OSError):
+            os.sched_setaffinity(task, cpus)
 
 
 def _own_seconds() -> float:

@@ -305,9 +305,79 @@ def print_table(doc: Result, console: Console | None = None) -> None:
     console.print(speed)
     console.print(cost)
     console.print(latency)
+    stages = stage_table(doc, title)
+    if stages is not None:
+        console.print(stages)
     for name, entry in doc["workloads"].items():
         for line in [*ceiling_events_lines(entry), *gang_lines(entry), *missing(entry)]:
             console.print(f"  {name} — {line}", markup=False, highlight=False)
+
+
+# kubesched's stages (kube/cpu_budget.py), in the table's order.
+STAGES = (
+    "scheduling cycle",
+    "informer handlers",
+    "watch decode",
+    "housekeeping",
+    "scheduling thread, rest",
+    "other threads",
+    "api worker",
+)
+
+
+STAGE_HEADERS = (
+    "cycle",
+    "handlers",
+    "decode",
+    "house-\nkeeping",
+    "thread\nrest",
+    "other\nthreads",
+    "api\nworker",
+)
+
+
+def _per_pod_ms(result: Result | None) -> float | None:
+    """A scheduler's CPU (every process it ran) per pod bound, in ms."""
+    if not result or not result.get("bound") or result.get("scheduler_cpu_seconds") is None:
+        return None
+    return 1000 * float(result["scheduler_cpu_seconds"]) / float(result["bound"])
+
+
+def stage_table(doc: Result, title: str) -> Table | None:
+    """kubesched's CPU per bound pod by stage, per workload and end-to-end mode,
+    beside kube-scheduler's whole CPU per bound pod and kubesched's in process;
+    None if no run has the stages."""
+    table = _table(
+        f"{title}: CPU ms per bound pod; kubesched by stage (kube/cpu_budget.py), its "
+        "scheduling thread's sum, in process, and kube-scheduler's whole",
+        ["workload", "mode", *STAGE_HEADERS, "total", "thread", "in proc", "k-s"],
+    )
+    rows = 0
+    for name, entry in doc["workloads"].items():
+        inproc = entry.get("inprocess") or {}
+        in_process = (
+            1000 * inproc["cpu_seconds"] / inproc["bound"]
+            if inproc.get("cpu_seconds") and inproc.get("bound")
+            else None
+        )
+        for mode, label in (("e2e", "create"), ("backlog", "backlog")):
+            runs = entry.get(mode) or {}
+            budget = (runs.get(KUBESCHED) or {}).get("cpu_ms_per_pod_by_stage")
+            if not budget:
+                continue
+            thread = sum(budget.get(s, 0.0) for s in STAGES[:5])
+            ks = _per_pod_ms(runs.get(KUBE_SCHEDULER))
+            table.add_row(
+                name,
+                label,
+                *(f"{budget[s]:.3f}" if s in budget else "—" for s in STAGES),
+                f"{budget.get('total', 0.0):.3f}",
+                f"{thread:.3f}",
+                f"{in_process:.3f}" if in_process is not None else "—",
+                f"{ks:.3f}" if ks is not None else "—",
+            )
+            rows += 1
+    return table if rows else None
 
 
 def ceiling_events_lines(entry: Result) -> list[str]:

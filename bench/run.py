@@ -41,7 +41,7 @@ from bench.inprocess import measure_in_subprocess
 from bench.machine import CpuMeter, wait_quiet
 from bench.medians import median_run
 from bench.report import of_ceiling, plot, print_table, ratios, scheduler_runs, write_json
-from bench.schedulers import SCHEDULERS
+from bench.schedulers import PIN_ENV, SCHEDULERS
 from bench.workloads import SIZES, WORKLOADS, Workload
 
 # inprocess: kubesched alone, no API. e2e: both schedulers while the harness creates
@@ -95,6 +95,10 @@ def machine() -> dict[str, Any]:
         "kernel": platform.release(),
         "python": platform.python_version(),
         "load_average_at_start": [round(x, 2) for x in os.getloadavg()],
+        # --pin: the control plane and harness on CPU 0, the scheduler on CPU 1.
+        "pinned": os.environ.get(PIN_ENV) == "1",
+        # BENCH_KUBESCHED_ARGS: what `kubesched run` was given beyond the defaults.
+        "kubesched_args": os.environ.get("BENCH_KUBESCHED_ARGS", ""),
     }
 
 
@@ -426,6 +430,12 @@ def main(argv: Sequence[str] | None = None) -> None:
         metavar="SECONDS",
         help="before each measurement, wait up to this long for idle CPUs (0: never)",
     )
+    parser.add_argument(
+        "--pin",
+        action="store_true",
+        help="the control plane and the harness on CPU 0, the scheduler under test "
+        "(with its threads and child processes) on CPU 1",
+    )
     source = parser.add_mutually_exclusive_group()
     source.add_argument(
         "--kubesched-src",
@@ -438,6 +448,10 @@ def main(argv: Sequence[str] | None = None) -> None:
         help="measure kubesched as committed in REV (e.g. HEAD: without uncommitted work)",
     )
     args = parser.parse_args(argv)
+    if args.pin:
+        if (os.cpu_count() or 1) < 2:
+            parser.error("--pin needs two CPUs")
+        os.environ[PIN_ENV] = "1"
     names = [n for arg in args.workload or ["all"] for n in arg.split(",") if n]
     if "all" in names:
         names, skipped = workloads_of_size(list(WORKLOADS), args.size)

@@ -24,7 +24,7 @@ import httpx
 import yaml
 
 from bench.cluster import BenchError, ControlPlane
-from bench.machine import process_cpu_seconds
+from bench.machine import pin, process_cpu_seconds
 from bench.workloads import scheduler_config
 
 KUBE_SCHEDULER = "kube-scheduler"
@@ -33,6 +33,12 @@ SCHEDULERS = (KUBE_SCHEDULER, KUBESCHED)
 # The profile (spec.schedulerName) each scheduler serves in the benchmarks.
 PROFILE_NAMES = {KUBE_SCHEDULER: "default-scheduler", KUBESCHED: "kubesched"}
 VERBOSITY = int(os.environ.get("BENCH_SCHEDULER_V", "1"))
+# Extra arguments of `kubesched run` (e.g. --no-api-worker), split at spaces.
+KUBESCHED_ARGS = os.environ.get("BENCH_KUBESCHED_ARGS", "").split()
+# `python -m bench --pin`: the control plane and the harness on CPU 0, the scheduler
+# under test (its threads and child processes) on CPU 1.
+PIN_ENV = "BENCH_PIN"
+HARNESS_CPU, SCHEDULER_CPU = 0, 1
 
 _UNKNOWN_PLUGIN = re.compile(r"unknown plugin '([^']+)'")
 
@@ -184,6 +190,7 @@ def start_scheduler(
             "--no-leader-elect",
             f"--seed={seed}",
             f"--v={VERBOSITY}",
+            *KUBESCHED_ARGS,
         ]
     if feature_gates:
         command.append(f"--feature-gates={feature_gates}")
@@ -191,9 +198,18 @@ def start_scheduler(
     if kind == KUBESCHED and kubesched_src is not None:
         env["PYTHONPATH"] = str(kubesched_src.resolve())
     log_path = workdir / f"{kind}.log"
+    pinned = os.environ.get(PIN_ENV) == "1"
+    if pinned:
+        for pid in (*cp.pids(), os.getpid()):
+            pin(pid, {HARNESS_CPU})
     with log_path.open("wb") as log:
         proc = subprocess.Popen(
-            command, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, env=env
+            command,
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env=env,
+            preexec_fn=(lambda: os.sched_setaffinity(0, {SCHEDULER_CPU})) if pinned else None,
         )
     pid_file = cp.dir / f"bench-{kind}-{port}.pid"
     pid_file.write_text(f"{proc.pid}\n")
