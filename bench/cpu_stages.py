@@ -22,7 +22,8 @@ def ms_per_pod(before: str | None, after: str, bound: int) -> dict[str, float]:
     start = stage_seconds(before) if before is not None else {}
     end = stage_seconds(after)
     out = {
-        stage: round(1000 * (seconds - start.get(stage, 0.0)) / bound, 3)
+        # max(0): "other threads" is a difference of two clocks, which can dip.
+        stage: round(max(0.0, 1000 * (seconds - start.get(stage, 0.0)) / bound), 3)
         for stage, seconds in end.items()
     }
     if out:

@@ -317,7 +317,7 @@ def print_table(doc: Result, console: Console | None = None) -> None:
 STAGES = (
     "scheduling cycle",
     "informer handlers",
-    "watch decode",
+    "list and watch decode",
     "housekeeping",
     "scheduling thread, rest",
     "other threads",

@@ -322,7 +322,7 @@ def test_every_exported_metric_moves(
     assert limit is not None and FLOOR <= limit <= CEILING
     # The CPU budget: the cycles ran on the scheduling thread, the binds and
     # events in the API worker (on by default).
-    for stage in ("scheduling cycle", "informer handlers", "watch decode", "api worker"):
+    for stage in ("scheduling cycle", "informer handlers", "list and watch decode", "api worker"):
         seconds = sample(families, "kubesched_cpu_seconds_total", stage=stage)
         assert seconds is not None and seconds > 0, stage
     assert sample(families, "scheduler_permit_wait_duration_seconds_count", result="Success") == 1

@@ -37,7 +37,7 @@ def test_the_budget_metric_reads_the_stages_at_scrape() -> None:
     budget.add("scheduling cycle", 0.25)
     seconds = stage_seconds(_scrape(budget.read()))
     assert seconds["scheduling cycle"] == 0.25
-    assert set(seconds) >= {"watch decode", "scheduling thread, rest", "api worker"}
+    assert set(seconds) >= {"list and watch decode", "scheduling thread, rest", "api worker"}
 
 
 def test_a_process_cpu_counts_its_children() -> None:

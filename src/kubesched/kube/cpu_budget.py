@@ -1,7 +1,7 @@
 """Where `kubesched run` spends its CPU: seconds by stage, for /metrics.
 
 The scheduling thread (the event loop's) times its synchronous stages itself
-with time.thread_time(): decoding watched objects, the informers' handlers (the
+with time.thread_time(): decoding listed and watched objects, the informers' handlers (the
 cache and the queue's event handling), scheduling cycles and the once-a-second
 housekeeping. What the thread spends elsewhere (binding cycles, socket reads,
 the API client without an API worker, metrics scrapes) is the rest of the
@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-WATCH_DECODE = "watch decode"
+WATCH_DECODE = "list and watch decode"
 INFORMER_HANDLERS = "informer handlers"
 SCHEDULING_CYCLE = "scheduling cycle"
 HOUSEKEEPING = "housekeeping"

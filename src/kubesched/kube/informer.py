@@ -118,9 +118,12 @@ class Informer(Generic[T]):
     async def _relist(self) -> None:
         listed = await self.client.list(self.path, self.params)
         fresh: dict[str, T] = {}
+        started = time.thread_time()
         for raw in listed.items:
             obj = self._decoder.decode(raw)
             fresh[object_key(obj)] = obj
+        if self.budget is not None:
+            self.budget.add(WATCH_DECODE, time.thread_time() - started)
         old = self.store
         self.store = fresh
         for key, obj in fresh.items():
