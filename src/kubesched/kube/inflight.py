@@ -105,6 +105,28 @@ class AimdController:
         return max(0.0, self.paused_until - self.clock())
 
 
+class RoomWaiters:
+    """Who waits until HAS_ROOM() says there is room (the scheduling loop, before it
+    assumes another pod): woken together by wake() once it does."""
+
+    def __init__(self, has_room: Callable[[], bool]) -> None:
+        self.has_room = has_room
+        self._waiters: list[asyncio.Future[None]] = []
+
+    async def wait(self) -> None:
+        while not self.has_room():
+            room: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+            self._waiters.append(room)
+            await room
+
+    def wake(self) -> None:
+        if self._waiters and self.has_room():
+            for room in self._waiters:
+                if not room.done():
+                    room.set_result(None)
+            self._waiters.clear()
+
+
 class AdaptiveLimiter:
     """Requests wait here for a slot: at most `controller.limit` in flight, first
     come first served, none while a Retry-After runs."""
@@ -117,7 +139,7 @@ class AdaptiveLimiter:
         self._seq = itertools.count()
         self._wake_scheduled = False
         # Who waits for the queue of requests to get shorter (wait_for_room).
-        self._room_waiters: list[asyncio.Future[None]] = []
+        self._room = RoomWaiters(self.has_room)
 
     @property
     def limit(self) -> int:
@@ -132,10 +154,7 @@ class AdaptiveLimiter:
         """Until has_room(): the scheduling loop waits here rather than assume
         pods whose binds could only queue (their attempt would count the wait, and
         their node would be chosen from a cluster state older than it need be)."""
-        while not self.has_room():
-            room: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-            self._room_waiters.append(room)
-            await room
+        await self._room.wait()
 
     async def acquire(self) -> int:
         """Wait for a slot; returns the requests in flight with this one."""
@@ -161,7 +180,7 @@ class AdaptiveLimiter:
                     self._wake()
                 else:
                     self.waiting -= 1
-                    self._wake_room()
+                    self._room.wake()
                 raise
             return self.in_flight
 
@@ -184,14 +203,7 @@ class AdaptiveLimiter:
             self.in_flight += 1
             self.waiting -= 1
             waiter.set_result(None)
-        self._wake_room()
-
-    def _wake_room(self) -> None:
-        if self._room_waiters and self.has_room():
-            for room in self._room_waiters:
-                if not room.done():
-                    room.set_result(None)
-            self._room_waiters.clear()
+        self._room.wake()
 
     def _wake_after_pause(self) -> None:
         self._wake_scheduled = False

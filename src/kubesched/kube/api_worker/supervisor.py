@@ -46,7 +46,7 @@ from kubesched.kube.api_worker.frames import (
 from kubesched.kube.client import KubeClient
 from kubesched.kube.cluster import PodWrites
 from kubesched.kube.fence import Fenced
-from kubesched.kube.inflight import INITIAL_LIMIT
+from kubesched.kube.inflight import INITIAL_LIMIT, RoomWaiters
 from kubesched.kube.writer import pending_event, status_update
 
 log = logging.getLogger("kubesched.api_worker")
@@ -88,7 +88,7 @@ class ApiWorker:
         self.restarting: asyncio.Future[None] | None = None
         # The worker's in-flight limit, as its last answer gave it.
         self.limit = INITIAL_LIMIT
-        self.room_waiters: list[asyncio.Future[None]] = []
+        self.room = RoomWaiters(self.has_room)
 
     @property
     def pid(self) -> int | None:
@@ -132,7 +132,7 @@ class ApiWorker:
                     future = self.pending.pop(message.id, None)
                     if future is not None and not future.done():
                         future.set_result(message)
-                    self._wake_room()
+                    self.room.wake()
                 elif (
                     isinstance(message, Flushed)
                     and self.flushed is not None
@@ -155,7 +155,7 @@ class ApiWorker:
         for future in lost:
             if not future.done():
                 future.set_exception(WorkerDied("the API worker died with this bind in flight"))
-        self._wake_room()
+        self.room.wake()
         if self.flushed is not None and not self.flushed.done():
             self.flushed.set_result(Flushed(-1, -1))
         if self.closing:
@@ -189,17 +189,7 @@ class ApiWorker:
     async def wait_for_room(self) -> None:
         """Until has_room(): the scheduling loop waits here rather than assume pods
         whose binds could only queue (AdaptiveLimiter.wait_for_room)."""
-        while not self.has_room():
-            room: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-            self.room_waiters.append(room)
-            await room
-
-    def _wake_room(self) -> None:
-        if self.room_waiters and self.has_room():
-            for room in self.room_waiters:
-                if not room.done():
-                    room.set_result(None)
-            self.room_waiters.clear()
+        await self.room.wait()
 
     def send(self, message: object) -> None:
         self.buffer.append(encode(self.encoder, message))
