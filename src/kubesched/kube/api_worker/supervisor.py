@@ -48,6 +48,7 @@ from kubesched.kube.cluster import PodWrites
 from kubesched.kube.fence import Fenced
 from kubesched.kube.inflight import INITIAL_LIMIT, RoomWaiters
 from kubesched.kube.writer import pending_event, status_update
+from kubesched.logs import kv
 
 log = logging.getLogger("kubesched.api_worker")
 
@@ -120,7 +121,7 @@ class ApiWorker:
             self.proc.kill()
             code = await self.proc.wait()
             raise WorkerFailed(f"the API worker did not start (exit code {code})")
-        log.info("API worker started", extra={"pid": self.proc.pid})
+        log.info("API worker started", extra=kv(pid=self.proc.pid))
         self.reader_task = asyncio.ensure_future(self._read(reader, self.proc))
         self._schedule_flush()
 
