@@ -58,7 +58,7 @@ from bench.e2e import (
     timeout_for,
     wait_ready,
 )
-from bench.machine import CpuMeter, wait_quiet
+from bench.machine import CpuMeter, thread_schedstat, wait_quiet
 from bench.schedulers import PROFILE_NAMES, SchedulerProcess, start_scheduler
 from bench.workloads import (
     ROLE_LABEL,
@@ -331,6 +331,12 @@ async def _drain(
     after = await asyncio.to_thread(settled_metrics, sched, profile)
     result.update(drain_figures(b, spawned))
     # Since the start: the informers' initial list is part of a drain.
+    on_cpu, waited = thread_schedstat(sched.proc.pid)
+    result["main_thread"] = {
+        "on_cpu_seconds": round(on_cpu, 2),
+        "runqueue_wait_seconds": round(waited, 2),
+    }
+    say(f"  main thread since the start: {on_cpu:.2f}s on a CPU, {waited:.2f}s waiting for one")
     budget = ms_per_pod(None, after, len(b.bound))
     if budget:
         result["cpu_ms_per_pod_by_stage"] = budget

@@ -50,7 +50,7 @@ from bench.dra_e2e import (
     probe_claim_controller,
     read_claims,
 )
-from bench.machine import CpuMeter, wait_quiet
+from bench.machine import CpuMeter, thread_schedstat, wait_quiet
 from bench.promtext import counters, histograms, select
 from bench.schedulers import PROFILE_NAMES, PluginUnavailable, SchedulerProcess, start_scheduler
 from bench.workloads import (
@@ -263,6 +263,9 @@ async def _measure(
     created_at: dict[str, float] = {}
     before = await asyncio.to_thread(settled_metrics, sched, profile)
     cpu_before = sched.cpu_seconds()
+    # The scheduler's main thread (kubesched's scheduling thread): how long it ran,
+    # and how long it was runnable but waited for a CPU.
+    thread_before = thread_schedstat(sched.proc.pid)
     stop_churn = asyncio.Event()
     churn_task = None
     timeout = timeout_for(len(plan.measure_pods))
@@ -284,6 +287,7 @@ async def _measure(
             result["churn_cycles"] = await churn_task
     after = await asyncio.to_thread(settled_metrics, sched, profile)
     cpu = sched.cpu_seconds() - cpu_before
+    thread_after = thread_schedstat(sched.proc.pid)
     seconds = end - t0
     bound = len(b.bound)
     result.update(
@@ -309,6 +313,9 @@ async def _measure(
     if budget:
         result["cpu_ms_per_pod_by_stage"] = budget
         say("  " + describe(budget))
+    on_cpu, waited = (round(a - b, 2) for a, b in zip(thread_after, thread_before, strict=True))
+    result["main_thread"] = {"on_cpu_seconds": on_cpu, "runqueue_wait_seconds": waited}
+    say(f"  main thread: {on_cpu:.2f}s on a CPU, {waited:.2f}s waiting for one, in {seconds:.2f}s")
     result.update(latency(before, after, profile))
 
 

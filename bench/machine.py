@@ -71,6 +71,17 @@ def pin(pid: int, cpus: set[int]) -> None:
             os.sched_setaffinity(task, cpus)
 
 
+def thread_schedstat(pid: int, tid: int | None = None) -> tuple[float, float]:
+    """(seconds on a CPU, seconds runnable but waiting for one) of thread TID of
+    process PID (its main thread by default), from /proc/.../schedstat; zeros if it
+    is gone or the kernel keeps no schedstats."""
+    try:
+        fields = Path(f"/proc/{pid}/task/{tid or pid}/schedstat").read_text().split()
+    except OSError:
+        return (0.0, 0.0)
+    return (int(fields[0]) / 1e9, int(fields[1]) / 1e9)
+
+
 def _own_seconds() -> float:
     usage = resource.getrusage(resource.RUSAGE_SELF)
     return usage.ru_utime + usage.ru_stime

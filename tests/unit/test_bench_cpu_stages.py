@@ -3,12 +3,13 @@ bench/machine.py's CPU of a process with its children."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import time
 
 from bench.cpu_stages import describe, ms_per_pod, stage_seconds
-from bench.machine import process_cpu_seconds
+from bench.machine import process_cpu_seconds, thread_schedstat
 from kubesched.kube.cpu_budget import CpuBudget
 from kubesched.metrics import SchedulerMetrics
 
@@ -60,3 +61,14 @@ def test_a_process_cpu_counts_its_children() -> None:
     finally:
         parent.kill()
         parent.wait()
+
+
+def test_the_main_threads_schedstat_counts_its_time_on_a_cpu() -> None:
+    on_cpu, waited = thread_schedstat(os.getpid())
+    started = time.thread_time()
+    while time.thread_time() - started < 0.2:
+        pass
+    after, waited_after = thread_schedstat(os.getpid())
+    assert after - on_cpu >= 0.15
+    assert waited_after >= waited
+    assert thread_schedstat(2**22 + 7) == (0.0, 0.0)  # no such process
