@@ -62,6 +62,7 @@ from tests.integration.kube_scheduler_proc import (
     start_kube_scheduler,
     stop_process,
 )
+from tests.integration.kubesched_proc import KubeschedProcess
 
 __all__ = [
     "BUILD_TIMEOUT",
@@ -181,3 +182,13 @@ def kube_scheduler(control_plane: ControlPlane) -> Iterator[Callable[..., KubeSc
     finally:
         for proc in reversed(started):
             proc.stop()
+
+
+@pytest.fixture
+def kubesched(control_plane: ControlPlane) -> Iterator[list[KubeschedProcess]]:
+    """The `kubesched run` processes a test starts (start_kubesched), each appended
+    here; all stopped when the test ends."""
+    started: list[KubeschedProcess] = []
+    yield started
+    for proc in started:
+        proc.stop()

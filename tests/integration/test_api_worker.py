@@ -10,7 +10,6 @@ import os
 import signal
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -25,14 +24,6 @@ from tests.integration.control_plane import ControlPlane
 from tests.integration.kubesched_proc import KubeschedProcess, start_kubesched
 
 pytestmark = pytest.mark.integration
-
-
-@pytest.fixture
-def kubesched(control_plane: ControlPlane, tmp_path: Path) -> Iterator[list[KubeschedProcess]]:
-    started: list[KubeschedProcess] = []
-    yield started
-    for proc in started:
-        proc.stop()
 
 
 def _worker_pids(parent: int) -> list[int]:
@@ -220,6 +211,9 @@ def test_a_replica_that_loses_its_lease_binds_nothing_after_the_loss(
             stop.set()
             for thread in threads:
                 thread.join(10)
+            # The pods left pending are deleted: a later test's scheduler must not
+            # find them (the `api` fixture cleans up only what it created itself).
+            api_thread.cleanup()
     assert code == 1
     late = {name: t - lost_at for name, t in bound_seen.items() if t > lost_at + 1.0}
     assert not late, f"bound after the loss: {sorted(late.items())[:5]}"

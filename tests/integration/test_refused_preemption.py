@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -28,14 +28,6 @@ ADMISSION = "/apis/admissionregistration.k8s.io/v1"
 WINDOW = 20.0  # seconds over which DELETEs are counted
 ABSOLUTE_BOUND = 12  # backoff from 1 s doubling to 10 s: retries at ~1, 3, 7, 15 s
 _DELETE_PODS = re.compile(r"^apiserver_request_total\{(?P<labels>[^}]*)\} (?P<value>\S+)$")
-
-
-@pytest.fixture
-def kubesched(control_plane: ControlPlane) -> Iterator[list[KubeschedProcess]]:
-    started: list[KubeschedProcess] = []
-    yield started
-    for proc in started:
-        proc.stop()
 
 
 def pod_deletes(api: AdminApi) -> int:

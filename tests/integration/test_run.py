@@ -8,7 +8,6 @@ import subprocess
 import sys
 import time
 from collections import Counter
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -23,15 +22,6 @@ from tests.integration.kubesched_proc import KubeschedProcess, start_kubesched
 pytestmark = pytest.mark.integration
 
 ZONES = ("zone-a", "zone-b", "zone-c")
-
-
-@pytest.fixture
-def kubesched(control_plane: ControlPlane, tmp_path: Path) -> Iterator[list[KubeschedProcess]]:
-    """Processes started with start(); all stopped at the end."""
-    started: list[KubeschedProcess] = []
-    yield started
-    for proc in started:
-        proc.stop()
 
 
 def run_kubesched(

@@ -6,7 +6,6 @@ kube-scheduler."""
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -17,15 +16,6 @@ from tests.integration.kubesched_proc import KubeschedProcess
 from tests.integration.test_run import run_kubesched, unique_prefix, wait_bound
 
 pytestmark = pytest.mark.integration
-
-
-@pytest.fixture
-def kubesched(control_plane: ControlPlane) -> Iterator[list[KubeschedProcess]]:
-    """Processes started with run_kubesched; all stopped at the end."""
-    started: list[KubeschedProcess] = []
-    yield started
-    for proc in started:
-        proc.stop()
 
 
 def _fragment(api: AdminApi, namespace: str, pool: str, suffix: str) -> dict[str, str]:

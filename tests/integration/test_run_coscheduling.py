@@ -8,7 +8,6 @@ PodGroup's status is written through its status subresource."""
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -24,14 +23,6 @@ pytestmark = pytest.mark.integration
 PG_API = "/apis/scheduling.x-k8s.io/v1alpha1"
 GPU = "example.com/gpu"
 CRD = DEPLOY_DIR / "crds" / "scheduling.x-k8s.io_podgroups.yaml"
-
-
-@pytest.fixture
-def kubesched(control_plane: ControlPlane, tmp_path: Path) -> Iterator[list[KubeschedProcess]]:
-    started: list[KubeschedProcess] = []
-    yield started
-    for proc in started:
-        proc.stop()
 
 
 def install_crd(api: AdminApi) -> None:

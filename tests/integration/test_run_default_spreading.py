@@ -4,7 +4,7 @@ reads them through its listers (helper.DefaultSelector)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -15,14 +15,6 @@ from tests.integration.kubesched_proc import KubeschedProcess, start_kubesched
 from tests.integration.test_run import unique_prefix
 
 pytestmark = pytest.mark.integration
-
-
-@pytest.fixture
-def kubesched(control_plane: ControlPlane, tmp_path: Path) -> Iterator[list[KubeschedProcess]]:
-    started: list[KubeschedProcess] = []
-    yield started
-    for proc in started:
-        proc.stop()
 
 
 @pytest.mark.parametrize("scheduler", ["kubesched", "default-scheduler"])

@@ -9,7 +9,7 @@ expected texts are checked against upstream in the same run."""
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -23,14 +23,6 @@ from tests.integration.test_run import unique_prefix
 pytestmark = pytest.mark.integration
 
 RESOURCE = "/apis/resource.k8s.io/v1"
-
-
-@pytest.fixture
-def kubesched(control_plane: ControlPlane, tmp_path: Path) -> Iterator[list[KubeschedProcess]]:
-    started: list[KubeschedProcess] = []
-    yield started
-    for proc in started:
-        proc.stop()
 
 
 def _claim(namespace: str, name: str, device_class: str) -> dict[str, Any]:
