@@ -22,6 +22,7 @@ from kubesched.kube.fence import Fenced
 from tests.integration.admin_api import AdminApi
 from tests.integration.control_plane import ControlPlane
 from tests.integration.kubesched_proc import KubeschedProcess, start_kubesched
+from tests.integration.test_run import unique_prefix
 
 pytestmark = pytest.mark.integration
 
@@ -64,7 +65,7 @@ def test_a_worker_killed_mid_drain_loses_no_pod_and_binds_none_twice(
     kubesched: list[KubeschedProcess],
     tmp_path: Path,
 ) -> None:
-    _make_nodes(api, f"wk{int(time.time()) % 100000}", 12)
+    _make_nodes(api, unique_prefix("wk"), 12)
     names = [f"p-{i:04d}" for i in range(600)]
     for name in names:  # a backlog: the drain starts with the scheduler
         api.create_pod(namespace, name, cpu="10m")
@@ -97,7 +98,7 @@ def test_a_fenced_worker_sends_no_bind_after_the_fence(
 ) -> None:
     """Binds queued in the worker when the lease is lost (the fence closes) are
     not sent: exactly the binds answered "bound" are bound, the rest stay pending."""
-    node = _make_nodes(api, f"fw{int(time.time()) % 100000}", 1)[0]
+    node = _make_nodes(api, unique_prefix("fw"), 1)[0]
     pods = [api.create_pod(namespace, f"f-{i:03d}", cpu="10m") for i in range(400)]
 
     async def bind_all() -> dict[str, BaseException | None]:
@@ -146,7 +147,7 @@ def test_a_replica_that_loses_its_lease_binds_nothing_after_the_loss(
     """Pods keep coming while another holder takes the lease: once the replica
     says it lost the lease, no more of its binds land, and it exits at once
     (kube-scheduler exits on OnStoppedLeading) rather than draining its binds."""
-    _make_nodes(api, f"ll{int(time.time()) % 100000}", 8)
+    _make_nodes(api, unique_prefix("ll"), 8)
     lease = f"kubesched-ll-{namespace}"[:60]
     config = tmp_path / "config.yaml"
     config.write_text(
