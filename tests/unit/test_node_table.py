@@ -138,3 +138,62 @@ def test_pods_of_a_node_not_yet_seen_count_when_it_arrives() -> None:
     cache.add_pod(PodInfo(make_pod("p", cpu="1", node_name="late")))
     cache.add_node(make_node("late"))
     assert cache.table.requested[cache.table.row_of("late"), CPU] == 1000
+
+
+def test_node_churn_keeps_label_values_and_taint_sets_bounded() -> None:
+    """Nodes that come and go, each with its own hostname, a label of its own key
+    and a taint whose value is a timestamp (cluster-autoscaler's ToBeDeleted...):
+    what the table keeps stays proportional to the live nodes, and every live
+    node's labels and taints still read back."""
+    table = NodeTable()
+    live: list[str] = []
+    for i in range(20_000):
+        name = f"node-{i}"
+        taint = {"key": "ToBeDeletedByClusterAutoscaler", "value": str(i), "effect": "NoSchedule"}
+        table.upsert_node(
+            make_node(
+                name,
+                labels={"kubernetes.io/hostname": name, f"own-{i}": "x", "zone": f"z{i % 3}"},
+                taints=[taint] if i % 2 else [],
+            )
+        )
+        live.append(name)
+        if len(live) > 50:
+            table.remove_node(live.pop(0))
+    hostname = table.labels["kubernetes.io/hostname"]
+    assert len(hostname.values) <= 2 * 1024
+    assert len(table.labels) <= 1024 + 2
+    assert len(table.taint_sets) <= 1024 + 1
+    for name in live:
+        row = table.row_of(name)
+        assert row is not None
+        i = int(name.removeprefix("node-"))
+        assert table.label_value(row, "kubernetes.io/hostname") == name
+        assert table.label_value(row, f"own-{i}") == "x"
+        assert table.label_value(row, "zone") == f"z{i % 3}"
+        taints = table.taint_sets[table.taint_set[row]]
+        assert [t.value for t in taints] == ([str(i)] if i % 2 else [])
+    # A label value no node holds any more is not found (an In selector on it
+    # matches nothing), while a live one is.
+    assert "node-0" not in hostname.vocab
+    assert live[-1] in hostname.vocab
+
+
+def test_compact_drops_values_of_removed_nodes_and_renumbers() -> None:
+    table = NodeTable()
+    for i in range(40):
+        table.upsert_node(make_node(f"n{i}", labels={"h": f"n{i}", "k": "same"}))
+    for i in range(30):
+        table.remove_node(f"n{i}")
+    before = table.labels["h"]
+    generation = table.node_generation
+    table.compact()
+    after = table.labels["h"]
+    assert after is not before  # caches keyed by the column object start again
+    assert after.values == [f"n{i}" for i in range(30, 40)]
+    assert table.node_generation > generation
+    for i in range(30, 40):
+        row = table.row_of(f"n{i}")
+        assert row is not None
+        assert table.label_value(row, "h") == f"n{i}"
+        assert table.label_value(row, "k") == "same"

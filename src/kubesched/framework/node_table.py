@@ -75,6 +75,21 @@ class LabelColumn:
         grown[: len(self.codes)] = self.codes
         self.codes = grown
 
+    def compacted(self) -> LabelColumn | None:
+        """The column with only the values some row still holds (in the order they
+        came), or None when no row holds the key. A new object, so that what is kept
+        per column object (selectors' parsed integers) starts again."""
+        used = np.flatnonzero(np.bincount(self.codes[self.codes >= 0], minlength=len(self.values)))
+        if len(used) == 0:
+            return None
+        column = LabelColumn(len(self.codes))
+        # remap[-1] is the last slot: rows without the key stay -1.
+        remap = np.full(len(self.values) + 1, -1, dtype=np.int32)
+        for code in used:
+            remap[code] = column.code_of(self.values[code])
+        column.codes = remap[self.codes]
+        return column
+
 
 @dataclass(slots=True)
 class SavedRow:
@@ -230,6 +245,10 @@ class NodeTable:
         # entry goes with its PodInfo. Columns are only ever added at the end, so an
         # entry of the current width is still right.
         self._amounts: weakref.WeakKeyDictionary[PodInfo, list[int]] = weakref.WeakKeyDictionary()
+        # Label values and taint sets are only ever added as nodes come and change:
+        # a cluster whose nodes come and go (each with its own hostname) would grow
+        # them without bound. Node changes since the last compact().
+        self._changes_since_compact = 0
 
     # --- shape -----------------------------------------------------------------
 
@@ -315,6 +334,7 @@ class NodeTable:
         self._write_node_columns(row, node)
         self.generation += 1
         self.node_generation += 1
+        self._maybe_compact()
         return row
 
     def _write_node_columns(self, row: int, node: Node) -> None:
@@ -400,7 +420,52 @@ class NodeTable:
         self.generation += 1
         self.node_generation += 1
         self.row_generation += 1
+        self._maybe_compact()
         return pods
+
+    def _maybe_compact(self) -> None:
+        # Amortised: a compaction reads every column once, after as many node
+        # changes as there are nodes (at least 1,024).
+        self._changes_since_compact += 1
+        if self._changes_since_compact >= max(1024, len(self.index)):
+            self.compact()
+
+    def compact(self) -> None:
+        """Drop the label values, label keys and taint sets no live node holds any
+        more, renumbering the codes. Only between cycles, as every change: plugins
+        that keep codes across cycles key them on node_generation, which moves."""
+        self._changes_since_compact = 0
+        for key, column in list(self.labels.items()):
+            few = len(column.values) <= max(16, 2 * len(self.index))
+            if few and (column.codes >= 0).any():
+                # Few values for the nodes there are: not worth a renumbering
+                # (unless the key is gone from every node).
+                continue
+            compacted = column.compacted()
+            if compacted is None:
+                del self.labels[key]
+            else:
+                self.labels[key] = compacted
+        self._compact_taint_sets()
+        self.generation += 1
+        self.node_generation += 1
+
+    def _compact_taint_sets(self) -> None:
+        counts = np.bincount(self.taint_set[self.alive], minlength=len(self.taint_sets))
+        used = np.flatnonzero(counts[1:]) + 1  # the empty set (0) always stays
+        if len(used) + 1 == len(self.taint_sets):
+            return
+        remap = np.zeros(len(self.taint_sets), dtype=np.int32)
+        sets: list[tuple[Taint, ...]] = [()]
+        ids: dict[tuple[TaintKey, ...], int] = {(): 0}
+        for old in used:
+            taints = self.taint_sets[old]
+            remap[old] = len(sets)
+            ids[tuple(sorted((t.key, t.value, t.effect) for t in taints))] = len(sets)
+            sets.append(taints)
+        self.taint_set = remap[self.taint_set]
+        self.taint_sets = sets
+        self._taint_set_ids = ids
 
     # --- pods ------------------------------------------------------------------
 
