@@ -177,7 +177,7 @@ def measure(trace: Trace, timeout: float) -> list[str]:
         table = session.scheduler.table
         problem = build_problem(fw, table, [PodInfo(p) for p in trace.pods])
         placed = {k: n for k, n in greedy.placements.items() if n}
-        return problem, table, greedy_counts(problem, table, placed)
+        return problem, table, greedy_counts(problem, placed)
 
     problem, table, hint = asyncio.run(build())
     # One objective for all three: pods placed, whatever their priority (the engine's
@@ -186,7 +186,7 @@ def measure(trace: Trace, timeout: float) -> list[str]:
         cls.priority = 0
     cells = [trace.name, str(greedy.scheduled)]
     started = time.perf_counter()
-    found = solve(problem, table, hint, timeout=timeout)
+    found = solve(problem, hint, timeout=timeout)
     spent = time.perf_counter() - started
     if found is None:
         cells.append(f"none ({spent:.2f}s)")

@@ -106,9 +106,9 @@ def test_the_top_prioritys_bound_is_at_least_the_proven_optimum(
     cluster: tuple[list[Node], list[Pod]],
 ) -> None:
     nodes, pods = cluster
-    problem, table = _problem(nodes, pods)
+    problem, _ = _problem(nodes, pods)
     nothing: list[dict[int, int]] = [{} for _ in problem.classes]
-    solution = solve(problem, table, nothing, timeout=5.0)
+    solution = solve(problem, nothing, timeout=5.0)
     assert solution is not None
     top = max(cls.priority for cls in problem.classes)
     optimum = sum(
@@ -116,7 +116,7 @@ def test_the_top_prioritys_bound_is_at_least_the_proven_optimum(
         for cls, counts in zip(problem.classes, solution.counts, strict=True)
         if cls.priority == top
     )
-    bounds = relaxation_bounds(problem, table, nothing, {})
+    bounds = relaxation_bounds(problem, nothing, {})
     assert bounds[top] >= optimum
     if solution.status == "optimal":
         # CP-SAT's own bound is the optimum; the relaxation can only be looser.
@@ -159,15 +159,15 @@ def test_node_classes_give_the_per_node_relaxations_bound(
     cluster: tuple[list[Node], list[Pod]],
 ) -> None:
     nodes, pods = cluster
-    problem, table = _problem(nodes, pods)
+    problem, _ = _problem(nodes, pods)
     nothing: list[dict[int, int]] = [{} for _ in problem.classes]
-    per_node = relaxation_bounds(problem, table, nothing, {}, merge_nodes=False)
-    merged = relaxation_bounds(problem, table, nothing, {})
+    per_node = relaxation_bounds(problem, nothing, {}, merge_nodes=False)
+    merged = relaxation_bounds(problem, nothing, {})
     assert merged == per_node
     # Merged by the filters' verdicts alone (nodes of different sizes together):
     # looser, never tighter.
     with mock.patch.object(bound_module, "_MAX_NODE_CLASSES", 0):
-        coarse = relaxation_bounds(problem, table, nothing, {})
+        coarse = relaxation_bounds(problem, nothing, {})
     for priority, count in per_node.items():
         assert coarse[priority] >= count
 
@@ -202,7 +202,7 @@ def test_improve_never_lowers_a_priority_and_keeps_every_node_within_its_room(
     """With the quick pass that moves pods (repair.py), and with the CP-SAT rounds alone."""
     nodes, pods = _fragmenting(nodes=6)
     pods += [make_pod(f"top-{i}", cpu="5", memory="4Gi", priority=1000) for i in range(3)]
-    problem, table = _problem(nodes, pods)
+    problem, _ = _problem(nodes, pods)
     # A start as greedy leaves it: the small pods spread, one per node in turn.
     start: list[dict[int, int]] = [{} for _ in problem.classes]
     small = next(
@@ -218,7 +218,7 @@ def test_improve_never_lowers_a_priority_and_keeps_every_node_within_its_room(
         mock.patch.object(neighbourhood, "_ROUND_VARIABLES", 6),
         mock.patch.object(neighbourhood, "make_room", make_room if quick_pass else _no_room),
     ):
-        counts, gains = improve(problem, table, start, deadline=_in(0.5))
+        counts, gains = improve(problem, start, deadline=_in(0.5))
     placed = {cls.priority: 0 for cls in problem.classes}
     for cls, rows_of in zip(problem.classes, counts, strict=True):
         placed[cls.priority] += sum(rows_of.values())
@@ -252,8 +252,8 @@ def test_wider_anti_affinity_domains_are_solved_whole() -> None:
     by_zone = [
         make_pod(f"z{i}", cpu="1", labels={"app": "z"}, spec=_anti("z", "zone")) for i in range(3)
     ]
-    assert supported(*_problem(nodes, by_host))
-    assert not supported(*_problem(nodes, by_zone))
+    assert supported(_problem(nodes, by_host)[0])
+    assert not supported(_problem(nodes, by_zone)[0])
     with by_neighbourhoods():
         _, comparison = greedy_then_engine(nodes, by_zone, timeout=1.0)
     assert "neighbourhoods" not in comparison.batch.note
@@ -286,14 +286,14 @@ def test_making_room_moves_pods_within_their_rows_and_room_and_drops_none(
     cluster: tuple[list[Node], list[Pod]],
 ) -> None:
     nodes, pods = cluster
-    problem, table = _problem(nodes, pods)
+    problem, _ = _problem(nodes, pods)
     columns = np.array(sorted({c for cls in problem.classes for c in cls.requests}), np.intp)
     asks = np.array(
         [[cls.requests.get(c, 0) for c in columns.tolist()] for cls in problem.classes], np.int64
     )
     # Start: each class's pods on its rows in turn, as far as the room goes.
     counts: list[dict[int, int]] = [{} for _ in problem.classes]
-    used = np.zeros((table.capacity, len(columns)), np.int64)
+    used = np.zeros((problem.capacity, len(columns)), np.int64)
     for c, cls in enumerate(problem.classes):
         for i in range(len(cls.pods)):
             for row in np.roll(cls.rows, -i).tolist():
@@ -320,7 +320,7 @@ def test_making_room_moves_pods_within_their_rows_and_room_and_drops_none(
 
 def test_making_room_places_the_large_pods_greedy_left_pending() -> None:
     nodes, pods = _fragmenting(nodes=6)
-    problem, table = _problem(nodes, pods)
+    problem, _ = _problem(nodes, pods)
     columns = np.array(sorted({c for cls in problem.classes for c in cls.requests}), np.intp)
     asks = np.array(
         [[cls.requests.get(c, 0) for c in columns.tolist()] for cls in problem.classes], np.int64
@@ -333,7 +333,7 @@ def test_making_room_places_the_large_pods_greedy_left_pending() -> None:
     rows = problem.live_rows.tolist()
     counts: list[dict[int, int]] = [{} for _ in problem.classes]
     counts[small] = dict.fromkeys(rows, 4)
-    used = np.zeros((table.capacity, len(columns)), np.int64)
+    used = np.zeros((problem.capacity, len(columns)), np.int64)
     for row in rows:
         used[row] = asks[small] * 4
     placed = make_room(problem, counts, used, asks, columns, deadline=_in(5.0))

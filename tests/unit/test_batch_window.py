@@ -5,15 +5,18 @@ cycles, and the fallbacks."""
 from __future__ import annotations
 
 import asyncio
+import itertools
+import time
 from typing import Any
 
 import pytest
 from click.testing import CliRunner
 
 from kubesched.api.objects import Node, Pod
+from kubesched.batch.engine import PreparedBatch
 from kubesched.cli.main import main
 from kubesched.cluster.memory import InMemoryCluster
-from kubesched.framework.clock import SimClock
+from kubesched.framework.clock import RealClock, SimClock
 from kubesched.framework.profile import ProfileConfig
 from kubesched.metrics import SchedulerMetrics
 from kubesched.scheduler import Scheduler, batch_window
@@ -107,6 +110,65 @@ def test_batch_mode_binds_what_greedy_leaves_pending_through_the_cycles() -> Non
     assert len(sched.waiting_pods) == 0
     # The pods the engine placed were not held in a second window.
     assert sched.batch.windows_closed == 1
+
+
+def test_in_run_the_solve_leaves_the_event_loop_free(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`run` (off_loop): the solver runs in a thread, so the loop goes on serving
+    (here a ticker every 10 ms) while it solves; the answer still reaches the
+    cycles. The solve is made to take 0.6 s more: on the loop, the ticker would
+    stop for that long."""
+    solve = PreparedBatch.solve
+
+    def slow(self: PreparedBatch) -> Any:
+        time.sleep(0.6)
+        return solve(self)
+
+    monkeypatch.setattr(PreparedBatch, "solve", slow)
+    nodes, pods = _fragmenting()
+
+    async def scenario() -> tuple[InMemoryCluster, Scheduler, float]:
+        cluster = InMemoryCluster(
+            nodes={n.metadata.name: n for n in nodes}, pods={p.key: p for p in pods}
+        )
+        sched = Scheduler(
+            [ProfileConfig.default()],
+            cluster,
+            clock=RealClock(),
+            seed=1,
+            batch=BatchOptions(window=0.05, timeout=5.0, off_loop=True),
+        )
+        cluster.watch(sched)
+        ticks: list[float] = []
+
+        async def ticker() -> None:
+            while True:
+                ticks.append(time.perf_counter())
+                await asyncio.sleep(0.01)
+
+        async def schedule() -> None:
+            while not all(p.spec.node_name for p in cluster.pods.values()):
+                sched.queue.flush_backoff_completed()
+                try:
+                    qpi = await asyncio.wait_for(sched.queue.pop(), 0.05)
+                except TimeoutError:
+                    continue
+                if qpi is not None:
+                    sched.schedule_one(qpi)
+                await asyncio.sleep(0)
+
+        tick = asyncio.create_task(ticker())
+        await asyncio.wait_for(schedule(), 20)
+        tick.cancel()
+        gaps = [b - a for a, b in itertools.pairwise(ticks)]
+        return cluster, sched, max(gaps)
+
+    cluster, sched, longest_gap = asyncio.run(scenario())
+    placed = _placed(cluster)
+    assert all(placed.values()), placed
+    assert sched.batch is not None
+    (outcome,) = sched.batch.outcomes
+    assert outcome.result == "engine" and outcome.seconds >= 0.6
+    assert longest_gap < 0.3, longest_gap
 
 
 def test_pods_are_held_at_permit_until_the_window_closes() -> None:

@@ -37,7 +37,6 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from kubesched.batch.problem import Problem
-from kubesched.framework.node_table import NodeTable
 
 if TYPE_CHECKING:
     from ortools.linear_solver.python.model_builder_helper import ModelBuilderHelper
@@ -62,7 +61,6 @@ _SLACK = 1e-4
 
 def relaxation_bounds(
     problem: Problem,
-    table: NodeTable,
     hint: Sequence[Mapping[int, int]],
     placed: Mapping[int, int],
     *,
@@ -91,7 +89,7 @@ def relaxation_bounds(
                     room[index[row], k] -= cls.requests.get(col, 0) * count
     room = np.maximum(room, 0.0)
     modelled = [c for c, cls in enumerate(classes) if not cls.held]
-    position = np.full(max(int(rows.max()) + 1, table.capacity), -1, np.intp)
+    position = np.full(max(int(rows.max()) + 1, problem.capacity), -1, np.intp)
     position[rows] = np.arange(len(rows))
     feasible = np.zeros((len(rows), len(modelled)), bool)
     for j, c in enumerate(modelled):
@@ -147,7 +145,7 @@ def relaxation_bounds(
                     0.0,
                     float(group_room[g, k]) / scale,
                 )
-    _anti_affinity_rows(helper, problem, table, modelled, y)
+    _anti_affinity_rows(helper, problem, modelled, y)
 
     solver = model_builder.Solver("glop")
     priorities = sorted({cls.priority for cls in classes}, reverse=True)
@@ -197,7 +195,6 @@ def _same_rows(keys: np.ndarray) -> np.ndarray:
 def _anti_affinity_rows(
     helper: ModelBuilderHelper,
     problem: Problem,
-    table: NodeTable,
     modelled: Sequence[int],
     y: Mapping[tuple[int, int], int],
 ) -> None:
@@ -210,7 +207,7 @@ def _anti_affinity_rows(
         if j is None or rule.owner not in rule.matched:
             continue
         cls = problem.classes[rule.owner]
-        values = [table.label_value(row, rule.topology_key) for row in cls.rows.tolist()]
+        values = [problem.label_value(row, rule.topology_key) for row in cls.rows.tolist()]
         if None in values:
             continue
         variables = [v for (_, owner), v in y.items() if owner == j]

@@ -31,7 +31,15 @@ from kubesched.framework.node_table import NodeTable, SavedRow
 from kubesched.framework.runtime import Framework, PluginError
 from kubesched.framework.types import PodInfo
 
-__all__ = ["BatchPlacement", "Objective", "place_batch", "replay"]
+__all__ = [
+    "BatchPlacement",
+    "Objective",
+    "PreparedBatch",
+    "finish_batch",
+    "place_batch",
+    "prepare_batch",
+    "replay",
+]
 
 # Above this many integer variables, CP-SAT's presolve of the whole model takes
 # about the second (48,300 at 1,000 pods × 500 nodes took 0.6 s to load and stop
@@ -82,6 +90,48 @@ def load_solvers() -> None:
     load_model_builder()
 
 
+@dataclass(slots=True)
+class PreparedBatch:
+    """A batch's model, built on the node table (`prepare_batch`), and what its
+    solve needs. `solve` reads only the model, never the table: it may run in
+    another thread while the scheduling cycles move the table on, and
+    `finish_batch` then checks its answer on the table as it is by then."""
+
+    problem: Problem
+    pods: Sequence[PodInfo]
+    greedy: Mapping[str, str]
+    hint: list[dict[int, int]]
+    held: dict[str, str]
+    greedy_placed: dict[int, int]
+    objective: Objective
+    timeout: float
+    workers: int
+    started: float
+    # Seconds for the neighbourhood search (None: the whole model is solved).
+    neighbourhood_budget: float | None
+
+    def solve(self) -> tuple[Solution | None, int]:
+        """The solver's counts per class and row, and how many neighbourhood
+        steps placed more (0 for a whole model)."""
+        if self.neighbourhood_budget is not None:
+            counts, rounds = improve(
+                self.problem,
+                self.hint,
+                deadline=time.perf_counter() + self.neighbourhood_budget,
+                workers=self.workers,
+            )
+            return Solution(counts, "feasible"), rounds
+        solution = solve(
+            self.problem,
+            self.hint,
+            objective=self.objective,
+            timeout=max(self.timeout - (time.perf_counter() - self.started), 0.05),
+            workers=self.workers,
+            floors=self.greedy_placed,
+        )
+        return solution, 0
+
+
 def place_batch(
     fw: Framework,
     table: NodeTable,
@@ -98,37 +148,78 @@ def place_batch(
     places at least as many pods as greedy at every priority, and the most pods
     by priority (highest first) among such placements that the solver finds in
     time; then the fewest nodes or the highest score, by `objective`."""
+    prepared = prepare_batch(
+        fw,
+        table,
+        pods,
+        greedy,
+        objective=objective,
+        timeout=timeout,
+        workers=workers,
+        namespace_labels=namespace_labels,
+    )
+    solution, rounds = prepared.solve()
+    return finish_batch(prepared, fw, table, solution, rounds)
+
+
+def prepare_batch(
+    fw: Framework,
+    table: NodeTable,
+    pods: Sequence[PodInfo],
+    greedy: Mapping[str, str],
+    *,
+    objective: Objective = "pods",
+    timeout: float = 1.0,
+    workers: int = 2,
+    namespace_labels: Mapping[str, Mapping[str, str]] | None = None,
+) -> PreparedBatch:
+    """The model of place_batch's question, on `table` (which holds none of the
+    pods), for PreparedBatch.solve."""
     load_solvers()  # the first call imports them: not part of the solver's time
     started = time.perf_counter()
     problem = build_problem(
         fw, table, pods, scores=objective == "score", namespace_labels=namespace_labels
     )
-    hint = _counts(problem, table, greedy)
+    hint = _counts(problem, greedy)
     held = {p.key: cls.held for cls in problem.classes if cls.held for p in cls.pods}
     greedy_placed = _by_priority(pods, greedy)
     size = sum(len(cls.rows) for cls in problem.classes if not cls.held)
-    by_neighbourhood = size > WHOLE_MODEL_VARIABLES and supported(problem, table)
-    solution: Solution | None
-    rounds = 0  # steps of the neighbourhood search that placed more
-    if by_neighbourhood:
+    budget = None
+    if size > WHOLE_MODEL_VARIABLES and supported(problem):
         # The rounds run to the deadline: the replay's time is kept back from them.
         replaying = max(_replay_seconds(fw, table, pods, greedy), _REPLAY_SHARE * timeout)
         reserve = _AFTER_SOLVE_SECONDS + replaying
         budget = max(timeout - reserve - (time.perf_counter() - started), 0.05)
-        counts, rounds = improve(
-            problem, table, hint, deadline=time.perf_counter() + budget, workers=workers
-        )
-        solution = Solution(counts, "feasible")
-    else:
-        solution = solve(
-            problem,
-            table,
-            hint,
-            objective=objective,
-            timeout=max(timeout - (time.perf_counter() - started), 0.05),
-            workers=workers,
-            floors=greedy_placed,
-        )
+    return PreparedBatch(
+        problem,
+        pods,
+        greedy,
+        hint,
+        held,
+        greedy_placed,
+        objective,
+        timeout,
+        workers,
+        started,
+        budget,
+    )
+
+
+def finish_batch(
+    prepared: PreparedBatch,
+    fw: Framework,
+    table: NodeTable,
+    solution: Solution | None,
+    rounds: int,
+) -> BatchPlacement:
+    """The answer from the solver's counts: the pods assigned to nodes, replayed
+    through the filters on `table` (holding none of the pods), and compared with
+    greedy's placement."""
+    problem, pods, greedy = prepared.problem, prepared.pods, prepared.greedy
+    hint, objective = prepared.hint, prepared.objective
+    # Of the pods still in the batch (off the loop, some may have left it).
+    greedy_placed = _by_priority(pods, greedy)
+    started = prepared.started
     greedy_nodes = _nodes_used(table, greedy)
     nodes_bound = None
     if solution is not None and objective == "nodes" and solution.objective_bound is not None:
@@ -142,16 +233,16 @@ def place_batch(
         {} if solution is None else solution.bounds,
         greedy_nodes,
         greedy_nodes,
-        held,
+        prepared.held,
         solve_seconds=time.perf_counter() - started,
         nodes_bound=nodes_bound,
     )
     if solution is None:
-        keep.bound = _bounds(problem, table, hint, greedy_placed, {}, {})
+        keep.bound = _bounds(problem, hint, greedy_placed, {}, {})
         keep.note = "the solver found no placement in time; greedy's is kept"
         keep.solve_seconds = time.perf_counter() - started
         return keep
-    wanted = _assign(problem, table, solution.counts, greedy)
+    wanted = _assign(problem, solution.counts, greedy)
     accepted, rejected = replay(fw, table, pods, wanted)
     placed = _by_priority(pods, accepted)
     solved = _by_priority(pods, wanted)
@@ -163,7 +254,8 @@ def place_batch(
     if better == 0 and objective == "nodes":
         better = greedy_nodes - nodes
     elif better == 0 and objective == "score":
-        better = int(_score(problem, accepted, table) > _score(problem, greedy, table))
+        better = int(_score(problem, accepted) > _score(problem, greedy))
+    by_neighbourhood = prepared.neighbourhood_budget is not None
     how = f"by neighbourhoods ({rounds} steps placed more)" if by_neighbourhood else ""
     if better <= 0:
         keep.note = (
@@ -174,7 +266,7 @@ def place_batch(
             )
         )
         keep.note += f"; solved {how}" if how else ""
-        keep.bound = _bounds(problem, table, hint, greedy_placed, solution.bounds, solved)
+        keep.bound = _bounds(problem, hint, greedy_placed, solution.bounds, solved)
         keep.solve_seconds = time.perf_counter() - started
         return keep
     return BatchPlacement(
@@ -183,10 +275,10 @@ def place_batch(
         solution.status,
         placed,
         greedy_placed,
-        _bounds(problem, table, hint, placed, solution.bounds, solved),
+        _bounds(problem, hint, placed, solution.bounds, solved),
         nodes,
         greedy_nodes,
-        held,
+        prepared.held,
         rejected,
         time.perf_counter() - started,
         note=f"solved {how}" if how else "",
@@ -196,7 +288,6 @@ def place_batch(
 
 def _bounds(
     problem: Problem,
-    table: NodeTable,
     hint: Sequence[Mapping[int, int]],
     placed: Mapping[int, int],
     solver_bounds: Mapping[int, int],
@@ -207,7 +298,7 @@ def _bounds(
     CP-SAT's phase for a priority was given the solver's counts above it
     (`solved`), so its bound holds for the answer only while those are the
     answer's (the replay may have refused some)."""
-    bounds = relaxation_bounds(problem, table, hint, placed)
+    bounds = relaxation_bounds(problem, hint, placed)
     for priority in sorted(solver_bounds, reverse=True):
         higher = [p for p in placed if p > priority]
         if any(solved.get(p, 0) != placed[p] for p in higher):
@@ -283,15 +374,13 @@ def _check(fw: Framework, table: NodeTable, pod: PodInfo, row: int) -> str:
     return "" if status.is_success() else status.message()
 
 
-def _counts(
-    problem: Problem, table: NodeTable, placement: Mapping[str, str]
-) -> list[dict[int, int]]:
+def _counts(problem: Problem, placement: Mapping[str, str]) -> list[dict[int, int]]:
     counts: list[dict[int, int]] = []
     for cls in problem.classes:
         rows: Counter[int] = Counter()
         for pod in cls.pods:
             node = placement.get(pod.key)
-            row = None if node is None else table.row_of(node)
+            row = None if node is None else problem.row_of(node)
             if row is not None:
                 rows[row] += 1
         counts.append(dict(rows))
@@ -300,7 +389,6 @@ def _counts(
 
 def _assign(
     problem: Problem,
-    table: NodeTable,
     counts: Sequence[Mapping[int, int]],
     greedy: Mapping[str, str],
 ) -> dict[str, str]:
@@ -308,7 +396,7 @@ def _assign(
     node keep it where the count allows (fewer moves), the rest fill in."""
     placement: dict[str, str] = {}
     for cls, rows in zip(problem.classes, counts, strict=True):
-        left = {table.names[row]: n for row, n in rows.items() if n}
+        left = {problem.names[row]: n for row, n in rows.items() if n}
         rest: list[PodInfo] = []
         for pod in sorted(cls.pods, key=lambda p: p.key):
             node = greedy.get(pod.key)
@@ -348,7 +436,7 @@ def _nodes_used(table: NodeTable, placement: Mapping[str, str]) -> int:
     return len(occupied)
 
 
-def _score(problem: Problem, placement: Mapping[str, str], table: NodeTable) -> int:
+def _score(problem: Problem, placement: Mapping[str, str]) -> int:
     """The profile's total score of a placement, each pod scored on the cluster as
     it is (the scores the solver maximised)."""
     total = 0
@@ -356,7 +444,7 @@ def _score(problem: Problem, placement: Mapping[str, str], table: NodeTable) -> 
         score_of = dict(zip(cls.rows.tolist(), cls.scores.tolist(), strict=False))
         for pod in cls.pods:
             node = placement.get(pod.key)
-            row = None if node is None else table.row_of(node)
+            row = None if node is None else problem.row_of(node)
             if row is not None:
                 total += int(score_of.get(row, 0))
     return total

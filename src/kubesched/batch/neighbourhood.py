@@ -29,7 +29,6 @@ import numpy as np
 from kubesched.batch.problem import AntiAffinity, PodClass, Problem
 from kubesched.batch.repair import make_room
 from kubesched.batch.solver import solve
-from kubesched.framework.node_table import NodeTable
 
 __all__ = ["improve", "supported"]
 
@@ -43,13 +42,13 @@ _SHORTEST_ROUND = 0.02
 _TARGETS = 2
 
 
-def supported(problem: Problem, table: NodeTable) -> bool:
+def supported(problem: Problem) -> bool:
     """Whether every anti-affinity domain is a single node (else a neighbourhood
     could miss a pod of the same domain on a node outside it)."""
     for rule in problem.anti_affinity:
         seen: set[str] = set()
         for row in problem.live_rows.tolist():
-            value = table.label_value(row, rule.topology_key)
+            value = problem.label_value(row, rule.topology_key)
             if value is None:
                 continue
             if value in seen:
@@ -60,7 +59,6 @@ def supported(problem: Problem, table: NodeTable) -> bool:
 
 def improve(
     problem: Problem,
-    table: NodeTable,
     counts: Sequence[Mapping[int, int]],
     *,
     deadline: float,
@@ -81,10 +79,10 @@ def improve(
     # Per row: the classes that may go there (the variables a row brings).
     per_row = np.bincount(
         np.concatenate([cls.rows for cls in classes if not cls.held] or [np.empty(0, np.intp)]),
-        minlength=table.capacity,
+        minlength=problem.capacity,
     )
     # Per row and column: what the batch's pods placed there ask (kept up to date).
-    used = np.zeros((table.capacity, len(columns)), np.int64)
+    used = np.zeros((problem.capacity, len(columns)), np.int64)
     for c, placed in enumerate(current):
         for row, n in placed.items():
             used[row] += asks[c] * n
@@ -111,7 +109,7 @@ def improve(
             break
         began = time.perf_counter()
         limit = min(left, _ROUND_SECONDS)
-        found = _round(problem, table, current, chosen, limit, workers)
+        found = _round(problem, current, chosen, limit, workers)
         overrun = max(overrun, time.perf_counter() - began - limit)
         if found is None:
             continue
@@ -187,7 +185,6 @@ def _noise(rng: random.Random, size: int, scale: float) -> np.ndarray:
 
 def _round(
     problem: Problem,
-    table: NodeTable,
     counts: Sequence[Mapping[int, int]],
     chosen: set[int],
     timeout: float,
@@ -238,10 +235,11 @@ def _round(
             for rule in problem.anti_affinity
             if rule.owner in where and (matched := [where[c] for c in rule.matched if c in where])
         ],
+        problem.domain_labels,
+        problem.names,
     )
     solution = solve(
         sub,
-        table,
         hint,
         objective="pods",
         timeout=timeout,

@@ -77,12 +77,36 @@ class AntiAffinity:
 
 @dataclass(slots=True)
 class Problem:
+    """Everything the solver, the neighbourhood search and the bounds read, copied
+    off the node table when it is built: they may then run off the scheduling
+    thread while the table moves on (`run --batch-window`)."""
+
     classes: list[PodClass]
     free: IntArray  # rows x columns: what each node has left (allocatable - requested)
     live_rows: Rows
     occupied: np.ndarray  # per row: whether pods already run there
     port_conflicts: list[tuple[int, int]] = field(default_factory=list)  # (i, j), i <= j
     anti_affinity: list[AntiAffinity] = field(default_factory=list)
+    # The anti-affinity rules' topology keys: key -> row -> the live node's value
+    # (rows without the label absent).
+    domain_labels: dict[str, dict[int, str]] = field(default_factory=dict)
+    # Each row's node name ("" for a free row): rows are the table's when built,
+    # and a row freed since may hold another node by the time the answer is read.
+    names: list[str] = field(default_factory=list)
+    _rows_by_name: dict[str, int] = field(default_factory=dict)
+
+    def row_of(self, name: str) -> int | None:
+        if not self._rows_by_name:
+            self._rows_by_name = {n: r for r, n in enumerate(self.names) if n}
+        return self._rows_by_name.get(name)
+
+    @property
+    def capacity(self) -> int:
+        """The node table's rows when the problem was built."""
+        return len(self.occupied)
+
+    def label_value(self, row: int, key: str) -> str | None:
+        return self.domain_labels.get(key, {}).get(row)
 
 
 def _shape(pod: PodInfo) -> bytes:
@@ -188,6 +212,7 @@ def build_problem(
         table.free.copy(),
         rows,
         np.array([_has_pods(table, r) for r in range(table.capacity)]),
+        names=list(table.names),
     )
     for i, a in enumerate(classes):
         if not a.representative.host_ports:
@@ -207,6 +232,12 @@ def build_problem(
             ]
             if matched:
                 problem.anti_affinity.append(AntiAffinity(i, term.topology_key, matched))
+    for key in {rule.topology_key for rule in problem.anti_affinity}:
+        values = problem.domain_labels[key] = {}
+        for row in rows.tolist():
+            value = table.label_value(row, key)
+            if value is not None:
+                values[row] = value
     return problem
 
 

@@ -28,7 +28,6 @@ from typing import TYPE_CHECKING, Literal
 import numpy as np
 
 from kubesched.batch.problem import Problem
-from kubesched.framework.node_table import NodeTable
 
 if TYPE_CHECKING:
     from ortools.sat.python import cp_model
@@ -116,7 +115,6 @@ class _Model:
 
 def solve(
     problem: Problem,
-    table: NodeTable,
     hint: Sequence[Mapping[int, int]],
     *,
     objective: Objective = "pods",
@@ -191,7 +189,7 @@ def solve(
 
     # Required anti-affinity within the batch (the cluster's pods are in the rows).
     for rule in problem.anti_affinity:
-        for domain in _domains(table, rule.topology_key, by_row).values():
+        for domain in _domains(problem, rule.topology_key, by_row).values():
             owner = [x[rule.owner][r] for r in domain if r in x[rule.owner]]
             if not owner:
                 continue
@@ -310,10 +308,10 @@ def _nodes_objective(
     m.objective(list(used.values()), [1] * len(used), maximize=False)
 
 
-def _domains(table: NodeTable, key: str, rows: Mapping[int, object]) -> dict[str, list[int]]:
+def _domains(problem: Problem, key: str, rows: Mapping[int, object]) -> dict[str, list[int]]:
     domains: dict[str, list[int]] = defaultdict(list)
     for row in rows:
-        value = table.label_value(row, key)
+        value = problem.label_value(row, key)
         if value is not None:
             domains[value].append(row)
     return domains

@@ -562,7 +562,9 @@ class Runner:
         options = self.options
         batch = None
         if options.batch_window is not None:
-            batch = BatchOptions(options.batch_window, options.batch_timeout)
+            # The solve in a thread: the loop goes on with the cycles, the
+            # informers and the lease meanwhile.
+            batch = BatchOptions(options.batch_window, options.batch_timeout, off_loop=True)
             log.info(
                 "Batch placement on: window %gs, engine time limit %gs",
                 options.batch_window,

@@ -27,6 +27,13 @@ node first (evaluateNominatedNode, as after preemption), through Filter,
 Reserve, Permit, PreBind and Bind. The nominations keep the room from
 lower-or-equal priority pods meanwhile, as preemption's do.
 
+In `run` (`off_loop`), the solver runs in a thread of its own: CP-SAT releases
+the GIL, so the cycles, the informers and the lease go on meanwhile. The model is
+built and the answer replayed through the filters on the scheduling thread, each
+between two cycles, with the held pods taken off their rows and put back. The
+replay reads the table as it is by then, so room the cycles took during the
+solve is not given twice; pods bound, deleted or placed meanwhile drop out.
+
 When the engine keeps greedy's placement, fails or runs out of time, every held
 pod is let go and the gathered ones stay as the normal cycle left them. A pod
 the engine nominated that fails again is not gathered on that failure, so an
@@ -36,12 +43,15 @@ wakes the pod: no loop.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from kubesched.batch import BatchPlacement, load_solvers, place_batch
+from kubesched.batch.engine import PreparedBatch, finish_batch, prepare_batch
+from kubesched.batch.solver import Solution
 from kubesched.framework.node_table import SavedRow
 from kubesched.framework.types import PodInfo, QueuedPodInfo
 from kubesched.logs import kv
@@ -68,6 +78,9 @@ class BatchOptions:
     window: float  # seconds the window stays open
     timeout: float = 1.0  # the engine's time limit per profile
     workers: int = 1  # CP-SAT's workers: the scheduler shares its machine
+    # Solve in a thread while the event loop goes on (`run`); off, the solve runs
+    # where the window closes (the simulator's clock does not move meanwhile).
+    off_loop: bool = False
 
 
 @dataclass(slots=True)
@@ -119,6 +132,8 @@ class BatchWindow:
         self._to_activate: list[str] = []
         # Pods the engine nominated: their next failure is not gathered.
         self._spent: set[str] = set()
+        # `off_loop`: the window being solved (a later close waits for it).
+        self._solving: asyncio.Task[None] | None = None
         # The solvers' import (seconds), now rather than in the first window's time.
         load_solvers()
 
@@ -173,6 +188,51 @@ class BatchWindow:
         self.windows_closed += 1
         held, self.held = self.held, {}
         gathered, self.gathered = self.gathered, {}
+        if not self.options.off_loop:
+            self._finish_window(self._solve_here(*self._still_waiting(held, gathered)))
+            return
+        previous = self._solving
+        self._solving = asyncio.get_running_loop().create_task(
+            self._close_off_loop(previous, held, gathered)
+        )
+
+    async def _close_off_loop(
+        self,
+        previous: asyncio.Task[None] | None,
+        held: dict[str, _Held],
+        gathered: dict[str, str],
+    ) -> None:
+        if previous is not None:
+            await asyncio.gather(previous, return_exceptions=True)
+        outcomes: list[BatchOutcome] = []
+        live, pending = self._still_waiting(held, gathered)
+        if pending:
+            for profile in self._profiles(live, pending):
+                own, waiting_pods = self._of_profile(profile, live, pending)
+                prepared = self._prepare(profile, own, waiting_pods)
+                if prepared is None:
+                    continue
+                try:
+                    solution, rounds = await asyncio.to_thread(prepared.solve)
+                except Exception as exc:  # the engine must never stop the scheduler
+                    log.exception("Batch placement failed; the pods keep the normal behaviour")
+                    outcome = BatchOutcome(profile, len(prepared.pods), len(own), 0, "error")
+                    outcome.note = str(exc)
+                    outcomes.append(self._report(outcome))
+                    continue
+                # The cycles went on meanwhile: what is still held and pending now.
+                live, pending = self._still_waiting(live, {k: profile for k in pending})
+                own, waiting_pods = self._of_profile(profile, live, pending)
+                finished = self._finish(profile, own, waiting_pods, prepared, solution, rounds)
+                if finished is not None:
+                    outcomes.append(finished)
+        self._finish_window((live, outcomes))
+
+    def _still_waiting(
+        self, held: dict[str, _Held], gathered: dict[str, str]
+    ) -> tuple[dict[str, _Held], dict[str, QueuedPodInfo]]:
+        """The held pods still waiting at Permit on their node, and the gathered
+        pods still unschedulable and not nominated."""
         sched = self.scheduler
         # Pods deleted since the engine placed them are forgotten.
         self._spent = {k for k in self._spent if sched.queue.find(k) is not None}
@@ -186,18 +246,36 @@ class BatchWindow:
             qpi = sched.queue.unschedulable.get(key) or sched.queue.backoff.get(key)
             if qpi is not None and not qpi.pod.status.nominated_node_name:
                 pending[key] = qpi
+        return live, pending
+
+    @staticmethod
+    def _profiles(live: dict[str, _Held], pending: dict[str, QueuedPodInfo]) -> list[str]:
+        profiles = {h.profile for h in live.values()}
+        profiles |= {q.pod.spec.scheduler_name for q in pending.values()}
+        return sorted(profiles)
+
+    @staticmethod
+    def _of_profile(
+        profile: str, live: dict[str, _Held], pending: dict[str, QueuedPodInfo]
+    ) -> tuple[dict[str, _Held], dict[str, QueuedPodInfo]]:
+        own = {k: h for k, h in live.items() if h.profile == profile}
+        waiting_pods = {k: q for k, q in pending.items() if q.pod.spec.scheduler_name == profile}
+        return own, waiting_pods
+
+    def _solve_here(
+        self, live: dict[str, _Held], pending: dict[str, QueuedPodInfo]
+    ) -> tuple[dict[str, _Held], list[BatchOutcome]]:
         outcomes: list[BatchOutcome] = []
         if pending:
-            profiles = {h.profile for h in live.values()}
-            profiles |= {q.pod.spec.scheduler_name for q in pending.values()}
-            for profile in sorted(profiles):
-                own = {k: h for k, h in live.items() if h.profile == profile}
-                waiting_pods = {
-                    k: q for k, q in pending.items() if q.pod.spec.scheduler_name == profile
-                }
-                outcome = self._place(profile, own, waiting_pods)
+            for profile in self._profiles(live, pending):
+                outcome = self._place(profile, *self._of_profile(profile, live, pending))
                 if outcome is not None:
                     outcomes.append(outcome)
+        return live, outcomes
+
+    def _finish_window(self, done: tuple[dict[str, _Held], list[BatchOutcome]]) -> None:
+        live, outcomes = done
+        sched = self.scheduler
         for key in live:
             if key not in self._moves:
                 self._allow(key)
@@ -210,6 +288,91 @@ class BatchWindow:
             clock.call_at(clock.now() + self.options.window, self._give_up_moves)
         self.outcomes = [*self.outcomes, *outcomes][-16:]
 
+    def _without_held(self, held: dict[str, _Held]) -> dict[int, SavedRow]:
+        """Take the held pods off their rows (the engine places pods on a table
+        holding none of them); restore_row puts them back."""
+        table = self.scheduler.table
+        saved: dict[int, SavedRow] = {}
+        for h in held.values():
+            row = table.row_of(h.node)
+            if row is None:
+                continue
+            if row not in saved:
+                saved[row] = table.save_row(row)
+            table.remove_pod(h.pod, row)
+        return saved
+
+    def _namespace_labels(self) -> dict[str, dict[str, str]]:
+        namespaces = self.scheduler.listers.namespaces
+        return {name: ns.metadata.labels for name, ns in namespaces.items()}
+
+    def _prepare(
+        self, profile: str, held: dict[str, _Held], pending: dict[str, QueuedPodInfo]
+    ) -> PreparedBatch | None:
+        """The model, built between two cycles (`off_loop`); None, logged, if the
+        profile is gone or building it failed."""
+        sched = self.scheduler
+        fw = sched.frameworks.get(profile)
+        if fw is None or not pending:
+            return None
+        table = sched.table
+        pods = [h.pod for h in held.values()] + [q.pod_info for q in pending.values()]
+        saved = self._without_held(held)
+        try:
+            return prepare_batch(
+                fw,
+                table,
+                pods,
+                {key: h.node for key, h in held.items()},
+                timeout=self.options.timeout,
+                workers=self.options.workers,
+                namespace_labels=self._namespace_labels(),
+            )
+        except Exception as exc:  # the engine must never stop the scheduler
+            log.exception("Batch placement failed; the pods keep the normal behaviour")
+            outcome = BatchOutcome(profile, len(pods), len(held), len(pending), "error")
+            outcome.note = str(exc)
+            self._report(outcome)
+            return None
+        finally:
+            for kept in saved.values():
+                table.restore_row(kept)
+
+    def _finish(
+        self,
+        profile: str,
+        held: dict[str, _Held],
+        pending: dict[str, QueuedPodInfo],
+        prepared: PreparedBatch,
+        solution: Solution | None,
+        rounds: int,
+    ) -> BatchOutcome | None:
+        """The solver's answer replayed on the table as it is now, for the pods
+        still held and pending (`off_loop`)."""
+        sched = self.scheduler
+        fw = sched.frameworks.get(profile)
+        if fw is None:
+            return None
+        keys = held.keys() | pending.keys()
+        # Pods gone from the window since the model was built drop out of it.
+        prepared.pods = [p for p in prepared.pods if p.key in keys]
+        prepared.greedy = {key: h.node for key, h in held.items()}
+        outcome = BatchOutcome(profile, len(keys), len(held), len(pending), "greedy")
+        table = sched.table
+        saved = self._without_held(held)
+        result: BatchPlacement | None = None
+        try:
+            if pending:
+                result = finish_batch(prepared, fw, table, solution, rounds)
+        except Exception as exc:  # the engine must never stop the scheduler
+            log.exception("Batch placement failed; the pods keep the normal behaviour")
+            outcome.result = "error"
+            outcome.note = str(exc)
+        finally:
+            for kept in saved.values():
+                table.restore_row(kept)
+        return self._take(result, held, pending, outcome)
+
     def _place(
         self, profile: str, held: dict[str, _Held], pending: dict[str, QueuedPodInfo]
     ) -> BatchOutcome | None:
@@ -221,19 +384,9 @@ class BatchWindow:
         pods = [h.pod for h in held.values()] + [q.pod_info for q in pending.values()]
         greedy = {key: h.node for key, h in held.items()}
         outcome = BatchOutcome(profile, len(pods), len(held), len(pending), "greedy")
-        # The engine places pods on a table holding none of them: the held pods
-        # are taken off their rows for the solve and put back after.
-        saved: dict[int, SavedRow] = {}
+        saved = self._without_held(held)
         result: BatchPlacement | None = None
         try:
-            for h in held.values():
-                row = table.row_of(h.node)
-                if row is None:
-                    continue
-                if row not in saved:
-                    saved[row] = table.save_row(row)
-                table.remove_pod(h.pod, row)
-            labels = {name: ns.metadata.labels for name, ns in sched.listers.namespaces.items()}
             result = place_batch(
                 fw,
                 table,
@@ -241,7 +394,7 @@ class BatchWindow:
                 greedy,
                 timeout=self.options.timeout,
                 workers=self.options.workers,
-                namespace_labels=labels,
+                namespace_labels=self._namespace_labels(),
             )
         except Exception as exc:  # the engine must never stop the scheduler
             log.exception("Batch placement failed; the pods keep the normal behaviour")
@@ -250,17 +403,30 @@ class BatchWindow:
         finally:
             for kept in saved.values():
                 table.restore_row(kept)
+        return self._take(result, held, pending, outcome)
+
+    def _take(
+        self,
+        result: BatchPlacement | None,
+        held: dict[str, _Held],
+        pending: dict[str, QueuedPodInfo],
+        outcome: BatchOutcome,
+    ) -> BatchOutcome:
+        """Hand an engine's answer to the cycles, and log and count the window."""
         if result is not None:
             outcome.seconds = result.solve_seconds
             outcome.note = result.note
             if result.source == "engine":
                 outcome.result = "engine"
-                outcome.beyond_greedy = result.total - len(greedy)
+                outcome.beyond_greedy = result.total - len(held)
                 self._hand_off(result, held, pending, outcome)
+        return self._report(outcome)
+
+    def _report(self, outcome: BatchOutcome) -> BatchOutcome:
         log.info(
             "Batch placement",
             extra=kv(
-                profile=profile,
+                profile=outcome.profile,
                 pods=outcome.pods,
                 held=outcome.held,
                 gathered=outcome.gathered,
