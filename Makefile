@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.installed
 LOCK   := requirements.lock
 UV     := $(BIN)/uv
 
-.PHONY: run test lint typecheck unit integration venv clean cluster-up cluster-down chaos soak lock lock-check readme \
+.PHONY: run test lint typecheck unit integration venv clean cluster-up cluster-down chaos soak soak-live lock lock-check readme \
 	browser-deps report-screenshot
 
 # The venv holds exactly requirements.lock, then kubesched itself (editable, no deps).
@@ -156,13 +156,20 @@ fuzz: $(STAMP)
 # a finding. chaos: two leader-elected `kubesched run` replicas under a steady pod load,
 # the leader killed every 10 s, kube-apiserver killed twice, etcd compacted, pods
 # re-created; counts lost pods, double binds, overcommitted nodes, tracebacks.
-# soak: one replica under pod churn for SOAK_MINUTES; fails if its RSS keeps growing.
+# soak: a simulated week (SOAK_DAYS) of node and pod churn through the scheduler, in
+# process; fails if its memory or its objects keep growing (tests/chaos/soak_week.py).
+# soak-live: one `kubesched run` replica under pod churn on a control plane for
+# SOAK_MINUTES of real time; fails if its RSS keeps growing (tests/chaos/soak.py).
 CHAOS_PODS   ?= 2000
+SOAK_DAYS    ?= 7
 SOAK_MINUTES ?= 30
 chaos: $(STAMP)
 	hack/build-k8s.sh >/dev/null && hack/build-etcd.sh >/dev/null
 	$(BIN)/python -m tests.chaos.chaos --pods $(CHAOS_PODS)
 
 soak: $(STAMP)
+	$(BIN)/python -m tests.chaos.soak_week --days $(SOAK_DAYS)
+
+soak-live: $(STAMP)
 	hack/build-k8s.sh >/dev/null && hack/build-etcd.sh >/dev/null
 	$(BIN)/python -m tests.chaos.soak --minutes $(SOAK_MINUTES)
