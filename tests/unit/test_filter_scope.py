@@ -19,10 +19,10 @@ from kubesched.framework.nodeinfo import NodeInfo
 from kubesched.framework.registry import register
 from kubesched.framework.status import Status
 from kubesched.framework.types import PodInfo
-from kubesched.plugins.defaultpreemption.test_defaultpreemption import pod, setup
 from kubesched.plugins.noderesources import NodeResourcesFit
 from kubesched.plugins.nodevolumelimits import NodeVolumeLimits
 from kubesched.testing import make_node, make_pod
+from tests.plugins.defaultpreemption.test_defaultpreemption import pod, setup
 
 
 class _Passes(FilterPlugin):

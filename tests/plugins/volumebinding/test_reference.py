@@ -23,8 +23,8 @@ from kubesched.api.volumes import (
 from kubesched.framework.cycle_state import CycleState
 from kubesched.plugins.helpers.volumes import pv_matches_labels
 from kubesched.plugins.volumebinding import plugin as vb
-from kubesched.plugins.volumebinding.test_volumebinding import PASS, WFFC, ZONES, pod, run, setup
 from kubesched.testing import make_pv, make_pvc
+from tests.plugins.volumebinding.test_volumebinding import PASS, WFFC, ZONES, pod, run, setup
 
 # --- the column-wise search against upstream's node-by-node loop ---------------------------
 

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.types import PodInfo
-from kubesched.plugins.defaultpreemption.test_defaultpreemption import (
+from kubesched.testing import make_node
+from tests.plugins.defaultpreemption.test_defaultpreemption import (
     COUNT_KEY,
     _Blockers,
     _close_unrun_evictions,  # noqa: F401 (autouse: closes the evictions left unrun)
@@ -15,7 +16,6 @@ from kubesched.plugins.defaultpreemption.test_defaultpreemption import (
     setup,
     victims_on,
 )
-from kubesched.testing import make_node
 
 # --- nominated pods ----------------------------------------------------------------------------
 

@@ -11,8 +11,8 @@ import numpy as np
 from kubesched.framework.node_table import NodeTable
 from kubesched.plugins.noderesources import NodeResourcesFit
 from kubesched.plugins.noderesources.resource_allocation import ShapePoint, broken_linear, go_div
-from kubesched.plugins.noderesources.test_noderesources import make_table, placed, rtcr, run_score
 from kubesched.testing import make_node, make_pod
+from tests.plugins.noderesources.test_noderesources import make_table, placed, rtcr, run_score
 
 # --- LeastAllocated ----------------------------------------------------------------------
 

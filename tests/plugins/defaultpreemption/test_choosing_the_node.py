@@ -13,7 +13,8 @@ from kubesched.framework.status import Code, Status
 from kubesched.framework.types import PodInfo
 from kubesched.plugins.defaultpreemption import Candidate
 from kubesched.plugins.defaultpreemption.candidates import pick_one_node_for_preemption
-from kubesched.plugins.defaultpreemption.test_defaultpreemption import (
+from kubesched.testing import make_node
+from tests.plugins.defaultpreemption.test_defaultpreemption import (
     T0,
     T1,
     T2,
@@ -22,7 +23,6 @@ from kubesched.plugins.defaultpreemption.test_defaultpreemption import (
     pod,
     setup,
 )
-from kubesched.testing import make_node
 
 # --- choosing the node ---------------------------------------------------------------------
 

@@ -17,7 +17,8 @@ from kubesched.framework.status import Code
 from kubesched.framework.storage import StorageState
 from kubesched.plugins.volumebinding import VolumeBinding
 from kubesched.plugins.volumebinding import plugin as vb
-from kubesched.plugins.volumebinding.test_volumebinding import (
+from kubesched.testing import make_csi_node, make_pv, make_pvc, make_storage_class
+from tests.plugins.volumebinding.test_volumebinding import (
     NODE_CONFLICT,
     PASS,
     WFFC,
@@ -27,7 +28,6 @@ from kubesched.plugins.volumebinding.test_volumebinding import (
     setup,
     table,
 )
-from kubesched.testing import make_csi_node, make_pv, make_pvc, make_storage_class
 
 # --- Reserve and PreBind -------------------------------------------------------------------
 

@@ -11,7 +11,8 @@ import pytest
 from kubesched.api.objects import CSIDriver, PersistentVolume
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.types import PodInfo
-from kubesched.plugins.volumebinding.test_volumebinding import (
+from kubesched.testing import claim_volume, make_pod, make_pv, make_pvc, make_storage_class
+from tests.plugins.volumebinding.test_volumebinding import (
     BIND_CONFLICT,
     NODE_CONFLICT,
     NOT_ENOUGH_SPACE,
@@ -25,7 +26,6 @@ from kubesched.plugins.volumebinding.test_volumebinding import (
     run,
     setup,
 )
-from kubesched.testing import claim_volume, make_pod, make_pv, make_pvc, make_storage_class
 
 # --- Filter: bound claims ----------------------------------------------------------------
 

@@ -21,7 +21,7 @@ from kubesched.plugins.dynamicresources.structured.capacity import (
     request_over_capacity_ok,
 )
 from kubesched.plugins.dynamicresources.structured.pools import PoolCache
-from kubesched.plugins.dynamicresources.structured.test_allocator import (
+from tests.plugins.dynamicresources.structured.test_allocator import (
     alloc,
     claim,
     dev,

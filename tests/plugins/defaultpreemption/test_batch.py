@@ -23,7 +23,8 @@ from kubesched.framework.status import Code, Status
 from kubesched.framework.types import PodInfo
 from kubesched.plugins.defaultpreemption import plugin as plugin_module
 from kubesched.plugins.defaultpreemption.candidates import Candidate
-from kubesched.plugins.defaultpreemption.test_defaultpreemption import (
+from kubesched.testing import make_node
+from tests.plugins.defaultpreemption.test_defaultpreemption import (
     T0,
     T1,
     T2,
@@ -33,7 +34,6 @@ from kubesched.plugins.defaultpreemption.test_defaultpreemption import (
     pod,
     setup,
 )
-from kubesched.testing import make_node
 
 GPU = "example.com/gpu"
 FILTERS = ["NodeUnschedulable", "NodeName", "TaintToleration", "NodeAffinity"]

@@ -11,7 +11,8 @@ from kubesched.plugins.defaultpreemption.candidates import (
     filter_pods_with_pdb_violation,
     start_time,
 )
-from kubesched.plugins.defaultpreemption.test_defaultpreemption import (
+from kubesched.testing import make_node, make_pod
+from tests.plugins.defaultpreemption.test_defaultpreemption import (
     T0,
     T2,
     _close_unrun_evictions,  # noqa: F401 (autouse: closes the evictions left unrun)
@@ -20,7 +21,6 @@ from kubesched.plugins.defaultpreemption.test_defaultpreemption import (
     setup,
     victims_on,
 )
-from kubesched.testing import make_node, make_pod
 
 # --- victims and the reprieve order --------------------------------------------------------
 

@@ -9,13 +9,13 @@ from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.status import Code
 from kubesched.framework.types import PodInfo
 from kubesched.plugins.noderesources import NodeResourcesBalancedAllocation
-from kubesched.plugins.noderesources.test_noderesources import (
+from kubesched.testing import make_node, make_pod
+from tests.plugins.noderesources.test_noderesources import (
     make_table,
     placed,
     rows_of,
     run_score,
 )
-from kubesched.testing import make_node, make_pod
 
 # --- BalancedAllocation ------------------------------------------------------------------
 

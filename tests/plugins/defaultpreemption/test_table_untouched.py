@@ -15,7 +15,8 @@ from kubesched.api.objects import Pod
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.status import Code
 from kubesched.framework.types import PodInfo
-from kubesched.plugins.defaultpreemption.test_defaultpreemption import (
+from kubesched.testing import make_node
+from tests.plugins.defaultpreemption.test_defaultpreemption import (
     COUNT_KEY,
     T0,
     T1,
@@ -27,7 +28,6 @@ from kubesched.plugins.defaultpreemption.test_defaultpreemption import (
     pod,
     setup,
 )
-from kubesched.testing import make_node
 
 # --- the table is left exactly as it was --------------------------------------------------------
 

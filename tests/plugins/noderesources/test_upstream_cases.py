@@ -13,8 +13,8 @@ import pytest
 
 from kubesched.api.objects import Node, Pod
 from kubesched.plugins.noderesources import NodeResourcesBalancedAllocation, NodeResourcesFit
-from kubesched.plugins.noderesources.test_noderesources import make_table, rtcr, run_score
 from kubesched.testing import make_pod
+from tests.plugins.noderesources.test_noderesources import make_table, rtcr, run_score
 
 Gi = 1024**3
 Mi = 1024**2
