@@ -11,6 +11,7 @@ from kubesched.cli.main import main
 from kubesched.config import ConfigError, load_config
 from kubesched.config.file import merge_plugin_sets, parse_config
 from kubesched.framework.profile import DEFAULT_MULTI_POINT, PluginRef, PluginSet
+from kubesched.plugins.noderesources import NodeResourcesFitArgs
 
 HEAD = {"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration"}
 
@@ -59,7 +60,10 @@ def test_profile_plugins_merge_into_the_defaults() -> None:
         "NodeResourcesFit"
     )
     assert profile.plugins["score"].disabled == [PluginRef("NodeResourcesBalancedAllocation")]
-    assert profile.plugin_config["NodeResourcesFit"]["scoringStrategy"]["type"] == "MostAllocated"
+    # the args reach the profile decoded, as the plugin is built with them
+    fit_args = profile.plugin_config["NodeResourcesFit"]
+    assert isinstance(fit_args, NodeResourcesFitArgs)
+    assert fit_args.scoring_strategy.type == "MostAllocated"
 
 
 def test_disable_all_then_enable() -> None:

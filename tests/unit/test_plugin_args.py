@@ -4,8 +4,9 @@ pluginConfig entry and the field (validatePluginConfig upstream)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import pytest
 import yaml
@@ -14,7 +15,8 @@ from click.testing import CliRunner
 from kubesched.cli.main import main
 from kubesched.config import ConfigError, load_config
 from kubesched.config.file import parse_config
-from kubesched.config.plugin_args import BUILTIN_ARGS, plugin_args_errors
+from kubesched.config.plugin_args import plugin_args_errors
+from kubesched.plugins.helpers import args as helpers_args
 from kubesched.plugins.registry import in_tree_registry
 from kubesched.simulator import simulate
 from kubesched.testing import make_node, make_pod
@@ -137,23 +139,41 @@ BAD_ARGS: list[tuple[str, dict[str, Any], str]] = [
 ]
 
 
+def builtins_with_args() -> list[str]:
+    """The in-tree plugins that name an args decoder: those whose args the file checks."""
+    registry = in_tree_registry()
+    return sorted(name for name in registry if registry[name].args_decoder is not None)
+
+
 def test_every_builtin_with_args_is_checked() -> None:
-    assert sorted(BUILTIN_ARGS) == sorted(GOOD_ARGS)
+    assert builtins_with_args() == sorted(GOOD_ARGS)
     assert sorted(name for name, _, _ in BAD_ARGS) == sorted(GOOD_ARGS)
-    for name in BUILTIN_ARGS:
-        assert name in in_tree_registry()  # a built-in plugin of that name
+    for name in builtins_with_args():
+        assert in_tree_registry()[name].name == name  # a built-in plugin of that name
 
 
-def test_good_args_pass_and_reach_the_profile_as_written() -> None:
+def test_good_args_pass_and_reach_the_profile_decoded(monkeypatch: pytest.MonkeyPatch) -> None:
     entries = [{"name": name, "args": args} for name, args in GOOD_ARGS.items()]
     cfg = parse_config(config(*entries))
     profile = cfg.profiles[0]
-    assert profile.plugin_config == GOOD_ARGS
-    # and the plugins build from them
+    registry = in_tree_registry()
+    assert sorted(profile.plugin_config) == sorted(GOOD_ARGS)
+    for name, args in GOOD_ARGS.items():
+        decode = registry[name].args_decoder
+        assert decode is not None
+        typed = profile.plugin_config[name]
+        assert not isinstance(typed, Mapping)  # the typed args, not the mapping
+        assert typed == decode(args, "")
+    # and the plugins build from them without decoding them again
+    monkeypatch.setattr(helpers_args, "decode_args", _no_second_decoding)
     nodes = [make_node("n1", labels={"pool": "b"}), make_node("n2", labels={"pool": "a"})]
     pod = make_pod("p", cpu="1", spec={"schedulerName": "last"})
     result = simulate(nodes, [pod], cfg.profiles, seed=1)
     assert result.placements == {"default/p": "n2"}  # addedAffinity: pool a
+
+
+def _no_second_decoding(*args: object, **kwargs: object) -> NoReturn:
+    raise AssertionError("a plugin decoded args the config file had decoded")
 
 
 @pytest.mark.parametrize(("name", "args", "message"), BAD_ARGS, ids=[b[0] for b in BAD_ARGS])

@@ -18,7 +18,7 @@ import yaml
 
 from kubesched.api.bounded_yaml import YamlLimitError, load_bounded
 from kubesched.api.durations import DurationError, parse_go_duration
-from kubesched.config.plugin_args import plugin_args_errors
+from kubesched.config.plugin_args import decode_plugin_args
 from kubesched.framework.features import DEFAULT_GATES, FeatureGates
 from kubesched.framework.profile import (
     PluginRef,
@@ -26,7 +26,7 @@ from kubesched.framework.profile import (
     ProfileConfig,
     default_multi_point,
 )
-from kubesched.plugins.helpers.args import aggregate
+from kubesched.plugins.helpers.args import ArgsError, aggregate
 
 API_VERSION = "kubescheduler.config.k8s.io/v1"
 KIND = "KubeSchedulerConfiguration"
@@ -94,6 +94,12 @@ class LeaderElectionV1(_Strict):
     resource_namespace: str = "kube-system"
 
 
+# The wire formats kubesched speaks to the API server (kube/protobuf for protobuf).
+JSON_CONTENT = "application/json"
+PROTOBUF_CONTENT = "application/vnd.kubernetes.protobuf"
+WIRE_FORMATS = (JSON_CONTENT, PROTOBUF_CONTENT)
+
+
 class ClientConnectionV1(_Strict):
     kubeconfig: str = ""
     accept_content_types: str = ""
@@ -142,6 +148,10 @@ class SchedulerConfig:
     kubeconfig: str = ""
     qps: float = 50.0
     burst: int = 100
+    # clientConnection.contentType (writes) and the first of acceptContentTypes
+    # (lists and watches; contentType when unset).
+    content_type: str = PROTOBUF_CONTENT
+    accept_content_type: str = PROTOBUF_CONTENT
     raw: dict[str, Any] = field(default_factory=dict)
 
 
@@ -203,17 +213,19 @@ def _profile(
             custom = _plugin_set(getattr(profile.plugins, attr))
             base = plugins.get(point, PluginSet())
             plugins[point] = merge_plugin_sets(base, custom) if point == "multiPoint" else custom
-    args: dict[str, dict[str, Any]] = {}
+    args: dict[str, object] = {}
     errors: list[str] = []
     refused: list[str] = []
     for i, pc in enumerate(profile.plugin_config):
         if pc.name in args:
             raise ConfigError(f"{where}.pluginConfig[{i}]: Duplicate value: {pc.name!r}")
-        args[pc.name] = pc.args
-        # The plugins get the args as written; they decode them again when built.
-        found = plugin_args_errors(pc.name, pc.args, f"{where}.pluginConfig[{i}].args")
-        errors.extend(found)
-        if found:
+        # A built-in plugin with an args type gets its typed args, decoded once here;
+        # the others get the args as written.
+        try:
+            args[pc.name] = decode_plugin_args(pc.name, pc.args, f"{where}.pluginConfig[{i}].args")
+        except ArgsError as err:
+            args[pc.name] = pc.args  # refused below; named for the duplicate check
+            errors.extend(err.errors)
             refused.append(pc.name)
     if errors:
         # Upstream's text names the entries by index; the names tell an operator
@@ -223,7 +235,7 @@ def _profile(
             f"{'plugin' if len(refused) == 1 else 'plugins'} {', '.join(refused)}: "
             f"{aggregate(errors)}"
         )
-    return ProfileConfig(profile.scheduler_name, plugins, args, pct)  # type: ignore[arg-type]
+    return ProfileConfig(profile.scheduler_name, plugins, args, pct)
 
 
 def parse_config(
@@ -273,6 +285,7 @@ def parse_config(
             f"{source}: podMaxBackoffSeconds: Invalid value: "
             "must be greater than or equal to podInitialBackoffSeconds"
         )
+    content_type, accept = _wire_formats(cfg.client_connection, source)
     profiles = [_profile(p, i, source, gates) for i, p in enumerate(cfg.profiles or [ProfileV1()])]
     names = [p.scheduler_name for p in profiles]
     for i, name in enumerate(names):
@@ -294,8 +307,33 @@ def parse_config(
         kubeconfig=cfg.client_connection.kubeconfig,
         qps=cfg.client_connection.qps,
         burst=cfg.client_connection.burst,
+        content_type=content_type,
+        accept_content_type=accept,
         raw=data,
     )
+
+
+def _wire_formats(connection: ClientConnectionV1, source: str) -> tuple[str, str]:
+    """clientConnection's contentType, and the format lists and watches are read in:
+    the first of acceptContentTypes (client-go sends them as the Accept header, so
+    the server answers in the first it can), else contentType."""
+    supported = ", ".join(f'"{f}"' for f in WIRE_FORMATS)
+    if connection.content_type not in WIRE_FORMATS:
+        raise ConfigError(
+            f"{source}: clientConnection.contentType: Unsupported value: "
+            f"{connection.content_type!r}: supported values: {supported}"
+        )
+    if not connection.accept_content_types:
+        return connection.content_type, connection.content_type
+    accepted = [t.split(";")[0].strip() for t in connection.accept_content_types.split(",")]
+    for given in accepted:
+        if given not in (*WIRE_FORMATS, "*/*"):
+            raise ConfigError(
+                f"{source}: clientConnection.acceptContentTypes: Unsupported value: "
+                f'{given!r}: supported values: {supported}, "*/*"'
+            )
+    first = accepted[0] if accepted[0] in WIRE_FORMATS else connection.content_type
+    return connection.content_type, first
 
 
 def load_config(path: str | Path, gates: FeatureGates = DEFAULT_GATES) -> SchedulerConfig:

@@ -30,12 +30,36 @@ MAX_NODE_SCORE = 100
 MIN_NODE_SCORE = 0
 
 
+class ArgsDecoder(Protocol):
+    """A plugin's args decoder: (its pluginConfig args in API spelling, their field
+    path, as in "profiles[0].pluginConfig[2].args") -> its typed args, defaulted and
+    valid. It raises kubesched.plugins.helpers.args.ArgsError (a ValueError whose
+    `errors` are the field errors, each naming its field under the path) for args
+    kube-scheduler would refuse. Typed loosely (the framework does not import the
+    plugins' helpers); a Protocol rather than a Callable, which mypy would take for a
+    method once it is a class attribute."""
+
+    def __call__(self, args: Mapping[str, Any], path: str, /) -> object: ...
+
+
 class Plugin:
     """Base of every plugin. `args` are the plugin's pluginConfig args (a mapping)."""
 
     name: ClassVar[str] = ""
+    # Set by a built-in plugin with args (a staticmethod): the config file's
+    # pluginConfig args of the plugin are decoded with it when the file is read, and
+    # the plugin is built with what it returns (its __init__ takes both those typed
+    # args and a mapping, and gives this class the mapping: see raw_args).
+    args_decoder: ClassVar[ArgsDecoder | None] = None
 
-    def __init__(self, args: Mapping[str, Any] | None = None, handle: Handle | None = None):
+    def __init__(self, args: object = None, handle: Handle | None = None):
+        # `args` is `object` because the framework builds a plugin with what its
+        # profile holds: typed args for a plugin with an args_decoder, which that
+        # plugin's own __init__ turns into the mapping before calling this one.
+        if args is not None and not isinstance(args, Mapping):
+            raise TypeError(
+                f"plugin {self.name}: args must be a mapping, got {type(args).__name__}"
+            )
         self.args: Mapping[str, Any] = args or {}
         self._handle = handle
 

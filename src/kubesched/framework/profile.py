@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 from kubesched.framework.features import DEFAULT_GATES, FeatureGates
 from kubesched.framework.registry import Registry
@@ -69,7 +68,11 @@ class ProfileConfig:
     scheduler_name: str = DEFAULT_SCHEDULER_NAME
     # "multiPoint" and each extension point's name -> its enabled/disabled plugins
     plugins: dict[str, PluginSet] = field(default_factory=dict)
-    plugin_config: dict[str, Mapping[str, Any]] = field(default_factory=dict)
+    # plugin name -> what the plugin is built with: the typed args its args_decoder
+    # returned (the config file decodes a built-in plugin's args), else its
+    # pluginConfig args as a mapping in API spelling. A plugin with an
+    # args_decoder takes either.
+    plugin_config: dict[str, object] = field(default_factory=dict)
     percentage_of_nodes_to_score: int | None = None
 
     @classmethod

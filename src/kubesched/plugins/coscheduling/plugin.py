@@ -47,7 +47,7 @@ from kubesched.framework.interfaces import (
 from kubesched.framework.node_table import NodeTable
 from kubesched.framework.status import Status
 from kubesched.framework.types import ActionType, ClusterEvent, PodInfo, QueuedPodInfo, Resource
-from kubesched.plugins.coscheduling.args import coscheduling_args
+from kubesched.plugins.coscheduling.args import CoschedulingArgs, coscheduling_args
 from kubesched.plugins.coscheduling.preemption import select_gang_victims, victim_units
 from kubesched.plugins.helpers.args import raw_args
 
@@ -76,8 +76,13 @@ class Coscheduling(
     EnqueueExtensions,
 ):
     name = "Coscheduling"
+    args_decoder = staticmethod(coscheduling_args)
 
-    def __init__(self, args: Mapping[str, Any] | None = None, handle: Handle | None = None):
+    def __init__(
+        self,
+        args: Mapping[str, Any] | CoschedulingArgs | None = None,
+        handle: Handle | None = None,
+    ):
         self.config = coscheduling_args(args)
         super().__init__(raw_args(args), handle)
         # assignedPodsByPG's Permit half: pods of each group that reached Permit and

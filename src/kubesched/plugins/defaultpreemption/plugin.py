@@ -105,6 +105,7 @@ class DefaultPreemption(BatchedDryRun, PostFilterPlugin, PreEnqueuePlugin, Enque
     being evicted, so it never preempts twice for one nomination."""
 
     name = NAME
+    args_decoder = staticmethod(default_preemption_args)
 
     def __init__(
         self,

@@ -146,6 +146,7 @@ class DynamicResources(
     `bindingTimeout` (default 600s)."""
 
     name = NAME
+    args_decoder = staticmethod(dynamic_resources_args)
     # The runner feeds DraState (claims, slices, classes) to profiles with this plugin,
     # as it does StorageState for uses_storage.
     uses_dra: ClassVar[bool] = True

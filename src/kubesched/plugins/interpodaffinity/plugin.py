@@ -202,6 +202,7 @@ class InterPodAffinity(
     """
 
     name = "InterPodAffinity"
+    args_decoder = staticmethod(inter_pod_affinity_args)
 
     def __init__(
         self,

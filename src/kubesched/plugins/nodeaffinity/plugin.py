@@ -94,6 +94,7 @@ class NodeAffinity(
     """
 
     name = "NodeAffinity"
+    args_decoder = staticmethod(node_affinity_args)
 
     def __init__(
         self,

@@ -55,6 +55,7 @@ def _best_effort(requests: Sequence[int]) -> bool:
 
 class NodeResourcesBalancedAllocation(SignPlugin, PreScorePlugin, ScorePlugin):
     name = NAME
+    args_decoder = staticmethod(balanced_allocation_args)
 
     def __init__(
         self,

@@ -161,6 +161,7 @@ class NodeResourcesFit(
     SignPlugin, PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, EnqueueExtensions
 ):
     name = NAME
+    args_decoder = staticmethod(node_resources_fit_args)
 
     def __init__(
         self,

@@ -215,6 +215,7 @@ class PodTopologySpread(
     """
 
     name = "PodTopologySpread"
+    args_decoder = staticmethod(pod_topology_spread_args)
 
     def __init__(
         self,

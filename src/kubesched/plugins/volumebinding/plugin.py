@@ -121,6 +121,7 @@ class VolumeBinding(
     waits in `run` for the PV controller to complete the binding."""
 
     name = NAME
+    args_decoder = staticmethod(volume_binding_args)
     uses_storage: ClassVar[bool] = True
 
     def __init__(
