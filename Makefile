@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.installed
 LOCK   := requirements.lock
 UV     := $(BIN)/uv
 
-.PHONY: run test lint typecheck unit integration venv clean cluster-up cluster-down chaos soak soak-live lock lock-check readme \
+.PHONY: proto run test lint typecheck unit integration venv clean cluster-up cluster-down chaos soak soak-live lock lock-check readme \
 	browser-deps report-screenshot
 
 # The venv holds exactly requirements.lock, then kubesched itself (editable, no deps).
@@ -35,6 +35,12 @@ lock-check: $(STAMP)
 	  exit $$status
 
 venv: $(STAMP)
+
+# src/kubesched/kube/protobuf/k8s.binpb: the Kubernetes protobuf descriptors at
+# hack/k8s-version (needs Go and PyPI; the file is committed, so only a version bump
+# needs this).
+proto: $(STAMP)
+	hack/gen-proto.sh
 
 # The README's plugin table, from the plugin registry (tests/packaging/test_readme.py checks it).
 readme: $(STAMP)

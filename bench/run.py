@@ -99,6 +99,8 @@ def machine() -> dict[str, Any]:
         "pinned": os.environ.get(PIN_ENV) == "1",
         # BENCH_KUBESCHED_ARGS: what `kubesched run` was given beyond the defaults.
         "kubesched_args": os.environ.get("BENCH_KUBESCHED_ARGS", ""),
+        # BENCH_KUBESCHED_CONTENT_TYPE: kubesched's clientConnection.contentType, if set.
+        "kubesched_content_type": os.environ.get("BENCH_KUBESCHED_CONTENT_TYPE", ""),
     }
 
 

@@ -35,6 +35,7 @@ PROFILE_NAMES = {KUBE_SCHEDULER: "default-scheduler", KUBESCHED: "kubesched"}
 VERBOSITY = int(os.environ.get("BENCH_SCHEDULER_V", "1"))
 # Extra arguments of `kubesched run` (e.g. --no-api-worker), split at spaces.
 KUBESCHED_ARGS = os.environ.get("BENCH_KUBESCHED_ARGS", "").split()
+KUBESCHED_CONTENT_TYPE = os.environ.get("BENCH_KUBESCHED_CONTENT_TYPE", "")
 # `python -m bench --pin`: the control plane and the harness on CPU 0, the scheduler
 # under test (its threads and child processes) on CPU 1.
 PIN_ENV = "BENCH_PIN"
@@ -158,11 +159,12 @@ def start_scheduler(
     workdir.mkdir(parents=True)
     kubeconfig = str(cp.scheduler_kubeconfig)
     config = workdir / "config.yaml"
-    config.write_text(
-        yaml.safe_dump(
-            scheduler_config(PROFILE_NAMES[kind], required_plugins, kubeconfig), sort_keys=False
-        )
-    )
+    document = scheduler_config(PROFILE_NAMES[kind], required_plugins, kubeconfig)
+    if kind == KUBESCHED and KUBESCHED_CONTENT_TYPE:
+        # BENCH_KUBESCHED_CONTENT_TYPE: kubesched's wire format (kube-scheduler keeps
+        # its default, protobuf).
+        document["clientConnection"]["contentType"] = KUBESCHED_CONTENT_TYPE
+    config.write_text(yaml.safe_dump(document, sort_keys=False))
     if kind == KUBE_SCHEDULER:
         command = [
             str(cp.bin_dir / "kube-scheduler"),

@@ -25,6 +25,10 @@ class _Client:
         self.posts.append(body)
         return b"{}"
 
+    async def create(self, path: str, body: Any, message: str, before_send: Any = None) -> bytes:
+        """KubeClient.create in JSON: a POST."""
+        return await self.post(path, body)
+
 
 def _pod(resource_version: str) -> Pod:
     return msgspec.convert(

@@ -22,6 +22,10 @@ class _Client:
         self.requests.append(("POST", path))
         return b"{}"
 
+    async def create(self, path: str, body: Any, message: str, before_send: Any = None) -> bytes:
+        """KubeClient.create in JSON: a POST."""
+        return await self.post(path, body)
+
     async def patch(self, path: str, body: Any, patch_type: str = "") -> bytes:
         self.requests.append(("PATCH", path))
         return b"{}"

@@ -22,6 +22,19 @@ import msgspec
 
 from kubesched.kube.config import Connection
 from kubesched.kube.inflight import CEILING, AdaptiveLimiter
+from kubesched.kube.protobuf.encode import encode
+from kubesched.kube.protobuf.wire import (
+    CONTENT_TYPE as PROTOBUF,
+)
+from kubesched.kube.protobuf.wire import (
+    MAGIC,
+    WATCH_CONTENT_TYPE,
+    Frames,
+    KindCodec,
+    ProtobufError,
+    status_of,
+    watch_event,
+)
 from kubesched.logs import V
 
 T = TypeVar("T")
@@ -50,6 +63,13 @@ class ApiError(Exception):
     @classmethod
     def from_body(cls, status: int, phrase: str, body: bytes, method: str, path: str) -> ApiError:
         reason, message = phrase, body[:500].decode("utf-8", "replace")
+        if body.startswith(MAGIC):
+            # A metav1.Status in protobuf (the answer to a protobuf Accept).
+            try:
+                _, reason_pb, message_pb = status_of(body)
+            except Exception:  # not a Status after all: the raw text says what it was
+                return cls(status, reason, message, method, path)
+            return cls(status, reason_pb or reason, message_pb or message, method, path)
         try:
             decoded = json.loads(body)
             reason = decoded.get("reason") or reason
@@ -85,6 +105,20 @@ class WatchEvent(msgspec.Struct):
     object: msgspec.Raw
 
 
+# client-go's Accept when contentType is protobuf: protobuf, else anything (JSON).
+PROTOBUF_ACCEPT = f"{PROTOBUF}, */*"
+
+
+class ProtobufListing:
+    """A list read in protobuf: its resourceVersion and its items' messages."""
+
+    __slots__ = ("items", "resource_version")
+
+    def __init__(self, resource_version: str, items: list[Any]) -> None:
+        self.resource_version = resource_version
+        self.items = items
+
+
 class KubeClient:
     def __init__(
         self,
@@ -92,8 +126,15 @@ class KubeClient:
         *,
         timeout: float = 30.0,
         limiter: AdaptiveLimiter | None = None,
+        content_type: str = "application/json",
+        accept: str = "",
     ):
         self.connection = connection
+        # clientConnection.contentType: the wire format of built-in kinds' writes
+        # (Bindings, Events), and of their lists and watches unless `accept`
+        # (acceptContentTypes) says otherwise. CRDs are always JSON.
+        self.content_type = content_type
+        self.accept = accept or content_type
         self._timeout = timeout
         # Every request but watches waits here for a slot (binds, events, statuses).
         self.limiter = limiter or AdaptiveLimiter()
@@ -149,6 +190,7 @@ class KubeClient:
         body: Any = None,
         content_type: str = "application/json",
         before_send: Callable[[], None] | None = None,
+        accept: str | None = None,
     ) -> bytes:
         """BEFORE_SEND runs once the request has its slot, right before each time it
         is sent (a Fence's check): what it raises ends the request unsent."""
@@ -158,6 +200,8 @@ class KubeClient:
             else (body if isinstance(body, bytes) else msgspec.json.encode(body))
         )
         headers = {"Content-Type": content_type} if content is not None else {}
+        if accept is not None:
+            headers["Accept"] = accept
         reauthenticated = False
         retries = 0
         while True:
@@ -241,6 +285,26 @@ class KubeClient:
     async def post(self, path: str, body: Any) -> bytes:
         return await self.request("POST", path, body=body)
 
+    async def create(
+        self,
+        path: str,
+        body: Mapping[str, Any],
+        message: str,
+        before_send: Callable[[], None] | None = None,
+    ) -> bytes:
+        """POST a new built-in object (its apiVersion and kind in `body`) in the
+        client's content type: protobuf as `message` (the Go type's full name),
+        or JSON."""
+        if self.content_type == PROTOBUF:
+            return await self.request(
+                "POST",
+                path,
+                body=encode(body, message),
+                content_type=PROTOBUF,
+                before_send=before_send,
+            )
+        return await self.request("POST", path, body=body, before_send=before_send)
+
     async def put(self, path: str, body: Any) -> bytes:
         return await self.request("PUT", path, body=body)
 
@@ -264,6 +328,50 @@ class KubeClient:
             if not page.metadata.continue_:
                 return ObjectList(page.metadata, items)
             query["continue"] = page.metadata.continue_
+
+    async def list_protobuf(
+        self,
+        path: str,
+        codec: KindCodec,
+        params: Mapping[str, str] | None = None,
+        page_size: int = 500,
+    ) -> ProtobufListing:
+        """list() in protobuf: the items as messages (the caller converts them)."""
+        query = {**(params or {}), "limit": str(page_size)}
+        items: list[Any] = []
+        while True:
+            body = await self.request("GET", path, params=query, accept=PROTOBUF_ACCEPT)
+            if not body.startswith(MAGIC):
+                raise ProtobufError(f"GET {path}: the API server did not answer in protobuf")
+            meta, page = codec.decode_list(body)
+            items.extend(page)
+            next_page: str = getattr(meta, "continue")
+            if not next_page:
+                return ProtobufListing(meta.resourceVersion, items)
+            query["continue"] = next_page
+
+    async def watch_protobuf(
+        self, path: str, params: Mapping[str, str], timeout_seconds: int
+    ) -> AsyncIterator[tuple[str, bytes]]:
+        """watch() in protobuf: each event's type and its object's enveloped bytes."""
+        query = {**params, "watch": "true", "timeoutSeconds": str(timeout_seconds)}
+        timeout = aiohttp.ClientTimeout(
+            total=None, sock_connect=5.0, sock_read=timeout_seconds + 30.0
+        )
+        headers = self._headers({"Accept": PROTOBUF_ACCEPT})
+        async with self._watches().get(
+            path, params=query, headers=headers, timeout=timeout
+        ) as response:
+            if response.status >= 400:
+                raise ApiError.from_body(
+                    response.status, response.reason or "", await response.read(), "WATCH", path
+                )
+            if response.headers.get("Content-Type", "") != WATCH_CONTENT_TYPE:
+                raise ProtobufError(f"WATCH {path}: the API server did not answer in protobuf")
+            frames = Frames()
+            async for chunk in response.content.iter_any():
+                for frame in frames.feed(chunk):
+                    yield watch_event(frame)
 
     async def watch(
         self, path: str, params: Mapping[str, str], timeout_seconds: int

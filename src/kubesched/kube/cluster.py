@@ -10,6 +10,8 @@ from kubesched.kube.client import ApiError, KubeClient
 from kubesched.kube.fence import Fence
 from kubesched.kube.writer import EventWriter, StatusWriter, rfc3339
 
+BINDING = "k8s.io.api.core.v1.Binding"
+
 
 async def post_binding(
     client: KubeClient, namespace: str, name: str, uid: str, node_name: str, fence: Fence | None
@@ -27,9 +29,9 @@ async def post_binding(
     # The client's AdaptiveLimiter bounds the binds in flight.
     try:
         if fence is None:
-            await client.post(path, body)
+            await client.create(path, body, BINDING)
         else:
-            await client.request("POST", path, body=body, before_send=fence.check)
+            await client.create(path, body, BINDING, before_send=fence.check)
     except ApiError as exc:
         # 404: the pod is gone; 409: already bound (or a new pod of that name).
         # Neither gets better by trying again.

@@ -13,15 +13,17 @@ import asyncio
 import logging
 import random
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass
-from typing import Generic, Protocol, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
 import msgspec
 
 from kubesched.api.objects import ObjectMeta
 from kubesched.kube.client import ApiError, KubeClient
 from kubesched.kube.cpu_budget import INFORMER_HANDLERS, WATCH_DECODE, CpuBudget
+from kubesched.kube.protobuf.wire import CONTENT_TYPE as PROTOBUF
+from kubesched.kube.protobuf.wire import KindCodec, has_protobuf, status_of
 
 log = logging.getLogger("kubesched.informer")
 
@@ -86,6 +88,8 @@ class Informer(Generic[T]):
         self.synced = asyncio.Event()
         self.lists = 0  # how many times we listed (tests read it)
         self._decoder = msgspec.json.Decoder(kind)
+        # Built-in kinds in the client's content type; CRDs (no protobuf) in JSON.
+        self._codec = KindCodec(kind) if client.accept == PROTOBUF and has_protobuf(kind) else None
         self.budget = budget
 
     async def run(self) -> None:
@@ -116,12 +120,22 @@ class Informer(Generic[T]):
                 backoff = min(backoff * 2, MAX_BACKOFF)
 
     async def _relist(self) -> None:
-        listed = await self.client.list(self.path, self.params)
         fresh: dict[str, T] = {}
-        started = time.thread_time()
-        for raw in listed.items:
-            obj = self._decoder.decode(raw)
-            fresh[object_key(obj)] = obj
+        codec = self._codec
+        if codec is not None:
+            listing = await self.client.list_protobuf(self.path, codec, self.params)
+            started = time.thread_time()
+            for message in listing.items:
+                obj = codec.convert(message)
+                fresh[object_key(obj)] = obj
+            resource_version = listing.resource_version
+        else:
+            listed = await self.client.list(self.path, self.params)
+            started = time.thread_time()
+            for raw in listed.items:
+                obj = self._decoder.decode(raw)
+                fresh[object_key(obj)] = obj
+            resource_version = listed.metadata.resource_version
         if self.budget is not None:
             self.budget.add(WATCH_DECODE, time.thread_time() - started)
         old = self.store
@@ -135,7 +149,7 @@ class Informer(Generic[T]):
         for key, obj in old.items():
             if key not in fresh:
                 self._dispatch(self.handlers.delete, obj)
-        self.resource_version = listed.metadata.resource_version
+        self.resource_version = resource_version
         self.lists += 1
         self.synced.set()
 
@@ -146,38 +160,77 @@ class Informer(Generic[T]):
             "allowWatchBookmarks": "true",
         }
         timeout = random.randint(*WATCH_TIMEOUT)
-        async for event in self.client.watch(self.path, params, timeout):
-            if event.type == "ERROR":
-                status = msgspec.json.decode(event.object, type=ApiStatus)
+        events = (
+            self._json_events(params, timeout)
+            if self._codec is None
+            else self._protobuf_events(self._codec, params, timeout)
+        )
+        async for event_type, obj in events:
+            if event_type == "ERROR":
+                status: ApiStatus = obj
                 if status.code == 410:
                     raise Gone()
                 raise ApiError(status.code, status.reason, status.message, "WATCH", self.path)
-            if event.type == "BOOKMARK":
+            if event_type == "BOOKMARK":
+                if obj:
+                    self.resource_version = obj
+                continue
+            self._apply(event_type, obj)
+
+    async def _json_events(
+        self, params: Mapping[str, str], timeout: int
+    ) -> AsyncIterator[tuple[str, Any]]:
+        """(type, object) of each event: an ERROR's ApiStatus, a BOOKMARK's
+        resourceVersion, else the decoded object."""
+        async for event in self.client.watch(self.path, params, timeout):
+            if event.type == "ERROR":
+                yield event.type, msgspec.json.decode(event.object, type=ApiStatus)
+            elif event.type == "BOOKMARK":
                 # A bookmark carries only metadata.resourceVersion: its object is not
                 # a valid Pod or Node (e.g. spec.containers is null).
                 mark = msgspec.json.decode(event.object, type=_Bookmark)
-                if mark.metadata.resource_version:
-                    self.resource_version = mark.metadata.resource_version
-                continue
-            if self.budget is None:
-                obj = self._decoder.decode(event.object)
+                yield event.type, mark.metadata.resource_version
+            elif self.budget is None:
+                yield event.type, self._decoder.decode(event.object)
             else:
                 started = time.thread_time()
                 obj = self._decoder.decode(event.object)
                 self.budget.add(WATCH_DECODE, time.thread_time() - started)
-            if obj.metadata.resource_version:
-                self.resource_version = obj.metadata.resource_version
-            key = object_key(obj)
-            if event.type == "DELETED":
-                gone = self.store.pop(key, None)
-                self._dispatch(self.handlers.delete, gone or obj)
+                yield event.type, obj
+
+    async def _protobuf_events(
+        self, codec: KindCodec, params: Mapping[str, str], timeout: int
+    ) -> AsyncIterator[tuple[str, Any]]:
+        """_json_events in protobuf."""
+        async for event_type, raw in self.client.watch_protobuf(self.path, params, timeout):
+            if event_type == "ERROR":
+                code, reason, message = status_of(raw)
+                yield event_type, ApiStatus(code, reason, message)
+            elif event_type == "BOOKMARK":
+                yield event_type, codec.decode(raw).metadata.resource_version
+            elif self.budget is None:
+                yield event_type, codec.decode(raw)
             else:
-                before = self.store.get(key)
-                self.store[key] = obj
-                if before is None:
-                    self._dispatch(self.handlers.add, obj)
-                else:
-                    self._dispatch(self.handlers.update, before, obj)
+                started = time.thread_time()
+                obj = codec.decode(raw)
+                self.budget.add(WATCH_DECODE, time.thread_time() - started)
+                yield event_type, obj
+
+    def _apply(self, event_type: str, obj: T) -> None:
+        """An ADDED, MODIFIED or DELETED event to the store and the handlers."""
+        if obj.metadata.resource_version:
+            self.resource_version = obj.metadata.resource_version
+        key = object_key(obj)
+        if event_type == "DELETED":
+            gone = self.store.pop(key, None)
+            self._dispatch(self.handlers.delete, gone or obj)
+        else:
+            before = self.store.get(key)
+            self.store[key] = obj
+            if before is None:
+                self._dispatch(self.handlers.add, obj)
+            else:
+                self._dispatch(self.handlers.update, before, obj)
 
     def _dispatch(self, handler: Callable[..., None], *objs: T) -> None:
         started = time.thread_time() if self.budget is not None else 0.0

@@ -171,7 +171,14 @@ class Runner:
         connection = await load_connection(
             self.options.kubeconfig or cfg.kubeconfig or None, self.options.context
         )
-        self.client = client = KubeClient(connection)
+        self.client = client = KubeClient(
+            connection, content_type=cfg.content_type, accept=cfg.accept_content_type
+        )
+        log.info(
+            "API wire format: %s for built-in kinds' lists and watches, %s for writes",
+            cfg.accept_content_type,
+            cfg.content_type,
+        )
         leader_elect = (
             cfg.leader_elect if self.options.leader_elect is None else self.options.leader_elect
         )
@@ -385,6 +392,7 @@ class Runner:
             log_format=options.logging_format,
             verbosity=options.verbosity,
             bind_until=self.fence.until,
+            content_type=cfg.content_type,
         )
         self.api_worker = worker = ApiWorker(start, self.stop_on_fatal)
         await worker.start()

@@ -244,8 +244,10 @@ class EventWriter:
             "type": event.event_type,
         }
         try:
-            await self.client.post(
-                f"/apis/events.k8s.io/v1/namespaces/{meta.namespace}/events", body
+            await self.client.create(
+                f"/apis/events.k8s.io/v1/namespaces/{meta.namespace}/events",
+                body,
+                "k8s.io.api.events.v1.Event",
             )
         except BaseException:
             if self.series.get(key) is not None and self.series[key].name == name:

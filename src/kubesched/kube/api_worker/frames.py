@@ -33,6 +33,8 @@ class Start(msgspec.Struct, tag="start", array_like=True):
     verbosity: int
     # Binds are allowed until this time.monotonic() (kube/fence.py).
     bind_until: float
+    # clientConnection.contentType: the writes' wire format (JSON or protobuf).
+    content_type: str = "application/json"
 
 
 class Bind(msgspec.Struct, tag="bind", array_like=True):

@@ -131,7 +131,9 @@ async def serve(fd: int) -> int:
         log.error("api worker: the first frame must be start, got %r", start)
         return 2
     configure_logging("json" if start.log_format == "json" else "text", start.verbosity)
-    client = KubeClient(await load_connection(start.kubeconfig, start.context))
+    client = KubeClient(
+        await load_connection(start.kubeconfig, start.context), content_type=start.content_type
+    )
     worker = Worker(start, client, out)
     worker.spawn(worker.events.run())
     worker.spawn(worker.statuses.run())
