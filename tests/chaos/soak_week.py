@@ -46,6 +46,7 @@ import msgspec
 from kubesched.api.objects import Node, Pod
 from kubesched.cluster.memory import InMemoryCluster
 from kubesched.framework.clock import SimClock
+from kubesched.framework.node_table import NodeTable
 from kubesched.framework.profile import ProfileConfig
 from kubesched.scheduler import Scheduler
 from kubesched.simulator import run_until_quiet
@@ -73,6 +74,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         help="MiB per simulated day, and percent of the objects per day: more is a failure",
     )
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument(
+        "--without-compaction",
+        action="store_true",
+        help="turn the node table's compaction off: the soak must then fail (its own test)",
+    )
     return parser.parse_args(argv)
 
 
@@ -280,6 +286,8 @@ def verdict(samples: list[Sample], warmup_days: float, max_slope: float) -> tupl
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    if args.without_compaction:
+        NodeTable._maybe_compact = lambda self: None  # type: ignore[method-assign]
     started = time.monotonic()
     try:
         samples = asyncio.run(soak(args))

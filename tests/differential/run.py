@@ -221,6 +221,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--kube-verbosity", type=int, default=2, help="kube-scheduler -v (10: every score)"
     )
+    parser.add_argument(
+        "--kubesched-content-type",
+        default="",
+        choices=["", "application/json", "application/vnd.kubernetes.protobuf"],
+        help="kubesched's clientConnection.contentType (kube-scheduler keeps its default, "
+        "protobuf); default: the same file for both",
+    )
     args = parser.parse_args(argv)
     # SIGTERM (timeout, make being stopped) unwinds like Ctrl-C: schedulers are stopped,
     # nodes deleted and the control planes this run started are torn down.
@@ -328,6 +335,7 @@ class Batch:
             self.workdir / f"job{job}",
             log=lines.append,
             kube_verbosity=self.args.kube_verbosity,
+            kubesched_content_type=self.args.kubesched_content_type,
         )
         try:
             while not self.stop.is_set():

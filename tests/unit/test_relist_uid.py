@@ -24,7 +24,9 @@ from kubesched.testing import make_node, make_pod
 
 
 class _ListOnly:
-    """A client whose list answers with the objects it is given."""
+    """A client whose list answers with the objects it is given (in JSON)."""
+
+    accept = "application/json"
 
     def __init__(self) -> None:
         self.objects: list[object] = []

@@ -20,11 +20,11 @@ SUBDOMAIN = (
 )
 KEY_NAME = (
     "name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end "
-    "with an alphanumeric character (e.g. 'MyName' or 'my.name' or '123-abc', regex used for "
+    "with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for "
     "validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')"
 )
 PERCENT = (
-    "a valid percent string must be a numeric string followed by an ending '%' (e.g. '1%' or "
+    "a valid percent string must be a numeric string followed by an ending '%' (e.g. '1%',  or "
     "'93%', regex used for validation is '[0-9]+%')"
 )
 
@@ -128,7 +128,7 @@ REFUSED: list[tuple[str, Any, str, str, str]] = [
         "metadata.labels",
         'Invalid value: "a b c": a valid label must be an empty string or consist of alphanumeric '
         "characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. "
-        "'MyValue' or 'my_value' or '12345', regex used for validation is "
+        "'MyValue',  or 'my_value',  or '12345', regex used for validation is "
         "'(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')",
     ),
     (

@@ -26,24 +26,25 @@ SUBDOMAIN = (
 )
 LABEL = (
     "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and "
-    "must start and end with an alphanumeric character (e.g. 'my-name' or '123-abc', regex used "
+    "must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used "
     "for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')"
 )
 KEY_NAME = (
     "name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end "
-    "with an alphanumeric character (e.g. 'MyName' or 'my.name' or '123-abc', regex used for "
+    "with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for "
     "validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')"
 )
 LABEL_VALUE = (
     "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or "
-    "'.', and must start and end with an alphanumeric character (e.g. 'MyValue' or 'my_value' or "
-    "'12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')"
+    "'.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or "
+    "'my_value',  or '12345', regex used for validation is "
+    "'(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')"
 )
 THREE_PARTS = (
     "a valid label key must consist of alphanumeric characters, '-', '_' or '.', and must start "
-    "and end with an alphanumeric character (e.g. 'MyName' or 'my.name' or '123-abc', regex used "
-    "for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]') with an optional DNS subdomain "
-    "prefix and '/' (e.g. 'example.com/MyName')"
+    "and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', "
+    "regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]') with an optional "
+    "DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"
 )
 PORT_RANGE = "must be between 1 and 65535, inclusive"
 NODE_TERM = (

@@ -4,8 +4,8 @@ The one implementation of label-selector matching in kubesched: the plugins,
 the pod index, the disruption budgets and the manifest loader all use it.
 `label_selector_as_selector` is metav1.LabelSelectorAsSelector (nil selects
 nothing, {} selects everything, a requirement that does not parse raises
-SelectorError with upstream's text); `label_key_errors` and `label_value_errors`
-are validation.IsQualifiedName and validation.IsValidLabelValue.
+SelectorError with upstream's text); label keys and values are checked by api/names.py
+(validation.IsQualifiedName and validation.IsValidLabelValue).
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from kubesched.api.names import label_value_errors, qualified_name_errors
 from kubesched.api.objects import LabelSelector
 
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
@@ -29,39 +30,6 @@ def parse_int64(text: str) -> int | None:
         return None
     value = int(text)
     return value if _INT64_MIN <= value <= _INT64_MAX else None
-
-
-def label_key_errors(key: str) -> list[str]:
-    """Why `key` is not a valid label key (validation.IsQualifiedName); empty if it is."""
-    parts = key.split("/")
-    errors: list[str] = []
-    if len(parts) == 1:
-        name = parts[0]
-    elif len(parts) == 2:
-        prefix, name = parts
-        if not prefix:
-            errors.append("prefix part must be non-empty")
-        elif len(prefix) > 253 or _DNS1123_SUBDOMAIN.fullmatch(prefix) is None:
-            errors.append("prefix part must be a lowercase RFC 1123 subdomain")
-    else:
-        return ["a qualified name must consist of alphanumeric characters, '-', '_' or '.'"]
-    if not name:
-        errors.append("name part must be non-empty")
-    elif len(name) > 63:
-        errors.append("name part must be no more than 63 characters")
-    if _QUALIFIED_NAME.fullmatch(name) is None:
-        errors.append("name part must consist of alphanumeric characters, '-', '_' or '.'")
-    return errors
-
-
-def label_value_errors(value: str) -> list[str]:
-    """Why `value` is not a valid label value (validation.IsValidLabelValue)."""
-    errors: list[str] = []
-    if len(value) > 63:
-        errors.append("must be no more than 63 characters")
-    if _LABEL_VALUE.fullmatch(value) is None:
-        errors.append("a valid label must be an empty string or consist of alphanumerics")
-    return errors
 
 
 # labels.Requirement operators (selection.Operator spelling).
@@ -141,7 +109,7 @@ NOTHING = Selector(nothing=True)
 def _requirement(key: str, operator: str, values: list[str]) -> Requirement:
     """labels.NewRequirement with its validation (the errors joined as upstream)."""
     errors: list[str] = []
-    key_errors = label_key_errors(key)
+    key_errors = qualified_name_errors(key)
     if key_errors:
         errors.append(f'key: Invalid value: "{key}": {"; ".join(key_errors)}')
     if operator in (IN, NOT_IN) and not values:

@@ -24,7 +24,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from kubesched.api.labels import label_key_errors, label_value_errors, parse_int64
+from kubesched.api.labels import parse_int64
+from kubesched.api.names import label_value_errors, qualified_name_errors
 from kubesched.api.objects import (
     Node,
     NodeSelector,
@@ -78,7 +79,9 @@ def _parse_label_requirement(
         errors.append(f"{path}.operator: Unsupported value: {req.operator!r}")
         return None
     before = len(errors)
-    errors.extend(f"{path}.key: Invalid value: {req.key!r}: {e}" for e in label_key_errors(req.key))
+    errors.extend(
+        f"{path}.key: Invalid value: {req.key!r}: {e}" for e in qualified_name_errors(req.key)
+    )
     values = tuple(req.values)
     number = 0
     if req.operator in (IN, NOT_IN):

@@ -85,12 +85,15 @@ class Harness:
         kube_verbosity: int = 2,
         kubesched_verbosity: int | None = None,
         claim_controller: bool | None = None,
+        kubesched_content_type: str = "",
     ) -> None:
         """SABOTAGE (for testing the harness only) changes the configuration file of
         the kubesched run, so that the two schedulers really disagree.
         CLAIM_CONTROLLER: whether a resourceclaim controller makes the claims of pods'
         templates; None: find out (dra.controller_runs); if not, the harness does."""
         self.cp = cp
+        # kubesched's clientConnection.contentType when not the shared file's default.
+        self.kubesched_content_type = kubesched_content_type
         self.api = AdminApi(cp)
         # For watches (a stream each; the API client's connection stays free).
         self._watcher = httpx.Client(
@@ -122,6 +125,12 @@ class Harness:
         config_path = work / "config.yaml"
         config_path.write_text(yaml.safe_dump(config, sort_keys=False))
         paths = {KUBE: config_path, KUBESCHED: config_path}
+        if self.kubesched_content_type:
+            # Only kubesched's file: kube-scheduler runs with its file unchanged.
+            own = copy.deepcopy(config)
+            own.setdefault("clientConnection", {})["contentType"] = self.kubesched_content_type
+            paths[KUBESCHED] = work / "config-kubesched.yaml"
+            paths[KUBESCHED].write_text(yaml.safe_dump(own, sort_keys=False))
         if self.sabotage is not None:
             paths[KUBESCHED] = work / "config-sabotaged.yaml"
             sabotaged = self.sabotage(copy.deepcopy(config))

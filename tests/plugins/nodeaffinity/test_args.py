@@ -106,7 +106,9 @@ def test_terms_must_parse() -> None:
     ) == [
         f"{REQUIRED}.nodeSelectorTerms[1].matchExpressions[0].operator: Unsupported value: 'Near'",
         f"{PREFERRED}[1].matchExpressions[0].key: Invalid value: 'a b': "
-        "name part must consist of alphanumeric characters, '-', '_' or '.'",
+        "name part must consist of alphanumeric characters, '-', '_' or '.', and must start "
+        "and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or "
+        "'123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')",
     ]
 
 

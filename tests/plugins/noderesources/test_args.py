@@ -185,11 +185,15 @@ def test_fit_ignored_resources() -> None:
         {"ignoredResources": ["ok.io/gpu", "bad name"], "ignoredResourceGroups": ["a/b", "c d"]}
     ) == [
         f'{ARGS}.ignoredResources[1]: Invalid value: "bad name": '
-        "name part must consist of alphanumeric characters, '-', '_' or '.'",
+        "name part must consist of alphanumeric characters, '-', '_' or '.', and must start "
+        "and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or "
+        "'123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')",
         f'{ARGS}.ignoredResourceGroups[0]: Invalid value: "a/b": resource group name can\'t '
         "contain '/'",
         f'{ARGS}.ignoredResourceGroups[1]: Invalid value: "c d": '
-        "name part must consist of alphanumeric characters, '-', '_' or '.'",
+        "name part must consist of alphanumeric characters, '-', '_' or '.', and must start "
+        "and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or "
+        "'123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')",
     ]
 
 

@@ -94,7 +94,9 @@ def test_constraints() -> None:
         f"{CONSTRAINTS}[0].labelSelector: Forbidden: constraint must not define a selector, "
         "as they deduced for each pod",
         f'{CONSTRAINTS}[1].topologyKey: Invalid value: "a b": '
-        "name part must consist of alphanumeric characters, '-', '_' or '.'",
+        "name part must consist of alphanumeric characters, '-', '_' or '.', and must start "
+        "and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or "
+        "'123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')",
         f"{CONSTRAINTS}[1].whenUnsatisfiable: Required value: can not be empty",
         f'{CONSTRAINTS}[3]: Duplicate value: "{{{ZONE}, DoNotSchedule}}"',
     ]

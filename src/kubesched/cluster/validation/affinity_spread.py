@@ -13,6 +13,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from kubesched.api.names import (
+    dns1123_subdomain_errors,
+    label_value_errors,
+)
 from kubesched.api.objects import (
     Affinity,
     LabelSelector,
@@ -31,8 +35,6 @@ from kubesched.cluster.validation.field_errors import (
     required,
 )
 from kubesched.cluster.validation.names_labels import (
-    dns1123_subdomain_errors,
-    label_value_errors,
     name_is_dns_label,
     validate_label_name,
     validate_label_selector,

@@ -12,6 +12,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from kubesched.api.names import (
+    dns1123_label_errors,
+    label_value_errors,
+    qualified_name_errors,
+)
 from kubesched.api.objects import Container, PodSpec, ResourceRequirements, Toleration
 from kubesched.cluster.validation.affinity_spread import validate_affinity, validate_topology_spread
 from kubesched.cluster.validation.field_errors import (
@@ -23,10 +28,7 @@ from kubesched.cluster.validation.field_errors import (
     required,
 )
 from kubesched.cluster.validation.names_labels import (
-    dns1123_label_errors,
-    label_value_errors,
     name_is_dns_subdomain,
-    qualified_name_errors,
     validate_label_name,
     validate_labels,
 )

@@ -14,6 +14,9 @@ from collections.abc import Callable, Mapping
 from fractions import Fraction
 from functools import lru_cache
 
+from kubesched.api.names import (
+    qualified_name_errors,
+)
 from kubesched.api.objects import RawQuantity, ResourceRequirements
 from kubesched.api.quantity import QuantityError, parse_quantity
 from kubesched.cluster.validation.field_errors import (
@@ -25,7 +28,6 @@ from kubesched.cluster.validation.field_errors import (
     not_supported,
     required,
 )
-from kubesched.cluster.validation.names_labels import qualified_name_errors
 
 HUGEPAGES_PREFIX = "hugepages-"
 _DEFAULT_NAMESPACE = "kubernetes.io/"

@@ -12,6 +12,10 @@ from collections.abc import Mapping
 
 import msgspec
 
+from kubesched.api.names import (
+    label_value_errors,
+    regex_error,
+)
 from kubesched.api.objects import IntOrString, Node, PodDisruptionBudget, PriorityClass
 from kubesched.cluster.validation.field_errors import (
     FieldErrors,
@@ -19,10 +23,8 @@ from kubesched.cluster.validation.field_errors import (
     invalid,
 )
 from kubesched.cluster.validation.names_labels import (
-    label_value_errors,
     name_is_dns_subdomain,
     path_segment_name,
-    regex_error,
     validate_label_name,
     validate_label_selector,
     validate_object_meta,

@@ -16,7 +16,7 @@ from typing import Any
 
 import msgspec
 
-from kubesched.api.labels import label_key_errors
+from kubesched.api.names import qualified_name_errors
 from kubesched.plugins.helpers.args import (
     child,
     duplicate,
@@ -187,12 +187,12 @@ def validate_node_resources_fit_args(args: NodeResourcesFitArgs, path: str = "")
     errors: list[str] = []
     for i, name in enumerate(args.ignored_resources):
         where = index(child(path, "ignoredResources"), i)
-        errors.extend(invalid(where, name, e) for e in label_key_errors(name))
+        errors.extend(invalid(where, name, e) for e in qualified_name_errors(name))
     for i, group in enumerate(args.ignored_resource_groups):
         where = index(child(path, "ignoredResourceGroups"), i)
         if "/" in group:
             errors.append(invalid(where, group, "resource group name can't contain '/'"))
-        errors.extend(invalid(where, group, e) for e in label_key_errors(group))
+        errors.extend(invalid(where, group, e) for e in qualified_name_errors(group))
     strategy = args.scoring_strategy
     strategy_path = child(path, "scoringStrategy")
     if strategy.type not in SCORING_STRATEGIES:

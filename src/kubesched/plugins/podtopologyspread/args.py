@@ -15,7 +15,7 @@ from typing import Any
 
 import msgspec
 
-from kubesched.api.labels import label_key_errors
+from kubesched.api.names import qualified_name_errors
 from kubesched.api.objects import TopologySpreadConstraint
 from kubesched.plugins.helpers.args import (
     child,
@@ -82,7 +82,7 @@ def validate_pod_topology_spread_args(args: PodTopologySpreadArgs, path: str = "
             errors.append(required(key_path, "can not be empty"))
         else:
             errors.extend(
-                invalid(key_path, c.topology_key, e) for e in label_key_errors(c.topology_key)
+                invalid(key_path, c.topology_key, e) for e in qualified_name_errors(c.topology_key)
             )
         when_path = child(where, "whenUnsatisfiable")
         if not c.when_unsatisfiable:
