@@ -143,11 +143,14 @@ SEED ?= 1
 DIFF_SIZE ?= normal
 FEATURES ?=
 JOBS ?= 1
+# KUBESCHED_CONTENT_TYPE=application/json: kubesched talks JSON (kube-scheduler keeps protobuf).
+KUBESCHED_CONTENT_TYPE ?=
 .PHONY: diff
 diff: $(STAMP)
 	PYTHONPATH=$(if $(KUBESCHED_SRC),$(KUBESCHED_SRC):).$(if $(PYTHONPATH),:$(PYTHONPATH)) \
 	$(BIN)/python -m tests.differential.run -n $(N) --seed $(SEED) --size $(DIFF_SIZE) \
-		--jobs $(JOBS) $(if $(FEATURES),--features $(FEATURES)) $(if $(SHRINK),--shrink)
+		--jobs $(JOBS) $(if $(FEATURES),--features $(FEATURES)) $(if $(SHRINK),--shrink) \
+		$(if $(KUBESCHED_CONTENT_TYPE),--kubesched-content-type $(KUBESCHED_CONTENT_TYPE))
 
 # Fuzz loader -> simulate -> report with N mutated real manifests (tests/fuzz, docs/reliability.md
 # "Fuzzing"): each case in a worker subprocess (2 GiB of address space, FUZZ_TIMEOUT seconds);
