@@ -12,7 +12,7 @@ without it. It would also add a ``<name>_created`` series to every counter and
 histogram, which the Go client does not have; ``render`` leaves them out.
 
 The scheduler calls plain methods; nothing here knows the framework types.
-``status_label`` turns a ``framework.Code`` (an int) into upstream's string.
+The status labels are ``framework.status.code_name``'s (upstream's Code.String()).
 """
 
 from __future__ import annotations
@@ -29,10 +29,8 @@ from prometheus_client.registry import Collector
 __all__ = [
     "EXTENSION_POINTS",
     "PLUGIN_METRICS_SAMPLE_PERCENT",
-    "STATUS_CODES",
     "SchedulerMetrics",
     "exponential_buckets",
-    "status_label",
 ]
 
 SUBSYSTEM = "scheduler"
@@ -41,17 +39,6 @@ _Metric = TypeVar("_Metric", Counter, Gauge, Histogram)
 
 # schedule_one.go: pluginMetricsSamplePercent.
 PLUGIN_METRICS_SAMPLE_PERCENT = 10
-
-# kube-scheduler/framework/interface.go: `codes`, indexed by Code.
-STATUS_CODES = (
-    "Success",
-    "Error",
-    "Unschedulable",
-    "UnschedulableAndUnresolvable",
-    "Wait",
-    "Skip",
-    "Pending",
-)
 
 # metrics.go: ExtensionPoints, the values of the extension_point label.
 EXTENSION_POINTS = (
@@ -75,11 +62,6 @@ EXTENSION_POINTS = (
 )
 
 PENDING_QUEUES = ("active", "backoff", "unschedulable", "gated")
-
-
-def status_label(code: int) -> str:
-    """Upstream's ``Code.String()``: 0 -> "Success", 3 -> "UnschedulableAndUnresolvable"."""
-    return STATUS_CODES[code] if 0 <= code < len(STATUS_CODES) else f"Unknown Code({code})"
 
 
 def exponential_buckets(start: float, factor: float, count: int) -> list[float]:

@@ -7,11 +7,11 @@ from typing import Any
 from prometheus_client import REGISTRY
 from prometheus_client.parser import text_string_to_metric_families
 
+from kubesched.framework.status import code_name
 from kubesched.metrics import (
     PLUGIN_METRICS_SAMPLE_PERCENT,
     SchedulerMetrics,
     exponential_buckets,
-    status_label,
 )
 
 PROFILE = "default-scheduler"
@@ -218,7 +218,7 @@ def test_plugin_sampling_is_seeded_and_about_ten_percent() -> None:
 
 
 def test_status_label_is_upstream_code_string() -> None:
-    assert [status_label(c) for c in range(7)] == [
+    assert [code_name(c) for c in range(7)] == [
         "Success",
         "Error",
         "Unschedulable",

@@ -29,6 +29,11 @@ CODE_NAMES = (
 )
 
 
+def code_name(code: int) -> str:
+    """Code.String(): 0 -> "Success", 3 -> "UnschedulableAndUnresolvable"."""
+    return CODE_NAMES[code] if 0 <= code < len(CODE_NAMES) else f"Unknown Code({code})"
+
+
 @dataclass(slots=True)
 class Status:
     code: Code = Code.SUCCESS

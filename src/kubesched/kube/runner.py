@@ -26,7 +26,7 @@ from kubesched.framework.features import DEFAULT_GATES, FeatureGates
 from kubesched.framework.handle import Listers
 from kubesched.framework.profile import ProfileConfig
 from kubesched.framework.registry import Registry
-from kubesched.framework.status import Status
+from kubesched.framework.status import Status, code_name
 from kubesched.framework.waiting import WaitingPods
 from kubesched.kube.api_worker.frames import Start
 from kubesched.kube.api_worker.supervisor import ApiWorker, WorkerCluster, WorkerFailed
@@ -54,7 +54,7 @@ from kubesched.kube.workload_pod_groups import (
 )
 from kubesched.kube.workload_selectors import WorkloadSelectors, workload_selector_informers
 from kubesched.kube.writer import EventWriter, StatusWriter
-from kubesched.metrics import SchedulerMetrics, status_label
+from kubesched.metrics import SchedulerMetrics
 from kubesched.plugins.registry import default_registry
 from kubesched.scheduler import Scheduler
 from kubesched.scheduler.batch_window import BatchOptions
@@ -597,7 +597,7 @@ class Runner:
         )
 
     def observe_permit_wait(self, status: Status, seconds: float) -> None:
-        self.metrics.observe_permit_wait(status_label(status.code), seconds)
+        self.metrics.observe_permit_wait(code_name(status.code), seconds)
 
     def update_metrics(self) -> None:
         """The gauges and counters read off the queue and the cache (once a second)."""
