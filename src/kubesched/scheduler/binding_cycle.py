@@ -50,9 +50,7 @@ class BindingCycle(SchedulerBase):
             status = await waiting.wait()
             self.waiting_pods.remove(pod.key)
             if not status.is_success():
-                self.handle_binding_cycle_error(fw, state, qpi, node, status)
-                self._observe_failure(fw, status, started)
-                explain_binding_failure(state, "Permit", status)
+                self.fail_assumed(fw, state, qpi, node, status, started, "Permit")
                 return
         # Past Permit: events from now on need not be kept for this pod (Done upstream).
         self.queue.scheduling_done(pod.key)
@@ -60,9 +58,7 @@ class BindingCycle(SchedulerBase):
         if status.is_success():
             status = await fw.run_bind(state, pod, node)
         if not status.is_success():
-            self.handle_binding_cycle_error(fw, state, qpi, node, status)
-            self._observe_failure(fw, status, started)
-            explain_binding_failure(state, "Binding", status)
+            self.fail_assumed(fw, state, qpi, node, status, started, "Binding")
             return
         self.cache.finish_binding(pod.key)
         self.queue.done(pod.key)
@@ -79,6 +75,25 @@ class BindingCycle(SchedulerBase):
             since = self.clock.now() - qpi.initial_attempt_timestamp
             self.observer.observe_pod_scheduled(qpi.attempts, since)
         fw.run_post_bind(state, pod, node)
+
+    def fail_assumed(
+        self,
+        fw: Framework,
+        state: CycleState,
+        qpi: QueuedPodInfo,
+        node: str,
+        status: Status,
+        started: float,
+        point: str,
+    ) -> None:
+        """The one failure path of an attempt whose pod was assumed on NODE: Reserve
+        or Permit refused it in the scheduling cycle, or the binding cycle failed
+        (handleBindingCycleError upstream). Undo Reserve and the assume, fail the
+        attempt (handle_scheduling_failure), observe it, and let its explanation say
+        at which POINT it failed."""
+        self.handle_binding_cycle_error(fw, state, qpi, node, status)
+        self._observe_failure(fw, status, started)
+        explain_binding_failure(state, point, status)
 
     def handle_binding_cycle_error(
         self,

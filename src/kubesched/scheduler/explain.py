@@ -70,13 +70,12 @@ class Explaining(SchedulerBase):
             explanation = self._explanation(fw, state, qpi, capture, result, message)
             self.explain_observer.explained(explanation)
 
-    def _explain_failure(self, explanation: Explanation | None, point: str, status: Status) -> None:
-        """The chosen node failed Reserve or Permit: the attempt failed after all."""
-        if explanation is None or self.explain_observer is None:
-            return
-        explanation.result = point
-        explanation.message = status.message()
-        self.explain_observer.explained(explanation)
+    def _explained(self, capture: CycleCapture | None) -> None:
+        """The attempt's explanation to its observer, once the scheduling cycle is
+        over (a failure at Reserve or Permit has said so in it: fail_assumed)."""
+        observer = self.explain_observer
+        if observer is not None and capture is not None and capture.explanation is not None:
+            observer.explained(capture.explanation)
 
 
 def explain_binding_failure(state: CycleState, point: str, status: Status) -> None:

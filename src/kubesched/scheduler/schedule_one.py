@@ -138,36 +138,25 @@ class SchedulingCycle(BindingCycle, Explaining):
         self._observe_algorithm(started)
 
         node = result.node_name
-        explanation = None
         if capture is not None:  # before the assume changes the chosen node's row
-            explanation = self._explanation(fw, state, qpi, capture, "Scheduled", "")
+            capture.explanation = self._explanation(fw, state, qpi, capture, "Scheduled", "")
         self.cache.assume_pod(pod, node)
         self.nominator.delete(pod.key)
         status = fw.run_reserve(state, pod, node)
-        if not status.is_success():
-            fw.run_unreserve(state, pod, node)
-            self.cache.forget_pod(pod)
-            self._handle_status_failure(fw, qpi, status)
-            self._observe_failure(fw, status, started)
-            self._explain_failure(explanation, "Reserve", status)
-            return None
-        status, waits = fw.run_permit(state, pod, node)
+        point, waits = "Reserve", dict[str, float]()
+        if status.is_success():
+            point = "Permit"
+            status, waits = fw.run_permit(state, pod, node)
         if status.code not in (Code.SUCCESS, Code.WAIT):
-            fw.run_unreserve(state, pod, node)
-            self.cache.forget_pod(pod)
-            self._handle_status_failure(fw, qpi, status)
-            self._observe_failure(fw, status, started)
-            self._explain_failure(explanation, "Permit", status)
+            self.fail_assumed(fw, state, qpi, node, status, started, point)
+            self._explained(capture)
             return None
         if self.batch is not None and not waits:
             # Batch mode: held at Permit until the window closes (batch_window.py).
             waits = self.batch.hold(pod, node, fw.profile_name)
         if waits:
             self.waiting_pods.add(pod.key, node, waits)
-        if explanation is not None and self.explain_observer is not None:
-            if capture is not None:
-                capture.explanation = explanation
-            self.explain_observer.explained(explanation)
+        self._explained(capture)
         return node
 
     def _post_filter(
