@@ -1,7 +1,7 @@
 """The scheduler does not load the heavy optional libraries until they are used:
 OR-Tools (with pandas, ~60 MB) only for a batch window or `simulate --optimize`
 (tests/unit/test_batch_*.py use it), CEL (~25 MB) only for a DeviceClass or
-claim selector (tests/unit/dra_allocator). The check runs in a fresh
+claim selector (tests/plugins/dynamicresources/structured/upstream). The check runs in a fresh
 interpreter, since this one has imported everything already."""
 
 from __future__ import annotations

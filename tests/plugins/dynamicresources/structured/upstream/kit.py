@@ -435,11 +435,9 @@ def run_case(case: dict[str, Any]) -> list[AllocationResult] | None:
     """RunTestAllocator: allocate on the case's node and check results or error."""
     counter = itertools.count()
     state = AllocatedState(
-        devices={tuple(d.split("/")) for d in case.get("allocated", ())},  # type: ignore[misc]
+        devices={tuple(d.split("/")) for d in case.get("allocated", ())},
         consumed_capacity={
-            tuple(d.split("/")): {  # type: ignore[misc]
-                k: int(parse_quantity(v) * 1000) for k, v in amounts.items()
-            }
+            tuple(d.split("/")): {k: int(parse_quantity(v) * 1000) for k, v in amounts.items()}
             for d, amounts in case.get("consumed", {}).items()
         },
     )

@@ -15,7 +15,7 @@ from kubesched.api.resource import (
     DeviceClaimConfiguration,
     DeviceSelector,
 )
-from tests.unit.dra_allocator.kit import (
+from tests.plugins.dynamicresources.structured.upstream.kit import (
     ALL_NODES,
     CLASS_A,
     CLASS_B,
@@ -585,7 +585,8 @@ def test_upstream_case(case: dict[str, Any]) -> None:
 
 def _config(results: Any) -> list[DeviceAllocationConfiguration]:
     assert results is not None
-    return results[0].devices.config
+    config: list[DeviceAllocationConfiguration] = results[0].devices.config
+    return config
 
 
 def test_with_class_device_config_with_multiple_request_and_configs() -> None:

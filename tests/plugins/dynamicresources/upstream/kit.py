@@ -225,8 +225,8 @@ class Env:
         args: Mapping[str, Any] | None = None,
     ) -> None:
         self.dra = DraState()
-        for c in classes:
-            self.dra.upsert_class(c)
+        for device_class in classes:
+            self.dra.upsert_class(device_class)
         for s in slices:
             self.dra.upsert_slice(s)
         for c in claims:

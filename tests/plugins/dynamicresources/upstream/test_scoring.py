@@ -11,7 +11,7 @@ import pytest
 
 from kubesched.api.resource import AllocationResult, ResourceClaim
 from kubesched.plugins.dynamicresources.plugin import compute_score
-from tests.unit.dra_plugin.kit import (
+from tests.plugins.dynamicresources.upstream.kit import (
     ATTR,
     BROKEN_SELECTOR,
     CLAIM,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from kubesched.api.objects import Pod
 from kubesched.testing import make_pod
-from tests.unit.gang_helpers import (
+from tests.plugins.coscheduling.gang_helpers import (
     GPU,
     Env,
     gang_pods,

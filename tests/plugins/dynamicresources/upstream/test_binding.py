@@ -19,7 +19,7 @@ from kubesched.api.resource import (
 )
 from kubesched.framework.dra import ClaimConflict
 from kubesched.plugins.dynamicresources import prebind
-from tests.unit.dra_plugin.kit import (
+from tests.plugins.dynamicresources.upstream.kit import (
     CLAIM,
     NODE,
     Env,
@@ -81,7 +81,7 @@ def test_finalizer_already_set_is_not_written_again() -> None:
         versions.append(c.metadata.resource_version)
         return put(c)
 
-    env.writer.put = spy  # type: ignore[method-assign]
+    env.writer.put = spy  # type: ignore[method-assign,assignment]
     assert run_cycle(env, pod_with_claim_name()).pre_bind == ("Success", "")
     assert versions == []  # no metadata update, only the status
     assert env.stored().metadata.finalizers == [FINALIZER]
@@ -191,13 +191,19 @@ class Conflicting:
         self.log.append("get")
         return await self.env.writer.get_claim(namespace, name)
 
-    async def update_claim(self, c: ResourceClaim) -> ResourceClaim:
+    async def update_claim(self, claim: ResourceClaim) -> ResourceClaim:
         self._maybe("update")
-        return await self.env.writer.update_claim(c)
+        return await self.env.writer.update_claim(claim)
 
-    async def update_claim_status(self, c: ResourceClaim) -> ResourceClaim:
+    async def update_claim_status(self, claim: ResourceClaim) -> ResourceClaim:
         self._maybe("status")
-        return await self.env.writer.update_claim_status(c)
+        return await self.env.writer.update_claim_status(claim)
+
+    async def create_claim(self, claim: ResourceClaim) -> ResourceClaim:
+        return await self.env.writer.create_claim(claim)
+
+    async def delete_claim(self, namespace: str, name: str) -> None:
+        await self.env.writer.delete_claim(namespace, name)
 
 
 def test_conflicts_are_retried_with_a_fresh_claim() -> None:
@@ -226,7 +232,10 @@ def test_conflicts_give_up_after_five_attempts_with_the_last_error() -> None:
 
 # --- binding conditions --------------------------------------------------------------------
 
-CONDITIONS = {"bindingConditions": ["condition"], "bindingFailureConditions": ["failed"]}
+CONDITIONS: dict[str, Any] = {
+    "bindingConditions": ["condition"],
+    "bindingFailureConditions": ["failed"],
+}
 
 
 def fabric_slice() -> Any:
@@ -304,11 +313,17 @@ class Polling:
     async def get_claim(self, namespace: str, name: str) -> ResourceClaim | None:
         return await self.env.writer.get_claim(namespace, name)
 
-    async def update_claim(self, c: ResourceClaim) -> ResourceClaim:
-        return await self.env.writer.update_claim(c)
+    async def update_claim(self, claim: ResourceClaim) -> ResourceClaim:
+        return await self.env.writer.update_claim(claim)
 
-    async def update_claim_status(self, c: ResourceClaim) -> ResourceClaim:
-        return await self.env.writer.update_claim_status(c)
+    async def update_claim_status(self, claim: ResourceClaim) -> ResourceClaim:
+        return await self.env.writer.update_claim_status(claim)
+
+    async def create_claim(self, claim: ResourceClaim) -> ResourceClaim:
+        return await self.env.writer.create_claim(claim)
+
+    async def delete_claim(self, namespace: str, name: str) -> None:
+        await self.env.writer.delete_claim(namespace, name)
 
 
 def test_pre_bind_fails_when_the_claim_times_out_while_waiting(

@@ -6,11 +6,11 @@ pools. Case ids are upstream's case names."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
-from tests.unit.dra_allocator.kit import (
+from tests.plugins.dynamicresources.structured.upstream.kit import (
     CLASS_A,
     DRIVER_A,
     NODE_1,
@@ -512,7 +512,7 @@ CASES: dict[str, dict[str, Any]] = {
                 rslice("slice-2", NODE_1, "pool-1", DRIVER_A, dev("device-1"), count=2),
                 rslice("slice-3", NODE_1, "pool-2", DRIVER_A, dev("device-2")),
             ],
-            **extra,
+            **cast(dict[str, Any], extra),
         }
         for name, extra in [
             (

@@ -11,7 +11,7 @@ from kubesched.framework.types import PodInfo, QueuedPodInfo
 from kubesched.plugins.coscheduling import Coscheduling
 from kubesched.plugins.coscheduling.args import ArgsError, coscheduling_args
 from kubesched.testing import make_node, make_pod
-from tests.unit.gang_helpers import GPU, Env, gang_pods, group, run
+from tests.plugins.coscheduling.gang_helpers import GPU, Env, gang_pods, group, run
 
 
 def test_args_defaults_are_scheduler_plugins_v1_defaults() -> None:

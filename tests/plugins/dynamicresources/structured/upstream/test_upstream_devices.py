@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from tests.unit.dra_allocator.kit import (
+from tests.plugins.dynamicresources.structured.upstream.kit import (
     BOOL_ATTR,
     CLASS_A,
     DRIVER_A,

@@ -4,8 +4,11 @@ dynamicresources_test.go, named after them)."""
 
 from __future__ import annotations
 
+from typing import Any
+
+from kubesched.api.resource import ResourceClaim
 from kubesched.framework.status import Code
-from tests.unit.dra_plugin.kit import (
+from tests.plugins.dynamicresources.upstream.kit import (
     BROKEN_SELECTOR,
     CLAIM,
     CLAIM_2,
@@ -47,14 +50,14 @@ NOT_AVAILABLE = (UNRESOLVABLE, "resourceclaim not available on the node")
 OTHER = "not-my-claim"
 
 
-def allocated(name: str = CLAIM, **kw: object) -> object:
-    return claim(name, allocation=allocation(), finalizers=[FINALIZER], **kw)  # type: ignore[arg-type]
+def allocated(name: str = CLAIM, **kw: Any) -> ResourceClaim:
+    return claim(name, allocation=allocation(), finalizers=[FINALIZER], **kw)
 
 
 FINALIZER = "resource.kubernetes.io/delete-protection"
 
 
-def other_allocated(device_name: str = "instance-1") -> object:
+def other_allocated(device_name: str = "instance-1") -> ResourceClaim:
     return claim(
         OTHER,
         owned=False,

@@ -27,12 +27,12 @@ from kubesched.plugins.dynamicresources.structured.allocator import (
 from kubesched.plugins.dynamicresources.structured.celenv import CelCache
 from kubesched.plugins.dynamicresources.structured.outcomes import OutcomeCache
 from kubesched.plugins.dynamicresources.structured.pools import PoolCache, SelectorCache
-from tests.unit.dra_allocator import (
+from tests.plugins.dynamicresources.structured.upstream import (
     test_upstream_capacity,
     test_upstream_devices,
     test_upstream_requests,
 )
-from tests.unit.dra_allocator.kit import (
+from tests.plugins.dynamicresources.structured.upstream.kit import (
     CLASS_A,
     DRIVER_A,
     NODE_1,

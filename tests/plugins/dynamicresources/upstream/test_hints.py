@@ -18,7 +18,7 @@ from kubesched.plugins.dynamicresources.events import (
     schedulable_after_claim_change,
     schedulable_after_pod_change,
 )
-from tests.unit.dra_plugin.kit import (
+from tests.plugins.dynamicresources.upstream.kit import (
     CLAIM,
     RESOURCE_2,
     allocation,
