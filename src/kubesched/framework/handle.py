@@ -84,12 +84,10 @@ class Handle:
     activate: Callable[[list[str]], None] = lambda keys: None
     # Activate after an API error that came after the attempt: retried after backoff.
     retry_after_error: Callable[[list[str]], None] = lambda keys: None
-    # PVs, PVCs, StorageClasses and CSI objects, for the volume plugins.
-    storage: StorageState = field(default_factory=StorageState)
-    # ResourceClaims, templates, DeviceClasses and ResourceSlices, for DynamicResources.
-    dra: DraState = field(default_factory=DraState)
-    # The cluster's PodDisruptionBudgets (preemption prefers not to violate them).
-    pdbs: list[PodDisruptionBudget] = field(default_factory=list)
+    # The cluster objects the plugins read besides nodes and pods; `storage`, `dra`,
+    # `pdbs`, `namespaces`, `workload_selectors`, `pod_groups` and
+    # `workload_pod_groups` below read through to them.
+    listers: Listers = field(default_factory=Listers)
     nominated: NominatedPods = field(default_factory=NoNominations)
     # Take away the nominations of these pods (status and scheduler memory).
     clear_nominated_node: Callable[[list[PodInfo]], None] = lambda pods: None
@@ -97,22 +95,44 @@ class Handle:
     rng: np.random.Generator = field(default_factory=np.random.default_rng)
     # Run API calls after the scheduling cycle (the scheduler tracks the tasks).
     spawn: Callable[[Coroutine[Any, Any, None]], None] = run_in_background
-    # Namespaces by name, for InterPodAffinity's namespaceSelector.
-    namespaces: dict[str, Namespace] = field(default_factory=dict)
-    # The selectors PodTopologySpread's default constraints are built from, by
-    # (namespace, kind, name): kind "Service" (its spec.selector as matchLabels),
-    # "ReplicaSet", "StatefulSet", "ReplicationController". None: not known, and
-    # the pod's own labels stand in for its controller's selector.
-    workload_selectors: dict[tuple[str, str, str], LabelSelector] | None = None
     # The framework of the profile this handle belongs to: Filter over nodes, with
     # nominated pods, and PreFilterExtensions, for PostFilter plugins.
     framework: FrameworkRunner | None = None
     # Where the framework and the plugins report metrics (the scheduler's metrics
     # package upstream, which they write to directly); NO_METRICS drops them all.
     metrics: MetricsRecorder = NO_METRICS
-    # scheduler-plugins' PodGroups and their pods, for Coscheduling.
-    pod_groups: PodGroupState = field(default_factory=PodGroupState)
-    # The Workload API's PodGroup lister (GangScheduling's podGroupLister) and the
-    # cache's pod group states (Handle.PodGroupManager().PodGroupStates() upstream).
-    workload_pod_groups: WorkloadPodGroupLister = field(default_factory=WorkloadPodGroupLister)
+    # The cache's pod group states (Handle.PodGroupManager().PodGroupStates() upstream).
     pod_group_states: PodGroupStates = field(default_factory=PodGroupStates)
+
+    # --- the listers, read through (one declaration each: Listers) -----------------
+
+    @property
+    def storage(self) -> StorageState:
+        return self.listers.storage
+
+    @property
+    def dra(self) -> DraState:
+        return self.listers.dra
+
+    @property
+    def pdbs(self) -> list[PodDisruptionBudget]:
+        return self.listers.pdbs
+
+    @property
+    def namespaces(self) -> dict[str, Namespace]:
+        return self.listers.namespaces
+
+    @property
+    def workload_selectors(self) -> dict[tuple[str, str, str], LabelSelector] | None:
+        """By (namespace, kind, name): kind "Service" (its spec.selector as
+        matchLabels), "ReplicaSet", "StatefulSet", "ReplicationController". None:
+        not known, and the pod's own labels stand in for its controller's selector."""
+        return self.listers.workload_selectors
+
+    @property
+    def pod_groups(self) -> PodGroupState:
+        return self.listers.pod_groups
+
+    @property
+    def workload_pod_groups(self) -> WorkloadPodGroupLister:
+        return self.listers.workload_pod_groups

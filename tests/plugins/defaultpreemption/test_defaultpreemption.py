@@ -18,7 +18,7 @@ from kubesched.api.objects import Pod, PodCondition, PodDisruptionBudget
 from kubesched.cluster.memory import InMemoryCluster
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.fit_error import Diagnosis
-from kubesched.framework.handle import Handle
+from kubesched.framework.handle import Handle, Listers
 from kubesched.framework.interfaces import (
     FilterPlugin,
     NodeVerdicts,
@@ -177,7 +177,7 @@ def setup(
     handle = Handle(
         table,
         cluster=cluster,
-        pdbs=list(pdbs),
+        listers=Listers(pdbs=list(pdbs)),
         rng=np.random.default_rng(seed),
         nominated=FakeNominations(nominated),
         spawn=spawned.append,

@@ -19,7 +19,7 @@ from kubesched.api.resource import (
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.dra import ClaimConflict, DraState
 from kubesched.framework.fit_error import Diagnosis
-from kubesched.framework.handle import Handle
+from kubesched.framework.handle import Handle, Listers
 from kubesched.framework.nodeinfo import NodeInfo
 from kubesched.framework.status import Code
 from kubesched.framework.types import PodInfo
@@ -64,7 +64,7 @@ def setup(*claims: ResourceClaim, fits: set[str] | None = None) -> tuple[Dynamic
     for c in claims:
         dra.upsert_claim(c)
     table = make_table([make_node("n1"), make_node("n2")])
-    handle = Handle(table, dra=dra)
+    handle = Handle(table, listers=Listers(dra=dra))
     chosen = {"n1", "n2"} if fits is None else fits
     plugin = DynamicResources(
         None,

@@ -19,7 +19,7 @@ from kubesched.cluster.memory import InMemoryCluster
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.dra import DraState, extended_resource_classes
 from kubesched.framework.fit_error import Diagnosis
-from kubesched.framework.handle import Handle
+from kubesched.framework.handle import Handle, Listers
 from kubesched.framework.nodeinfo import NodeInfo
 from kubesched.framework.status import Code
 from kubesched.framework.types import PodInfo
@@ -127,7 +127,7 @@ def setup(*nodes: Any) -> tuple[DynamicResources, Any, InMemoryCluster, InMemory
     dra.writer = writer
     table = make_table(nodes or [make_node("n1"), make_node("plugin", extra={ER: 4})])
     cluster = InMemoryCluster()
-    handle = Handle(table, dra=dra, cluster=cluster)
+    handle = Handle(table, listers=Listers(dra=dra), cluster=cluster)
     handle.spawn = asyncio.run
     plugin = DynamicResources(None, handle, allocator_factory=lambda *a: FakeAllocator())  # type: ignore[arg-type]
     return plugin, table, cluster, writer
@@ -205,7 +205,7 @@ def test_fit_leaves_dra_backed_resources_to_dra() -> None:
     dra.upsert_class(device_class("gpu", ER))
     nodes = [make_node("none"), make_node("zero", extra={ER: 0}), make_node("two", extra={ER: 2})]
     table = make_table(nodes)
-    fit = NodeResourcesFit(None, Handle(table, dra=dra))
+    fit = NodeResourcesFit(None, Handle(table, listers=Listers(dra=dra)))
     p = PodInfo(pod([c("con0", {ER: "3"})]))
     state = CycleState()
     fit.pre_filter(state, p, table)

@@ -10,7 +10,7 @@ import numpy as np
 
 from kubesched.api.objects import Namespace, Pod
 from kubesched.framework.cycle_state import CycleState
-from kubesched.framework.handle import Handle
+from kubesched.framework.handle import Handle, Listers
 from kubesched.framework.node_table import NodeTable
 from kubesched.framework.status import Code
 from kubesched.framework.types import ActionType, PodInfo, Resource
@@ -204,14 +204,16 @@ def test_affinity_failure_wins_over_anti_affinity() -> None:
 def namespaced_handle(nodes: NodeTable) -> Handle:
     return Handle(
         nodes,
-        namespaces={
-            name: msgspec.convert({"metadata": {"name": name, "labels": labels}}, Namespace)
-            for name, labels in (
-                ("ns-a", {"team": "x"}),
-                ("ns-b", {"team": "y"}),
-                ("default", {}),
-            )
-        },
+        listers=Listers(
+            namespaces={
+                name: msgspec.convert({"metadata": {"name": name, "labels": labels}}, Namespace)
+                for name, labels in (
+                    ("ns-a", {"team": "x"}),
+                    ("ns-b", {"team": "y"}),
+                    ("default", {}),
+                )
+            }
+        ),
     )
 
 

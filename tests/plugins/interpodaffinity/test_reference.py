@@ -17,7 +17,7 @@ import pytest
 
 from kubesched.api.objects import Namespace, Pod
 from kubesched.framework.cycle_state import CycleState
-from kubesched.framework.handle import Handle
+from kubesched.framework.handle import Handle, Listers
 from kubesched.framework.node_table import NodeTable
 from kubesched.framework.pod_index import pod_affinity_terms
 from kubesched.framework.status import Code
@@ -250,10 +250,12 @@ def random_cluster(rng: random.Random) -> NodeTable:
 def handle_for(nodes: NodeTable) -> Handle:
     return Handle(
         nodes,
-        namespaces={
-            name: msgspec.convert({"metadata": {"name": name, "labels": labels}}, Namespace)
-            for name, labels in NAMESPACES.items()
-        },
+        listers=Listers(
+            namespaces={
+                name: msgspec.convert({"metadata": {"name": name, "labels": labels}}, Namespace)
+                for name, labels in NAMESPACES.items()
+            }
+        ),
     )
 
 

@@ -17,7 +17,7 @@ import pytest
 
 from kubesched.api.objects import LabelSelector, Pod
 from kubesched.framework.cycle_state import CycleState
-from kubesched.framework.handle import Handle
+from kubesched.framework.handle import Handle, Listers
 from kubesched.framework.node_table import NodeTable
 from kubesched.framework.status import Code
 from kubesched.framework.types import ActionType, PodInfo, Resource
@@ -536,9 +536,11 @@ def test_system_default_constraints_for_a_replica_set_pod() -> None:
     # The same with the ReplicaSet's selector known.
     handle = Handle(
         nodes,
-        workload_selectors={
-            ("default", "ReplicaSet", "web-abc"): LabelSelector(match_labels=WEB),
-        },
+        listers=Listers(
+            workload_selectors={
+                ("default", "ReplicaSet", "web-abc"): LabelSelector(match_labels=WEB),
+            }
+        ),
     )
     assert scores(PodTopologySpread(handle=handle), pod, nodes) == expected
 
@@ -553,7 +555,7 @@ def test_no_default_constraints_without_a_known_controller() -> None:
     ):
         assert plugin.pre_score(CycleState(), pod, nodes, nodes.order()).code == Code.SKIP
     # Listers known, but the ReplicaSet is not among them.
-    handle = Handle(nodes, workload_selectors={})
+    handle = Handle(nodes, listers=Listers(workload_selectors={}))
     pod = owned_by("ReplicaSet", "web-abc", WEB)
     status = PodTopologySpread(handle=handle).pre_score(CycleState(), pod, nodes, nodes.order())
     assert status.code == Code.SKIP
@@ -563,10 +565,12 @@ def test_services_selecting_the_pod_build_the_default_selector() -> None:
     nodes = default_table()
     handle = Handle(
         nodes,
-        workload_selectors={
-            ("default", "Service", "web"): LabelSelector(match_labels={"app": "web"}),
-            ("other", "Service", "web"): LabelSelector(match_labels={"app": "x"}),
-        },
+        listers=Listers(
+            workload_selectors={
+                ("default", "Service", "web"): LabelSelector(match_labels={"app": "web"}),
+                ("other", "Service", "web"): LabelSelector(match_labels={"app": "x"}),
+            }
+        ),
     )
     pod = PodInfo(make_pod("p", labels=WEB))
     # app=web: all 6 pods count. n1 = 2, n2 = 3, n3 = 1; zones a = 5, b = 1.

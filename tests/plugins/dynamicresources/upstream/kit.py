@@ -27,7 +27,7 @@ from kubesched.api.resource import DeviceClass, ResourceClaim, ResourceSlice
 from kubesched.cluster.claim_writer import InMemoryClaimWriter
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.dra import DraState
-from kubesched.framework.handle import Handle
+from kubesched.framework.handle import Handle, Listers
 from kubesched.framework.nodeinfo import NodeInfo
 from kubesched.framework.status import Code, Status
 from kubesched.framework.types import PodInfo
@@ -242,7 +242,7 @@ class Env:
         self.nodes = list(nodes)
         self.table = make_table([node(n) for n in nodes])
         self.spawned: list[Coroutine[Any, Any, None]] = []
-        self.handle = Handle(self.table, dra=self.dra, spawn=self.spawned.append)
+        self.handle = Handle(self.table, listers=Listers(dra=self.dra), spawn=self.spawned.append)
         self.plugin = DynamicResources(args, self.handle)
         self.state = CycleState()
 
