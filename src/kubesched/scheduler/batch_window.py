@@ -44,8 +44,9 @@ wakes the pod: no loop.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -288,9 +289,12 @@ class BatchWindow:
             clock.call_at(clock.now() + self.options.window, self._give_up_moves)
         self.outcomes = [*self.outcomes, *outcomes][-16:]
 
-    def _without_held(self, held: dict[str, _Held]) -> dict[int, SavedRow]:
-        """Take the held pods off their rows (the engine places pods on a table
-        holding none of them); restore_row puts them back."""
+    @contextlib.contextmanager
+    def _engine(self, held: dict[str, _Held], outcome: BatchOutcome) -> Iterator[None]:
+        """Around the engine's reads of the node table: the held pods are taken off
+        their rows (the engine places pods on a table holding none of them) and put
+        back after; an error of the engine ends in `outcome`, logged, for the
+        engine must never stop the scheduler."""
         table = self.scheduler.table
         saved: dict[int, SavedRow] = {}
         for h in held.values():
@@ -300,7 +304,15 @@ class BatchWindow:
             if row not in saved:
                 saved[row] = table.save_row(row)
             table.remove_pod(h.pod, row)
-        return saved
+        try:
+            yield
+        except Exception as exc:
+            log.exception("Batch placement failed; the pods keep the normal behaviour")
+            outcome.result = "error"
+            outcome.note = str(exc)
+        finally:
+            for kept in saved.values():
+                table.restore_row(kept)
 
     def _namespace_labels(self) -> dict[str, dict[str, str]]:
         namespaces = self.scheduler.listers.namespaces
@@ -315,28 +327,22 @@ class BatchWindow:
         fw = sched.frameworks.get(profile)
         if fw is None or not pending:
             return None
-        table = sched.table
         pods = [h.pod for h in held.values()] + [q.pod_info for q in pending.values()]
-        saved = self._without_held(held)
-        try:
-            return prepare_batch(
+        outcome = BatchOutcome(profile, len(pods), len(held), len(pending), "greedy")
+        prepared = None
+        with self._engine(held, outcome):
+            prepared = prepare_batch(
                 fw,
-                table,
+                sched.table,
                 pods,
                 {key: h.node for key, h in held.items()},
                 timeout=self.options.timeout,
                 workers=self.options.workers,
                 namespace_labels=self._namespace_labels(),
             )
-        except Exception as exc:  # the engine must never stop the scheduler
-            log.exception("Batch placement failed; the pods keep the normal behaviour")
-            outcome = BatchOutcome(profile, len(pods), len(held), len(pending), "error")
-            outcome.note = str(exc)
+        if prepared is None:
             self._report(outcome)
-            return None
-        finally:
-            for kept in saved.values():
-                table.restore_row(kept)
+        return prepared
 
     def _finish(
         self,
@@ -358,19 +364,10 @@ class BatchWindow:
         prepared.pods = [p for p in prepared.pods if p.key in keys]
         prepared.greedy = {key: h.node for key, h in held.items()}
         outcome = BatchOutcome(profile, len(keys), len(held), len(pending), "greedy")
-        table = sched.table
-        saved = self._without_held(held)
         result: BatchPlacement | None = None
-        try:
+        with self._engine(held, outcome):
             if pending:
-                result = finish_batch(prepared, fw, table, solution, rounds)
-        except Exception as exc:  # the engine must never stop the scheduler
-            log.exception("Batch placement failed; the pods keep the normal behaviour")
-            outcome.result = "error"
-            outcome.note = str(exc)
-        finally:
-            for kept in saved.values():
-                table.restore_row(kept)
+                result = finish_batch(prepared, fw, sched.table, solution, rounds)
         return self._take(result, held, pending, outcome)
 
     def _place(
@@ -380,29 +377,19 @@ class BatchWindow:
         fw = sched.frameworks.get(profile)
         if fw is None or not pending:
             return None
-        table = sched.table
         pods = [h.pod for h in held.values()] + [q.pod_info for q in pending.values()]
-        greedy = {key: h.node for key, h in held.items()}
         outcome = BatchOutcome(profile, len(pods), len(held), len(pending), "greedy")
-        saved = self._without_held(held)
         result: BatchPlacement | None = None
-        try:
+        with self._engine(held, outcome):
             result = place_batch(
                 fw,
-                table,
+                sched.table,
                 pods,
-                greedy,
+                {key: h.node for key, h in held.items()},
                 timeout=self.options.timeout,
                 workers=self.options.workers,
                 namespace_labels=self._namespace_labels(),
             )
-        except Exception as exc:  # the engine must never stop the scheduler
-            log.exception("Batch placement failed; the pods keep the normal behaviour")
-            outcome.result = "error"
-            outcome.note = str(exc)
-        finally:
-            for kept in saved.values():
-                table.restore_row(kept)
         return self._take(result, held, pending, outcome)
 
     def _take(
