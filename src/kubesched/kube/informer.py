@@ -160,28 +160,36 @@ class Informer(Generic[T]):
             "allowWatchBookmarks": "true",
         }
         timeout = random.randint(*WATCH_TIMEOUT)
-        events = (
-            self._json_events(params, timeout)
-            if self._codec is None
-            else self._protobuf_events(self._codec, params, timeout)
-        )
-        async for event_type, obj in events:
+        codec = self._codec
+        if codec is None:
+            events = self._json_events(params, timeout)
+            decode: Callable[[Any], T] = self._decoder.decode
+        else:
+            events = self._protobuf_events(codec, params, timeout)
+            decode = codec.decode
+        async for event_type, value in events:
             if event_type == "ERROR":
-                status: ApiStatus = obj
+                status: ApiStatus = value
                 if status.code == 410:
                     raise Gone()
                 raise ApiError(status.code, status.reason, status.message, "WATCH", self.path)
             if event_type == "BOOKMARK":
-                if obj:
-                    self.resource_version = obj
+                if value:
+                    self.resource_version = value
                 continue
+            if self.budget is None:
+                obj = decode(value)
+            else:
+                started = time.thread_time()
+                obj = decode(value)
+                self.budget.add(WATCH_DECODE, time.thread_time() - started)
             self._apply(event_type, obj)
 
     async def _json_events(
         self, params: Mapping[str, str], timeout: int
     ) -> AsyncIterator[tuple[str, Any]]:
-        """(type, object) of each event: an ERROR's ApiStatus, a BOOKMARK's
-        resourceVersion, else the decoded object."""
+        """(type, value) of each event: an ERROR's ApiStatus, a BOOKMARK's
+        resourceVersion, else the object as it came (`_watch` decodes it)."""
         async for event in self.client.watch(self.path, params, timeout):
             if event.type == "ERROR":
                 yield event.type, msgspec.json.decode(event.object, type=ApiStatus)
@@ -190,13 +198,8 @@ class Informer(Generic[T]):
                 # a valid Pod or Node (e.g. spec.containers is null).
                 mark = msgspec.json.decode(event.object, type=_Bookmark)
                 yield event.type, mark.metadata.resource_version
-            elif self.budget is None:
-                yield event.type, self._decoder.decode(event.object)
             else:
-                started = time.thread_time()
-                obj = self._decoder.decode(event.object)
-                self.budget.add(WATCH_DECODE, time.thread_time() - started)
-                yield event.type, obj
+                yield event.type, event.object
 
     async def _protobuf_events(
         self, codec: KindCodec, params: Mapping[str, str], timeout: int
@@ -208,13 +211,8 @@ class Informer(Generic[T]):
                 yield event_type, ApiStatus(code, reason, message)
             elif event_type == "BOOKMARK":
                 yield event_type, codec.decode(raw).metadata.resource_version
-            elif self.budget is None:
-                yield event_type, codec.decode(raw)
             else:
-                started = time.thread_time()
-                obj = codec.decode(raw)
-                self.budget.add(WATCH_DECODE, time.thread_time() - started)
-                yield event_type, obj
+                yield event_type, raw
 
     def _apply(self, event_type: str, obj: T) -> None:
         """An ADDED, MODIFIED or DELETED event to the store and the handlers."""
