@@ -39,24 +39,24 @@ CONTENT_TYPE = "application/vnd.kubernetes.protobuf"
 WATCH_CONTENT_TYPE = CONTENT_TYPE + ";stream=watch"
 MAGIC = b"k8s\x00"
 
-# The kinds kubesched reads and the messages they are, with their apiVersion.
-MESSAGES: dict[type, tuple[str, str]] = {
-    Pod: ("k8s.io.api.core.v1.Pod", "v1"),
-    Node: ("k8s.io.api.core.v1.Node", "v1"),
-    Namespace: ("k8s.io.api.core.v1.Namespace", "v1"),
-    PersistentVolume: ("k8s.io.api.core.v1.PersistentVolume", "v1"),
-    PersistentVolumeClaim: ("k8s.io.api.core.v1.PersistentVolumeClaim", "v1"),
-    PodDisruptionBudget: ("k8s.io.api.policy.v1.PodDisruptionBudget", "policy/v1"),
-    PriorityClass: ("k8s.io.api.scheduling.v1.PriorityClass", "scheduling.k8s.io/v1"),
-    StorageClass: ("k8s.io.api.storage.v1.StorageClass", "storage.k8s.io/v1"),
-    CSINode: ("k8s.io.api.storage.v1.CSINode", "storage.k8s.io/v1"),
-    CSIDriver: ("k8s.io.api.storage.v1.CSIDriver", "storage.k8s.io/v1"),
-    CSIStorageCapacity: ("k8s.io.api.storage.v1.CSIStorageCapacity", "storage.k8s.io/v1"),
-    VolumeAttachment: ("k8s.io.api.storage.v1.VolumeAttachment", "storage.k8s.io/v1"),
-    DeviceClass: ("k8s.io.api.resource.v1.DeviceClass", "resource.k8s.io/v1"),
-    ResourceSlice: ("k8s.io.api.resource.v1.ResourceSlice", "resource.k8s.io/v1"),
-    ResourceClaim: ("k8s.io.api.resource.v1.ResourceClaim", "resource.k8s.io/v1"),
-    ResourceClaimTemplate: ("k8s.io.api.resource.v1.ResourceClaimTemplate", "resource.k8s.io/v1"),
+# The kinds kubesched reads and the messages they are.
+MESSAGES: dict[type, str] = {
+    Pod: "k8s.io.api.core.v1.Pod",
+    Node: "k8s.io.api.core.v1.Node",
+    Namespace: "k8s.io.api.core.v1.Namespace",
+    PersistentVolume: "k8s.io.api.core.v1.PersistentVolume",
+    PersistentVolumeClaim: "k8s.io.api.core.v1.PersistentVolumeClaim",
+    PodDisruptionBudget: "k8s.io.api.policy.v1.PodDisruptionBudget",
+    PriorityClass: "k8s.io.api.scheduling.v1.PriorityClass",
+    StorageClass: "k8s.io.api.storage.v1.StorageClass",
+    CSINode: "k8s.io.api.storage.v1.CSINode",
+    CSIDriver: "k8s.io.api.storage.v1.CSIDriver",
+    CSIStorageCapacity: "k8s.io.api.storage.v1.CSIStorageCapacity",
+    VolumeAttachment: "k8s.io.api.storage.v1.VolumeAttachment",
+    DeviceClass: "k8s.io.api.resource.v1.DeviceClass",
+    ResourceSlice: "k8s.io.api.resource.v1.ResourceSlice",
+    ResourceClaim: "k8s.io.api.resource.v1.ResourceClaim",
+    ResourceClaimTemplate: "k8s.io.api.resource.v1.ResourceClaimTemplate",
 }
 
 
@@ -77,7 +77,7 @@ def message_class(full_name: str) -> type[Any]:
 
 @functools.cache
 def _converters() -> dict[type, Converter]:
-    pairs = {cls: message_class(name).DESCRIPTOR for cls, (name, _) in MESSAGES.items()}
+    pairs = {cls: message_class(name).DESCRIPTOR for cls, name in MESSAGES.items()}
     return compile_converters(pairs)
 
 
@@ -90,20 +90,14 @@ class KindCodec:
     """One kind's messages (object, list) and its converter to the struct."""
 
     def __init__(self, kind: type) -> None:
-        name, self.api_version = MESSAGES[kind]
-        self.kind = kind
+        name = MESSAGES[kind]
         self.message = message_class(name)
         self.list_message = message_class(name + "List")
         self.convert = _converters()[kind]
-        self.kind_name = name.rsplit(".", 1)[1]
 
     def decode(self, data: bytes | memoryview) -> Any:
         """An enveloped object, as its struct."""
         return self.convert(self.message.FromString(unwrap(data)))
-
-    def decode_message(self, raw: bytes | memoryview) -> Any:
-        """The object's message (no envelope): the struct, and the message."""
-        return self.message.FromString(raw)
 
     def decode_list(self, data: bytes) -> tuple[Any, list[Any]]:
         """An enveloped list: its ListMeta message and the items' messages."""
