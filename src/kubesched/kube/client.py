@@ -10,6 +10,7 @@ requests, so this is most of its CPU outside the scheduling cycle.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import ssl
@@ -350,15 +351,16 @@ class KubeClient:
                 return ProtobufListing(meta.resourceVersion, items)
             query["continue"] = next_page
 
-    async def watch_protobuf(
-        self, path: str, params: Mapping[str, str], timeout_seconds: int
-    ) -> AsyncIterator[tuple[str, bytes]]:
-        """watch() in protobuf: each event's type and its object's enveloped bytes."""
+    @contextlib.asynccontextmanager
+    async def _watch_stream(
+        self, path: str, params: Mapping[str, str], timeout_seconds: int, accept: str | None
+    ) -> AsyncIterator[aiohttp.ClientResponse]:
+        """One watch request's response, its status checked (an error raises ApiError)."""
         query = {**params, "watch": "true", "timeoutSeconds": str(timeout_seconds)}
         timeout = aiohttp.ClientTimeout(
             total=None, sock_connect=5.0, sock_read=timeout_seconds + 30.0
         )
-        headers = self._headers({"Accept": PROTOBUF_ACCEPT})
+        headers = self._headers(None if accept is None else {"Accept": accept})
         async with self._watches().get(
             path, params=query, headers=headers, timeout=timeout
         ) as response:
@@ -366,6 +368,13 @@ class KubeClient:
                 raise ApiError.from_body(
                     response.status, response.reason or "", await response.read(), "WATCH", path
                 )
+            yield response
+
+    async def watch_protobuf(
+        self, path: str, params: Mapping[str, str], timeout_seconds: int
+    ) -> AsyncIterator[tuple[str, bytes]]:
+        """watch() in protobuf: each event's type and its object's enveloped bytes."""
+        async with self._watch_stream(path, params, timeout_seconds, PROTOBUF_ACCEPT) as response:
             if response.headers.get("Content-Type", "") != WATCH_CONTENT_TYPE:
                 raise ProtobufError(f"WATCH {path}: the API server did not answer in protobuf")
             frames = Frames()
@@ -377,18 +386,8 @@ class KubeClient:
         self, path: str, params: Mapping[str, str], timeout_seconds: int
     ) -> AsyncIterator[WatchEvent]:
         """The events of one watch request, until the server ends it."""
-        query = {**params, "watch": "true", "timeoutSeconds": str(timeout_seconds)}
-        timeout = aiohttp.ClientTimeout(
-            total=None, sock_connect=5.0, sock_read=timeout_seconds + 30.0
-        )
         decoder = msgspec.json.Decoder(WatchEvent)
-        async with self._watches().get(
-            path, params=query, headers=self._headers(), timeout=timeout
-        ) as response:
-            if response.status >= 400:
-                raise ApiError.from_body(
-                    response.status, response.reason or "", await response.read(), "WATCH", path
-                )
+        async with self._watch_stream(path, params, timeout_seconds, None) as response:
             # One JSON object per line. Lines are split here rather than by the
             # stream's readline, which refuses lines longer than its buffer (a pod
             # with large annotations can exceed it).
