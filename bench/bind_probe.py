@@ -54,7 +54,7 @@ async def probe(
     from kubesched.kube.cluster import KubeCluster
     from kubesched.kube.config import load_connection
     from kubesched.kube.informer import Handlers, Informer
-    from kubesched.kube.runner import LIVE_PODS
+    from kubesched.kube.informers import LIVE_PODS
     from kubesched.kube.writer import MAX_QUEUED_EVENTS, EventWriter, StatusWriter
 
     connection = await load_connection(kubeconfig)

@@ -10,6 +10,7 @@ pods); pods of other profiles stay where greedy put them.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from collections import Counter
 from dataclasses import dataclass
 
@@ -63,17 +64,7 @@ async def _optimize(
         node = greedy.placements.get(pod.key)
         if pod.key not in batch_keys and node:
             base.append(_bound(pod, node))
-    start = World(
-        world.nodes,
-        base,
-        world.profiles,
-        world.pdbs,
-        world.storage,
-        world.namespaces,
-        world.registry,
-        world.dra,
-        gates=world.gates,
-    )
+    start = dataclasses.replace(world, pods=base, pod_groups=(), workload_pod_groups=None)
     session = start_session(start, seed, 0)
     scheduler = session.scheduler
     fw = scheduler.frameworks[profile]

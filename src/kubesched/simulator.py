@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 
 import msgspec
 
-from kubesched.api.objects import Namespace, Node, Pod, PodDisruptionBudget
+from kubesched.api.objects import LabelSelector, Namespace, Node, Pod, PodDisruptionBudget
 from kubesched.api.pod_groups import PodGroup
 from kubesched.api.resource import ResourceClaim
 from kubesched.api.scheduling import PodGroup as WorkloadPodGroup
@@ -120,9 +120,21 @@ class NodeUsage:
     pods: int
 
 
+@dataclass(frozen=True, slots=True)
+class Gate:
+    """Why a pod was never attempted: the PreEnqueue plugin that holds it back
+    (scheduling gates, a missing ResourceClaim, a gang below its minCount)."""
+
+    plugin: str
+    message: str
+
+
 @dataclass
 class SimulationResult:
     placements: dict[str, str | None]
+    # The last FailedScheduling text of each pod attempted and not placed (the
+    # PodScheduled condition's message). Pods never attempted have none, as in a
+    # cluster: kube-scheduler writes no event and no condition for them.
     reasons: dict[str, str]
     outcomes: dict[str, Outcome]
     nodes: list[NodeUsage]
@@ -146,6 +158,8 @@ class SimulationResult:
     # The Workload API's PodGroups as the simulation left them (PodGroupScheduled
     # conditions), by key.
     workload_pod_groups: dict[str, WorkloadPodGroup] = field(default_factory=dict)
+    # The pods held at PreEnqueue that were never attempted, by key.
+    not_attempted: dict[str, Gate] = field(default_factory=dict)
 
     @property
     def scheduled(self) -> int:
@@ -169,6 +183,7 @@ def simulate(
     pod_groups: Sequence[PodGroup] = (),
     workload_pod_groups: Mapping[str, WorkloadPodGroup] | None = None,
     gates: FeatureGates = DEFAULT_GATES,
+    workload_selectors: Mapping[tuple[str, str, str], LabelSelector] | None = None,
 ) -> SimulationResult:
     """Schedule `pods` (in queue order; those with spec.nodeName already run) on `nodes`.
     `pdbs` (with their status) are what preemption respects where it can; `dra` holds
@@ -186,7 +201,26 @@ def simulate(
         pod_groups,
         workload_pod_groups,
         gates,
+        workload_selectors,
     )
+    return simulate_world(
+        world,
+        seed=seed,
+        percentage_of_nodes_to_score=percentage_of_nodes_to_score,
+        progress=progress,
+        explain=explain,
+    )
+
+
+def simulate_world(
+    world: World,
+    *,
+    seed: int | None = None,
+    percentage_of_nodes_to_score: int = 0,
+    progress: Progress | None = None,
+    explain: Collection[str] = (),
+) -> SimulationResult:
+    """simulate() on a World (the commands build theirs from the manifests, world_of)."""
     return asyncio.run(_simulate(world, seed, percentage_of_nodes_to_score, progress, explain))
 
 
@@ -208,6 +242,10 @@ class World:
     # PodGroupScheduled condition is written.
     workload_pod_groups: Mapping[str, WorkloadPodGroup] | None = None
     gates: FeatureGates = DEFAULT_GATES  # --feature-gates
+    # The selectors of the Services, ReplicationControllers, ReplicaSets and
+    # StatefulSets, by (namespace, kind, name), for PodTopologySpread's default
+    # constraints; None: not known (the pods' labels stand in for their controllers').
+    workload_selectors: Mapping[tuple[str, str, str], LabelSelector] | None = None
 
 
 @dataclass(slots=True)
@@ -264,6 +302,9 @@ def start_session(
         # its writer, as the runner's KubeClaimWriter does on the API server.
         dra=DraState() if dra is None else dra.copy(),
         workload_pod_groups=WorkloadPodGroupLister(dict(world.workload_pod_groups or {})),
+        workload_selectors=(
+            None if world.workload_selectors is None else dict(world.workload_selectors)
+        ),
     )
     listers.workload_pod_groups.writer = InMemoryPodGroupConditionWriter(
         listers.workload_pod_groups
@@ -310,6 +351,7 @@ def session_result(session: Session, wall: float) -> SimulationResult:
     placements: dict[str, str | None] = {}
     reasons: dict[str, str] = {}
     unhandled: dict[str, str] = {}
+    not_attempted: dict[str, Gate] = {}
     for key, pod in cluster.pods.items():
         placements[key] = pod.spec.node_name or None
         if pod.spec.node_name:
@@ -320,10 +362,11 @@ def session_result(session: Session, wall: float) -> SimulationResult:
             continue
         outcome = recorder.outcomes.get(key)
         qpi = scheduler.queue.unschedulable.get(key)
-        if qpi is not None and qpi.gated:
+        if qpi is not None and qpi.gated and (outcome is None or not outcome.message):
             # The PreEnqueue verdict that holds it back (scheduling gates, a gang).
             fw = scheduler.frameworks[pod.spec.scheduler_name]
-            reasons[key] = fw.run_pre_enqueue(qpi.pod_info).message()
+            status = fw.run_pre_enqueue(qpi.pod_info)
+            not_attempted[key] = Gate(status.plugin, status.message())
         elif outcome is not None and outcome.message:
             reasons[key] = outcome.message
         else:
@@ -356,6 +399,7 @@ def session_result(session: Session, wall: float) -> SimulationResult:
         session.explainer.explanations,
         {group.key: group for group in session.listers.pod_groups},
         dict(session.listers.workload_pod_groups.groups),
+        not_attempted,
     )
 
 

@@ -56,6 +56,7 @@ ALLOWED = [
     ("watch", "csinodes", "storage.k8s.io", "", ""),
     ("list", "csidrivers", "storage.k8s.io", "", ""),
     ("watch", "csistoragecapacities", "storage.k8s.io", "", ""),
+    ("watch", "volumeattachments", "storage.k8s.io", "", ""),
     ("list", "resourceclaims", "resource.k8s.io", "", ""),
     ("watch", "resourceslices", "resource.k8s.io", "", ""),
     ("list", "deviceclasses", "resource.k8s.io", "", ""),

@@ -53,7 +53,13 @@ ALLOWED_CLUSTER_VERBS: dict[tuple[str, str], set[str]] = {
     ("scheduling.k8s.io", "podgroups/status"): {"patch"},
     **{
         ("storage.k8s.io", r): READ
-        for r in ("storageclasses", "csinodes", "csidrivers", "csistoragecapacities")
+        for r in (
+            "storageclasses",
+            "csinodes",
+            "csidrivers",
+            "csistoragecapacities",
+            "volumeattachments",
+        )
     },
     ("resource.k8s.io", "resourceclaims"): READ | {"get", "patch", "create", "delete"},
     ("resource.k8s.io", "resourceclaims/status"): {"patch"},

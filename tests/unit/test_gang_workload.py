@@ -210,7 +210,9 @@ def test_pods_wait_at_pre_enqueue_until_the_group_exists(tmp_path: Path) -> None
     text = node("n0") + member("w0", "missing")
     result = run(load(tmp_path, text))
     assert result.placements == {"default/w0": None}
-    assert result.reasons["default/w0"] == (
+    # Held at PreEnqueue: never attempted, so no FailedScheduling reason.
+    assert "default/w0" not in result.reasons
+    assert result.not_attempted["default/w0"].message == (
         'waiting for pods\'s pod group "missing" to appear in scheduling queue'
     )
 
@@ -220,7 +222,8 @@ def test_pods_wait_at_pre_enqueue_until_min_count_pods_exist(tmp_path: Path) -> 
     text += member("w1", "train")
     result = run(load(tmp_path, text))
     assert result.scheduled == 0
-    assert set(result.reasons.values()) == {
+    assert not result.reasons
+    assert {gate.message for gate in result.not_attempted.values()} == {
         "waiting for minCount pods from a gang to appear in scheduling queue"
     }
     # Nothing was tried: the gate holds the pods back before any cycle.

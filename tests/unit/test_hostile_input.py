@@ -172,20 +172,28 @@ def test_node_quantities_past_int64_are_a_problem(
 
 def test_requests_adding_up_past_int64_saturate(tmp_path: Path) -> None:
     big = "{memory: 4Ei, cpu: '4611686018427387'}"  # each half of int64 (cpu in milli)
+    # The overhead comes from a RuntimeClass, as RuntimeClass admission sets it.
+    runtime_class = f"""
+    apiVersion: node.k8s.io/v1
+    kind: RuntimeClass
+    metadata: {{name: huge}}
+    handler: huge
+    overhead: {{podFixed: {big}}}
+    ---"""
     pod = f"""
     apiVersion: v1
     kind: Pod
     metadata: {{name: {{NAME}}}}
     spec:
       NODE
-      overhead: {big}
+      runtimeClassName: huge
       containers:
       - {{name: a, resources: {{requests: {big}}}}}
       - {{name: b, resources: {{requests: {big}}}}}
     """
     bound = pod.replace("{NAME}", "bound").replace("NODE", "nodeName: good-node")
     pending = pod.replace("{NAME}", "pending").replace("NODE", "priority: 0")
-    result = simulate(tmp_path, bound + "---" + pending)
+    result = simulate(tmp_path, runtime_class + bound + "---" + pending)
     assert result.exit_code == 0, result.output
     document = json.loads(result.stdout)
     assert document["nodes"]["good-node"]["requested"]["memory"] == 2**63 - 1

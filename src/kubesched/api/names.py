@@ -69,6 +69,24 @@ def dns1123_label_errors(value: str) -> tuple[str, ...]:
     return tuple(errors)
 
 
+_DNS1035_LABEL_FMT = "[a-z]([-a-z0-9]*[a-z0-9])?"
+_DNS1035_LABEL = re.compile(_DNS1035_LABEL_FMT)
+_DNS1035_LABEL_MSG = (
+    "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start "
+    "with an alphabetic character, and end with an alphanumeric character"
+)
+
+
+def dns1035_label_errors(value: str) -> tuple[str, ...]:
+    """validation.IsDNS1035Label (the names of Services)."""
+    errors = []
+    if len(value) > 63:
+        errors.append("must be no more than 63 characters")
+    if _DNS1035_LABEL.fullmatch(value) is None:
+        errors.append(regex_error(_DNS1035_LABEL_MSG, _DNS1035_LABEL_FMT, "my-name", "abc-123"))
+    return tuple(errors)
+
+
 @lru_cache(maxsize=4096)
 def dns1123_subdomain_errors(value: str, unit: str = "characters") -> tuple[str, ...]:
     """validation.IsDNS1123Subdomain ("characters"); content.IsDNS1123Subdomain ("bytes")."""

@@ -288,6 +288,9 @@ class PodSpec(_Api):
     restart_policy: str = "Always"
     resource_claims: list[PodResourceClaim] = []
     scheduling_group: PodSchedulingGroup | None = None
+    # Read by the RuntimeClass admission the simulator plays (the scheduler reads
+    # what it set: overhead, node selector, tolerations).
+    runtime_class_name: str | None = None
 
 
 class PodCondition(_Api):

@@ -59,6 +59,15 @@ class DaemonSetSpec(_Api):
     template: PodTemplateSpec = msgspec.field(default_factory=PodTemplateSpec)
 
 
+class ReplicationControllerSpec(_Api):
+    """A ReplicaSet's spec with a plain label map for selector (defaulted to the
+    template's labels, SetDefaults_ReplicationController)."""
+
+    replicas: int | None = None
+    selector: dict[str, str] = {}
+    template: PodTemplateSpec = msgspec.field(default_factory=PodTemplateSpec)
+
+
 class JobSpec(_Api):
     parallelism: int | None = None
     completions: int | None = None
@@ -104,12 +113,19 @@ class Job(_Api):
     spec: JobSpec = msgspec.field(default_factory=JobSpec)
 
 
-Workload = Deployment | ReplicaSet | StatefulSet | DaemonSet | Job
+class ReplicationController(_Api):
+    api_version: str = "v1"
+    kind: str = "ReplicationController"
+    metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)
+    spec: ReplicationControllerSpec = msgspec.field(default_factory=ReplicationControllerSpec)
 
 
-class MapSelectorSpec(_Api):
-    """A Service's or ReplicationController's spec, as far as the scheduler reads it: its
-    selector, a plain label map (nil and empty select nothing for a Service)."""
+Workload = Deployment | ReplicaSet | StatefulSet | DaemonSet | Job | ReplicationController
+
+
+class ServiceSpec(_Api):
+    """A Service's spec, as far as the scheduler reads it: its selector, a plain
+    label map (nil and empty select nothing)."""
 
     selector: dict[str, str] | None = None
 
@@ -120,13 +136,41 @@ class Service(_Api):
     api_version: str = "v1"
     kind: str = "Service"
     metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)
-    spec: MapSelectorSpec = msgspec.field(default_factory=MapSelectorSpec)
+    spec: ServiceSpec = msgspec.field(default_factory=ServiceSpec)
 
 
-class ReplicationController(_Api):
-    """Read only for its selector (PodTopologySpread's default constraints)."""
+def selector_of(
+    obj: Service | ReplicationController | ReplicaSet | StatefulSet,
+) -> LabelSelector | None:
+    """The selector helper.DefaultSelector reads: a Service's or ReplicationController's
+    label map as matchLabels, a ReplicaSet's or StatefulSet's LabelSelector. None
+    selects nothing (a nil map; DefaultSelector skips the object)."""
+    if isinstance(obj, Service):
+        labels = obj.spec.selector
+        return None if labels is None else LabelSelector(match_labels=dict(labels))
+    if isinstance(obj, ReplicationController):
+        return LabelSelector(match_labels=dict(obj.spec.selector))
+    return obj.spec.selector
 
-    api_version: str = "v1"
-    kind: str = "ReplicationController"
-    metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)
-    spec: MapSelectorSpec = msgspec.field(default_factory=MapSelectorSpec)
+
+# The labels that differ between the pods of one controller.
+PER_POD_LABELS = frozenset(
+    {
+        "controller-revision-hash",
+        "statefulset.kubernetes.io/pod-name",
+        "apps.kubernetes.io/pod-index",
+    }
+)
+PER_POD_LABEL_PREFIXES = ("batch.kubernetes.io/",)
+
+
+def stand_in_selector(labels: dict[str, str]) -> LabelSelector:
+    """Where a pod's controller is not known, its labels less PER_POD_LABELS stand in
+    for the controller's selector: they select its siblings."""
+    return LabelSelector(
+        match_labels={
+            k: v
+            for k, v in labels.items()
+            if k not in PER_POD_LABELS and not k.startswith(PER_POD_LABEL_PREFIXES)
+        }
+    )

@@ -23,12 +23,13 @@ from kubesched.cli.options import (
     scheduler_options,
     scheduler_setup,
     seed_note,
+    world_of,
 )
 from kubesched.cli.report import profile_line
 from kubesched.cli.workloads import node_zones
 from kubesched.cluster.manifests import pending_pods, running_pods
 from kubesched.framework.explain import Explanation
-from kubesched.simulator import SimulationResult, simulate
+from kubesched.simulator import SimulationResult, simulate_world
 
 
 def pod_key(name: str) -> str:
@@ -114,21 +115,11 @@ def explain_command(
             )
         if key not in known:
             raise click.BadParameter(f"no pending pod {key} in the input", param_hint="POD")
-    result = simulate(
-        state.nodes,
-        [*running, *pending],
-        setup.profiles,
+    result = simulate_world(
+        world_of(state, setup, pods=[*running, *pending]),
         seed=setup.seed,
         percentage_of_nodes_to_score=setup.percentage_of_nodes_to_score,
-        pdbs=state.pdbs,
-        namespaces=state.namespaces,
-        storage=state.storage,
-        dra=state.dra,
-        registry=setup.registry,
         explain=keys,
-        pod_groups=state.pod_groups,
-        workload_pod_groups=state.workload_pod_groups,
-        gates=setup.gates,
     )
     for key in keys:
         victims = victims_of(result, key)
@@ -176,6 +167,11 @@ def explain_document(
                 "node": result.placements.get(key),
                 "reason": result.reasons.get(key, ""),
                 "attempts": len(attempts),
+                **(
+                    {"notAttempted": {"plugin": gate.plugin, "message": gate.message}}
+                    if (gate := result.not_attempted.get(key)) is not None
+                    else {}
+                ),
                 # The pod's PodGroup (Coscheduling): the group's placement as a whole.
                 **({"gang": {"group": gang.key, **gang.as_dict()}} if gang else {}),
                 "explanations": [msgspec.to_builtins(e) for e in shown],
@@ -201,8 +197,13 @@ def print_text(
             console.print(Text(gang_line(gang)))
         attempts: list[Explanation] = result.explanations.get(key, [])
         if not attempts:
-            why = result.reasons.get(key, "never attempted")
-            console.print(f"[bold]Pod {key}[/bold]: not attempted: {why}", highlight=False)
+            gate = result.not_attempted.get(key)
+            why = (
+                f"held at PreEnqueue by {gate.plugin}: {gate.message}"
+                if gate is not None
+                else result.reasons.get(key, "never attempted")
+            )
+            console.print(Text.assemble((f"Pod {key}", "bold"), f": not attempted: {why}"))
             continue
         for profile in result.profiles:
             if profile.profile == attempts[-1].plugins.profile:

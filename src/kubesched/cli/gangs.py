@@ -60,6 +60,11 @@ def gang_outcomes(result: SimulationResult) -> dict[str, GangOutcome]:
         else:
             state = IMPOSSIBLE
             reasons = Counter(result.reasons[p] for p in pods if p in result.reasons)
+            reasons.update(
+                f"not attempted: {gate.plugin}: {gate.message}"
+                for p in pods
+                if (gate := result.not_attempted.get(p)) is not None
+            )
             reason = reasons.most_common(1)[0][0] if reasons else "not scheduled"
         outcomes[key] = GangOutcome(
             key, minimum, len(pods), len(nodes), state, reason, group.status.phase, nodes

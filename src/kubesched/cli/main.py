@@ -33,7 +33,7 @@ from kubesched.cli.options import (
 from kubesched.cli.report import as_document, print_report
 from kubesched.cli.workloads import explained_pods_of, node_zones
 from kubesched.cluster.manifests import pending_pods, running_pods
-from kubesched.simulator import simulate
+from kubesched.simulator import simulate_world
 
 if TYPE_CHECKING:
     from kubesched.batch import Objective
@@ -140,10 +140,8 @@ def simulate_command(
     )
     with bar if show_progress else contextlib.nullcontext():
         task = bar.add_task("pods", total=pending)
-        result = simulate(
-            state.nodes,
-            pods,
-            setup.profiles,
+        result = simulate_world(
+            world_of(state, setup, pods=pods),
             seed=setup.seed,
             percentage_of_nodes_to_score=setup.percentage_of_nodes_to_score,
             progress=(
@@ -151,15 +149,7 @@ def simulate_command(
                 if show_progress
                 else None
             ),
-            pdbs=state.pdbs,
-            namespaces=state.namespaces,
-            storage=state.storage,
-            dra=state.dra,
-            registry=setup.registry,
             explain=explained,
-            pod_groups=state.pod_groups,
-            workload_pod_groups=state.workload_pod_groups,
-            gates=setup.gates,
         )
 
     comparison = None

@@ -300,16 +300,20 @@ def load_manifests(
     if not paths and not from_cluster:
         raise click.UsageError("give manifests with -f, or --from-cluster, or both")
     before: list[tuple[str, int, object]] = []
+    notes: list[str] = []
     if from_cluster:
         import asyncio
 
         from kubesched.kube.snapshot import read_cluster
 
         try:
-            before = asyncio.run(read_cluster(kubeconfig, context))
+            snapshot = asyncio.run(read_cluster(kubeconfig, context))
         except Exception as exc:
             raise click.ClickException(f"cannot read the cluster: {exc}") from None
-    return load_paths(paths, before, max_pods)
+        before, notes = snapshot.documents, snapshot.notes
+    state = load_paths(paths, before, max_pods)
+    state.notes[:0] = notes
+    return state
 
 
 def world_of(
@@ -333,6 +337,7 @@ def world_of(
         state.pod_groups,
         state.workload_pod_groups,
         setup.gates,
+        state.workload_selectors,
     )
 
 

@@ -65,6 +65,11 @@ def as_document(
     return {
         "placements": result.placements,
         "reasons": result.reasons,
+        # Pods held at PreEnqueue, never attempted: no FailedScheduling, as in a cluster.
+        "notAttempted": {
+            key: {"plugin": gate.plugin, "message": gate.message}
+            for key, gate in result.not_attempted.items()
+        },
         # Victims of preemption are gone from the cluster, so not in `placements`.
         "evicted": evictions(result),
         # DRA devices of the bound pods, by pod (only with ResourceClaims).
@@ -202,6 +207,23 @@ def print_report(
             shown = "\n".join(keys[:3]) + (f"\n… {len(keys) - 3} more" if len(keys) > 3 else "")
             pending.add_row(str(len(keys)), Text(shown), Text(reason))
         console.print(pending)
+
+    if result.not_attempted:
+        # Held back before any attempt: kube-scheduler writes no event for these.
+        by_gate: dict[tuple[str, str], list[str]] = {}
+        for key, gate in result.not_attempted.items():
+            by_gate.setdefault((gate.plugin, gate.message), []).append(key)
+        held = Table(
+            title="Not attempted (held at PreEnqueue)", title_justify="left", show_lines=True
+        )
+        held.add_column("pods", justify="right")
+        held.add_column("examples")
+        held.add_column("plugin")
+        held.add_column("message", overflow="fold")
+        for (plugin, message), keys in sorted(by_gate.items(), key=lambda kv: -len(kv[1])):
+            shown = "\n".join(keys[:3]) + (f"\n… {len(keys) - 3} more" if len(keys) > 3 else "")
+            held.add_row(str(len(keys)), Text(shown), Text(plugin), Text(message))
+        console.print(held)
 
     if result.pod_groups:
         gangs = Table(title="Gangs (PodGroups)", title_justify="left", show_lines=True)

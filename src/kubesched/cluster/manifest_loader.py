@@ -18,6 +18,8 @@ from typing import Any, TypeVar
 
 import msgspec
 
+from kubesched.api import kinds
+from kubesched.api.node import RuntimeClass
 from kubesched.api.objects import (
     Namespace,
     Node,
@@ -30,14 +32,21 @@ from kubesched.api.pod_groups import POD_GROUP_GROUP, PodGroup
 from kubesched.api.scheduling import API_VERSION as SCHEDULING_API_VERSION
 from kubesched.api.scheduling import PodGroup as WorkloadPodGroup
 from kubesched.api.scheduling import Workload as WorkloadObject
-from kubesched.api.workloads import DaemonSet, Deployment, Job, ReplicaSet, StatefulSet, Workload
+from kubesched.api.workloads import (
+    DaemonSet,
+    Deployment,
+    Job,
+    ReplicaSet,
+    ReplicationController,
+    Service,
+    StatefulSet,
+    Workload,
+)
 from kubesched.cluster.admission import (
     NAMESPACE_NAME_LABEL,
     PREEMPT_LOWER_PRIORITY,
 )
 from kubesched.cluster.dra_manifests import (
-    CLUSTER_SCOPED_DRA,
-    DRA_GROUPS,
     DRA_KINDS,
     DraObjects,
     check_version,
@@ -50,20 +59,18 @@ from kubesched.cluster.manifest_validation import (
     _check_workload,
     _type_word,
     _validation_field,
+    validate_workload_object,
 )
 from kubesched.cluster.pod_group_manifests import (
-    POD_GROUP_GROUPS,
     POD_GROUP_KIND,
     pod_group_problem,
     pod_group_warnings,
 )
-from kubesched.cluster.validation.field_errors import FieldError, FieldErrors
+from kubesched.cluster.runtime_classes import validate_runtime_class
+from kubesched.cluster.validation.field_errors import FieldError, FieldErrors, required
 from kubesched.cluster.validation.names_labels import (
     name_is_dns_label,
     name_is_dns_subdomain,
-    validate_annotations,
-    validate_label_selector,
-    validate_labels,
     validate_object_meta,
 )
 from kubesched.cluster.validation.pod_spec import validate_pod_spec
@@ -72,10 +79,9 @@ from kubesched.cluster.validation.scheduling_objects import (
     validate_pdb,
     validate_priority_class,
 )
+from kubesched.cluster.validation.services import validate_service
 from kubesched.cluster.validation.workload_api import validate_pod_group, validate_workload
 from kubesched.cluster.volume_manifests import (
-    CLUSTER_SCOPED_STORAGE,
-    STORAGE_GROUPS,
     STORAGE_KINDS,
     StatefulSetClaim,
     StorageObjects,
@@ -83,28 +89,14 @@ from kubesched.cluster.volume_manifests import (
 
 T = TypeVar("T")
 
-# The API groups each kind is read from ("" is the core group, "v1").
-_GROUPS: Mapping[str, tuple[str, ...]] = {
-    "Pod": ("",),
-    "Node": ("",),
-    "Namespace": ("",),
-    "PriorityClass": ("scheduling.k8s.io",),
-    "PodDisruptionBudget": ("policy",),
-    "Deployment": ("apps", "extensions"),
-    "ReplicaSet": ("apps", "extensions"),
-    "DaemonSet": ("apps", "extensions"),
-    "StatefulSet": ("apps",),
-    "Job": ("batch",),
-    # The Workload API's (scheduling.k8s.io/v1alpha2) and scheduler-plugins'
-    # (scheduling.x-k8s.io/v1alpha1, Coscheduling) PodGroups share the kind.
-    "PodGroup": ("scheduling.k8s.io", *POD_GROUP_GROUPS[POD_GROUP_KIND]),
-    "Workload": ("scheduling.k8s.io",),
-    **STORAGE_GROUPS,
-    **DRA_GROUPS,
-}
-_CLUSTER_SCOPED = (
-    frozenset({"Node", "Namespace", "PriorityClass"}) | CLUSTER_SCOPED_STORAGE | CLUSTER_SCOPED_DRA
-)
+# The API groups each kind is read from: api/kinds.py's one list ("" is the core
+# group), and the retired `extensions` group old manifests still name.
+_GROUPS: dict[str, tuple[str, ...]] = {}
+for _kind in kinds.SIMULATOR_KINDS:
+    _GROUPS[_kind.kind] = (*_GROUPS.get(_kind.kind, ()), _kind.group)
+for _legacy in ("Deployment", "ReplicaSet", "DaemonSet"):
+    _GROUPS[_legacy] += ("extensions",)
+_CLUSTER_SCOPED = frozenset(k.kind for k in kinds.SIMULATOR_KINDS if not k.namespaced)
 
 
 @dataclass
@@ -153,20 +145,8 @@ def _first(errors: FieldErrors) -> FieldError | None:
     return next(errors, None)
 
 
-def _validate_workload(workload: Workload) -> FieldErrors:
-    """ValidateDeployment/ReplicaSet/StatefulSet/DaemonSet/Job: the name (a DNS
-    label for StatefulSets, whose pods are named after them), the selector, and
-    the pod template (ValidatePodTemplateSpec: its labels, annotations and spec)."""
-    meta = workload.metadata
-    check = name_is_dns_label if isinstance(workload, StatefulSet) else name_is_dns_subdomain
-    yield from validate_object_meta(meta, check, namespaced=True)
-    yield from validate_label_selector(workload.spec.selector, "spec.selector")
-    template = workload.spec.template
-    yield from validate_labels(template.metadata.labels, "spec.template.metadata.labels")
-    yield from validate_annotations(
-        template.metadata.annotations, "spec.template.metadata.annotations"
-    )
-    yield from validate_pod_spec(template.spec, template.metadata.labels, "spec.template.spec")
+def _duplicate(kind: str, key: str, first: _Origin) -> FieldError:
+    return "metadata.name", f"duplicate: a {kind} named {key} was already loaded from {first}"
 
 
 def _parse_time(text: str) -> datetime:
@@ -241,6 +221,8 @@ class _Loader:
         self.priority_classes: dict[str, tuple[PriorityClass, _Origin]] = {}
         self.namespaces: dict[str, tuple[Namespace, _Origin]] = {}
         self.pdbs: dict[str, tuple[PodDisruptionBudget, _Origin]] = {}
+        self.services: dict[str, tuple[Service, _Origin]] = {}
+        self.runtime_classes: dict[str, tuple[RuntimeClass, _Origin]] = {}
         # scheduling.k8s.io/v1alpha2 objects (GenericWorkload), by "namespace/name".
         self.workload_pod_groups: dict[str, tuple[WorkloadPodGroup, _Origin]] = {}
         self.workload_objects: dict[str, tuple[WorkloadObject, _Origin]] = {}
@@ -347,6 +329,10 @@ class _Loader:
             self.add_dra_object(origin, kind, api_version, obj)
         elif kind == "PodDisruptionBudget":
             self.add_pdb(origin, obj)
+        elif kind == "Service":
+            self.add_service(origin, obj)
+        elif kind == "RuntimeClass":
+            self.add_runtime_class(origin, obj)
         elif kind == POD_GROUP_KIND and group in ("", POD_GROUP_GROUP):
             # scheduler-plugins' PodGroup (Coscheduling); scheduling.k8s.io's below.
             self.add_pod_group(origin, api_version, obj)
@@ -590,6 +576,40 @@ class _Loader:
             meta.uid = _uid("PodDisruptionBudget", meta.namespace, meta.name)
         self.pdbs[key] = (pdb, origin)
 
+    def add_service(self, origin: _Origin, obj: Mapping[str, Any]) -> None:
+        """Read for its selector (PodTopologySpread's default constraints)."""
+        service = self.decode(origin, obj, "Service", Service)
+        if service is None:
+            return
+        meta = service.metadata
+        meta.namespace = meta.namespace or "default"
+        key = f"{meta.namespace}/{meta.name}" if meta.name else ""
+        error = _first(validate_service(service))
+        if error is None and key in self.services:
+            error = _duplicate("Service", key, self.services[key][1])
+        if error is not None:
+            self.problem(origin, "Service", key, *error)
+            return
+        if not meta.uid:
+            meta.uid = _uid("Service", meta.namespace, meta.name)
+        self.services[key] = (service, origin)
+
+    def add_runtime_class(self, origin: _Origin, obj: Mapping[str, Any]) -> None:
+        """Read for RuntimeClass admission (cluster/runtime_classes.py)."""
+        rc = self.decode(origin, obj, "RuntimeClass", RuntimeClass)
+        if rc is None:
+            return
+        name = rc.metadata.name
+        error = _first(validate_runtime_class(rc))
+        if error is None and name in self.runtime_classes:
+            error = _duplicate("RuntimeClass", name, self.runtime_classes[name][1])
+        if error is not None:
+            self.problem(origin, "RuntimeClass", name, *error)
+            return
+        if not rc.metadata.uid:
+            rc.metadata.uid = _uid("RuntimeClass", "", name)
+        self.runtime_classes[name] = (rc, origin)
+
     def add_pod_group(self, origin: _Origin, api_version: str, obj: Mapping[str, Any]) -> None:
         group = self.decode(origin, obj, POD_GROUP_KIND, PodGroup)
         if group is None:
@@ -698,10 +718,19 @@ class _Loader:
             "StatefulSet": StatefulSet,
             "DaemonSet": DaemonSet,
             "Job": Job,
+            "ReplicationController": ReplicationController,
         }
         workload = self.decode(origin, obj, kind, types[kind])
         if workload is None:
             return
+        if isinstance(workload, ReplicationController):
+            spec = obj.get("spec")
+            if not isinstance(spec, dict) or spec.get("template") is None:
+                self.problem(origin, kind, _raw_name(obj, kind), *required("spec.template"))
+                return
+            # SetDefaults_ReplicationController: the selector is the template's labels.
+            if not workload.spec.selector:
+                workload.spec.selector = dict(workload.spec.template.metadata.labels)
         meta = workload.metadata
         if not meta.namespace:
             meta.namespace = "default"
@@ -719,7 +748,7 @@ class _Loader:
         ok, created = self.check_time(origin, kind, meta, key)
         if not ok:
             return
-        error = _check_workload(workload) or _first(_validate_workload(workload))
+        error = _check_workload(workload) or _first(validate_workload_object(workload))
         if error is not None:
             self.problem(origin, kind, key, *error)
             return

@@ -12,9 +12,19 @@ import re
 from collections.abc import Iterable
 
 from kubesched.api.labels import selects
-from kubesched.api.objects import PodSpec, ResourceList, ResourceRequirements
+from kubesched.api.objects import LabelSelector, PodSpec, ResourceList, ResourceRequirements
 from kubesched.api.quantity import MAX_AMOUNT, MAX_MILLI_VALUE, QuantityError, parse_quantity
-from kubesched.api.workloads import DaemonSet, Job, StatefulSet, Workload
+from kubesched.api.workloads import DaemonSet, Job, ReplicationController, StatefulSet, Workload
+from kubesched.cluster.validation.field_errors import FieldErrors, required
+from kubesched.cluster.validation.names_labels import (
+    name_is_dns_label,
+    name_is_dns_subdomain,
+    validate_annotations,
+    validate_label_selector,
+    validate_labels,
+    validate_object_meta,
+)
+from kubesched.cluster.validation.pod_spec import validate_pod_spec
 
 MAX_INT32 = 2**31 - 1  # replicas, parallelism, completions, ordinals.start are int32
 
@@ -192,7 +202,11 @@ def _check_workload(workload: Workload) -> tuple[str, str] | None:
         for i, claim in enumerate(workload.spec.volume_claim_templates):
             if not claim.metadata.name:
                 return f"spec.volumeClaimTemplates[{i}].metadata.name", "name is required"
-    selector = spec.selector
+    selector = (
+        LabelSelector(match_labels=workload.spec.selector)
+        if isinstance(workload, ReplicationController)
+        else workload.spec.selector
+    )
     if (
         selector is not None
         and not isinstance(workload, Job)
@@ -203,3 +217,25 @@ def _check_workload(workload: Workload) -> tuple[str, str] | None:
             "`selector` does not match template `labels`",
         )
     return _check_pod_spec(spec.template.spec, "spec.template.spec")
+
+
+def validate_workload_object(workload: Workload) -> FieldErrors:
+    """ValidateDeployment/ReplicaSet/StatefulSet/DaemonSet/Job: the name (a DNS
+    label for StatefulSets, whose pods are named after them), the selector, and
+    the pod template (ValidatePodTemplateSpec: its labels, annotations and spec)."""
+    meta = workload.metadata
+    check = name_is_dns_label if isinstance(workload, StatefulSet) else name_is_dns_subdomain
+    yield from validate_object_meta(meta, check, namespaced=True)
+    if isinstance(workload, ReplicationController):
+        # ValidateReplicationControllerSpec: ValidateNonEmptySelector.
+        if not workload.spec.selector:
+            yield required("spec.selector")
+        yield from validate_labels(workload.spec.selector, "spec.selector")
+    else:
+        yield from validate_label_selector(workload.spec.selector, "spec.selector")
+    template = workload.spec.template
+    yield from validate_labels(template.metadata.labels, "spec.template.metadata.labels")
+    yield from validate_annotations(
+        template.metadata.annotations, "spec.template.metadata.annotations"
+    )
+    yield from validate_pod_spec(template.spec, template.metadata.labels, "spec.template.spec")

@@ -67,10 +67,19 @@ from datetime import datetime
 from pathlib import Path
 
 from kubesched.api.disruption import compute_status
-from kubesched.api.objects import Namespace, Node, Pod, PodDisruptionBudget, PriorityClass
+from kubesched.api.node import RuntimeClass
+from kubesched.api.objects import (
+    LabelSelector,
+    Namespace,
+    Node,
+    Pod,
+    PodDisruptionBudget,
+    PriorityClass,
+)
 from kubesched.api.pod_groups import PodGroup
 from kubesched.api.scheduling import PodGroup as WorkloadPodGroup
 from kubesched.api.scheduling import Workload
+from kubesched.api.workloads import selector_of, stand_in_selector
 from kubesched.cluster.admission import (
     SYSTEM_NAMESPACES,
     _admit_priority,
@@ -81,6 +90,7 @@ from kubesched.cluster.dra_manifests import build_dra
 from kubesched.cluster.generated_names import _uid
 from kubesched.cluster.manifest_loader import LoadProblem, _Loader, _Origin, _PodItem
 from kubesched.cluster.manifest_reader import _read_path
+from kubesched.cluster.runtime_classes import admit_runtime_class
 from kubesched.cluster.volume_manifests import build_storage
 from kubesched.cluster.workload_controllers import _Expander, _is_live
 from kubesched.framework.dra import DraState
@@ -124,6 +134,11 @@ class ClusterState:
     # Workloads, by key.
     workload_pod_groups: dict[str, WorkloadPodGroup] = field(default_factory=dict)
     workloads: dict[str, Workload] = field(default_factory=dict)
+    # What PodTopologySpread's default constraints read (Listers.workload_selectors):
+    # the selectors of the Services, ReplicationControllers, ReplicaSets and
+    # StatefulSets, by (namespace, kind, name).
+    workload_selectors: dict[tuple[str, str, str], LabelSelector] = field(default_factory=dict)
+    runtime_classes: dict[str, RuntimeClass] = field(default_factory=dict)
     problems: list[LoadProblem] = field(default_factory=list)  # errors: objects skipped
     notes: list[str] = field(default_factory=list)  # informational
 
@@ -221,10 +236,12 @@ def _finish(loader: _Loader, max_pods: int) -> ClusterState:
             f"its pods come from them"
         )
 
-    items = _admit(loader, items, classes)
+    runtime_classes = {name: rc for name, (rc, _) in loader.runtime_classes.items()}
+    items = _admit(loader, items, classes, runtime_classes)
     _sort_by_creation(items)
 
     pods = [item.pod for item in items]
+    selectors = _workload_selectors(loader, expander.selectors, pods)
     for name in SYSTEM_NAMESPACES:
         namespaces.setdefault(name, _implicit_namespace(name))
     for pod in pods:
@@ -259,19 +276,59 @@ def _finish(loader: _Loader, max_pods: int) -> ClusterState:
         pod_groups=[group for group, _ in loader.pod_groups.values()],
         workload_pod_groups={key: pg for key, (pg, _) in loader.workload_pod_groups.items()},
         workloads={key: w for key, (w, _) in loader.workload_objects.items()},
+        workload_selectors=selectors,
+        runtime_classes=runtime_classes,
         problems=loader.problems,
         notes=loader.notes,
     )
 
 
+_SPREAD_CONTROLLERS = frozenset({"ReplicaSet", "StatefulSet", "ReplicationController"})
+
+
+def _workload_selectors(
+    loader: _Loader, controllers: dict[tuple[str, str, str], LabelSelector], pods: list[Pod]
+) -> dict[tuple[str, str, str], LabelSelector]:
+    """The Services' selectors and the controllers' (the expander's). A pod whose
+    controller is not in the input gets its labels as the controller's selector
+    (stand_in_selector), with a note: the input has only part of the cluster."""
+    selectors = dict(controllers)
+    for service, _ in loader.services.values():
+        selector = selector_of(service)
+        if selector is not None:
+            meta = service.metadata
+            selectors[meta.namespace, "Service", meta.name] = selector
+    missing: list[str] = []
+    for pod in pods:
+        for ref in pod.metadata.owner_references:
+            if not ref.controller or ref.kind not in _SPREAD_CONTROLLERS:
+                continue
+            owner = (pod.metadata.namespace, ref.kind, ref.name)
+            if owner not in selectors:
+                selectors[owner] = stand_in_selector(pod.metadata.labels)
+                missing.append(f"{ref.kind} {pod.metadata.namespace}/{ref.name}")
+    if missing:
+        loader.notes.append(
+            f"{len(missing)} controllers of pods are not in the input "
+            f"(e.g. {missing[0]}): their pods' labels stand in for their selectors "
+            f"in PodTopologySpread's default constraints"
+        )
+    return selectors
+
+
 def _admit(
-    loader: _Loader, items: list[_PodItem], classes: Mapping[str, PriorityClass]
+    loader: _Loader,
+    items: list[_PodItem],
+    classes: Mapping[str, PriorityClass],
+    runtime_classes: Mapping[str, RuntimeClass],
 ) -> list[_PodItem]:
-    """Names from generateName, uids, duplicate keys, Priority admission."""
+    """Names from generateName, uids, duplicate keys, Priority and RuntimeClass
+    admission."""
     default_class = next((pc for pc in classes.values() if pc.global_default), None)
     seen: dict[str, _Origin] = {}
     rejected: set[_Origin] = set()
     kept_priority: list[str] = []
+    kept_overhead: list[str] = []
     admitted: list[_PodItem] = []
     for item in items:
         pod = item.pod
@@ -296,15 +353,19 @@ def _admit(
             )
             continue
         error = _admit_priority(pod.spec, classes, default_class, kept_priority, key)
-        if error is not None:
+        refusal = None if error is None else ("priorityClassName", error)
+        if refusal is None:
+            refusal = admit_runtime_class(pod.spec, runtime_classes, kept_overhead, key)
+        if refusal is not None:
             if item.origin not in rejected:  # once per workload, not per replica
                 rejected.add(item.origin)
+                field_name, message = refusal
                 loader.problem(
                     item.origin,
                     item.kind,
                     item.object_name,
-                    f"{item.spec_path}.priorityClassName",
-                    error,
+                    f"{item.spec_path}.{field_name}",
+                    message,
                 )
             continue
         seen[key] = item.origin
@@ -318,6 +379,12 @@ def _admit(
             f"kept spec.priority of {len(kept_priority)} pods whose priorityClassName is "
             f"unknown or has another value (pods already admitted, e.g. from a cluster "
             f"dump): {', '.join(kept_priority[:5])}{', ...' if len(kept_priority) > 5 else ''}"
+        )
+    if kept_overhead:
+        loader.notes.append(
+            f"kept spec.overhead of {len(kept_overhead)} pods whose RuntimeClass is not in "
+            f"the input (pods already admitted, e.g. from a cluster dump): "
+            f"{', '.join(kept_overhead[:5])}{', ...' if len(kept_overhead) > 5 else ''}"
         )
     return admitted
 

@@ -22,6 +22,7 @@ import msgspec
 from kubesched.api.node_affinity import required_node_affinity
 from kubesched.api.objects import (
     Affinity,
+    LabelSelector,
     Node,
     NodeAffinity,
     NodeSelector,
@@ -42,7 +43,9 @@ from kubesched.api.workloads import (
     Job,
     PodTemplateSpec,
     ReplicaSet,
+    ReplicationController,
     StatefulSet,
+    selector_of,
 )
 from kubesched.cluster.generated_names import (
     _MAX_GENERATE_NAME_BASE,
@@ -164,6 +167,11 @@ class _Expander:
         self.owned: defaultdict[_OwnerKey, list[Pod]] = defaultdict(list)
         # Deployment -> its pods in the input, through their ReplicaSets' names.
         self.deployment_pods: defaultdict[tuple[str, str], list[Pod]] = defaultdict(list)
+        # What PodTopologySpread's default constraints read of the controllers
+        # (helper.DefaultSelector): (namespace, kind, name) -> selector, for the
+        # ReplicaSets, StatefulSets and ReplicationControllers in the input and the
+        # ReplicaSets the Deployments' controller would make.
+        self.selectors: dict[_OwnerKey, LabelSelector] = {}
         for entry in loader.items:
             if isinstance(entry, _PodItem):
                 self.index(entry.pod)
@@ -208,10 +216,17 @@ class _Expander:
 
     def expand(self, item: _WorkloadItem) -> list[_PodItem]:
         workload = item.workload
+        if isinstance(workload, ReplicaSet | StatefulSet | ReplicationController):
+            selector = selector_of(workload)
+            if selector is not None:
+                meta = workload.metadata
+                self.selectors[meta.namespace, workload.kind, meta.name] = selector
         if isinstance(workload, Deployment):
             return self.deployment(item, workload)
         if isinstance(workload, ReplicaSet):
             return self.replica_set(item, workload)
+        if isinstance(workload, ReplicationController):
+            return self.replication_controller(item, workload)
         if isinstance(workload, StatefulSet):
             return self.stateful_set(item, workload)
         if isinstance(workload, DaemonSet):
@@ -318,6 +333,13 @@ class _Expander:
             controller=True,
         )
         labels = {**template.metadata.labels, "pod-template-hash": template_hash}
+        # The ReplicaSet's selector: the Deployment's and the template hash
+        # (deploymentutil.CloneSelectorAndAddLabel).
+        selector = deploy.spec.selector or LabelSelector()
+        self.selectors[meta.namespace, "ReplicaSet", rs_name] = msgspec.structs.replace(
+            selector,
+            match_labels={**selector.match_labels, "pod-template-hash": template_hash},
+        )
         return self.replicas(item, template, rs_name, max(0, replicas - len(live)), labels, owner)
 
     def replica_set(self, item: _WorkloadItem, rs: ReplicaSet) -> list[_PodItem]:
@@ -326,6 +348,18 @@ class _Expander:
         replicas = 1 if rs.spec.replicas is None else rs.spec.replicas
         owner = _controller_ref("apps/v1", "ReplicaSet", meta)
         template = rs.spec.template
+        labels = dict(template.metadata.labels)
+        return self.replicas(item, template, meta.name, max(0, replicas - len(live)), labels, owner)
+
+    def replication_controller(
+        self, item: _WorkloadItem, rc: ReplicationController
+    ) -> list[_PodItem]:
+        """ReplicationManager: the ReplicaSet controller for the core group's kind."""
+        meta = rc.metadata
+        live = self.existing(meta.namespace, "ReplicationController", meta.name)
+        replicas = 1 if rc.spec.replicas is None else rc.spec.replicas
+        owner = _controller_ref("v1", "ReplicationController", meta)
+        template = rc.spec.template
         labels = dict(template.metadata.labels)
         return self.replicas(item, template, meta.name, max(0, replicas - len(live)), labels, owner)
 

@@ -29,6 +29,8 @@ from typing import Any
 
 import msgspec
 
+from kubesched.api import kinds
+from kubesched.api.kinds import Kind
 from kubesched.api.resource import DeviceClass, ResourceClaim, ResourceClaimStatus, ResourceSlice
 from kubesched.framework.dra import ClaimConflict, DraState
 from kubesched.kube.client import ApiError, KubeClient
@@ -41,34 +43,34 @@ def dra_informers(client: KubeClient, dra: DraState) -> list[Informer[Any]]:
     """Claims by key, slices and classes by name (cluster-scoped)."""
 
     def informer(
-        resource: str,
-        kind: type[Any],
+        kind: Kind,
+        struct: type[Any],
         upsert: Callable[[Any], None],
         delete: Callable[[Any], None],
     ) -> Informer[Any]:
         return Informer(
             client,
-            f"{RESOURCE_API}/{resource}",
-            kind,
+            kind.list_path,
+            struct,
             Handlers(upsert, lambda _old, new: upsert(new), delete),
-            name=resource,
+            name=kind.resource,
         )
 
     return [
         informer(
-            "resourceclaims",
+            kinds.RESOURCE_CLAIM,
             ResourceClaim,
             dra.upsert_claim,
             lambda claim: dra.delete_claim(claim.key),
         ),
         informer(
-            "resourceslices",
+            kinds.RESOURCE_SLICE,
             ResourceSlice,
             dra.upsert_slice,
             lambda resource_slice: dra.delete_slice(resource_slice.metadata.name),
         ),
         informer(
-            "deviceclasses",
+            kinds.DEVICE_CLASS,
             DeviceClass,
             dra.upsert_class,
             lambda device_class: dra.delete_class(device_class.metadata.name),

@@ -10,6 +10,7 @@ from collections.abc import Callable
 
 import msgspec
 
+from kubesched.api import kinds
 from kubesched.api.pod_groups import POD_GROUP_API_VERSION, PodGroup, PodGroupStatus
 from kubesched.framework.handle import run_in_background
 from kubesched.framework.pod_groups import PodGroupState
@@ -43,7 +44,7 @@ async def require_pod_group_api(client: KubeClient) -> None:
 def pod_group_informer(client: KubeClient, state: PodGroupState) -> Informer[PodGroup]:
     return Informer(
         client,
-        f"{POD_GROUP_API}/podgroups",
+        kinds.COSCHEDULING_POD_GROUP.list_path,
         PodGroup,
         Handlers(
             state.upsert_group,

@@ -18,7 +18,6 @@ from collections.abc import Awaitable
 from dataclasses import dataclass
 from typing import Any
 
-from kubesched.api.objects import Namespace, Node, Pod, PodDisruptionBudget
 from kubesched.config import SchedulerConfig, check_plugin_names, load_config
 from kubesched.framework.client import ClusterClient
 from kubesched.framework.clock import Clock, RealClock
@@ -30,7 +29,7 @@ from kubesched.framework.status import Status, code_name
 from kubesched.framework.waiting import WaitingPods
 from kubesched.kube.api_worker.frames import Start
 from kubesched.kube.api_worker.supervisor import ApiWorker, WorkerCluster, WorkerFailed
-from kubesched.kube.claims import KubeClaimWriter, dra_informers
+from kubesched.kube.claims import KubeClaimWriter
 from kubesched.kube.client import KubeClient
 from kubesched.kube.cluster import KubeCluster
 from kubesched.kube.config import load_connection
@@ -39,20 +38,14 @@ from kubesched.kube.delegated_auth import SubjectAccessReviewAuthorizer, TokenRe
 from kubesched.kube.explain_endpoint import DEFAULT_KEEP, ExplainStore
 from kubesched.kube.fence import Fence
 from kubesched.kube.inflight import AdaptiveLimiter
-from kubesched.kube.informer import Handlers, Informer
+from kubesched.kube.informer import Informer
+from kubesched.kube.informers import scheduler_informers, uses_coscheduling
 from kubesched.kube.leader import LeaderElectionConfig, LeaderElector
 from kubesched.kube.pod_groups import (
-    KubePodGroupWriter,
     PodGroupApiMissing,
-    pod_group_informer,
     require_pod_group_api,
 )
-from kubesched.kube.storage import KubeVolumeWriter, storage_informers
-from kubesched.kube.workload_pod_groups import (
-    KubePodGroupConditionWriter,
-    workload_pod_group_informer,
-)
-from kubesched.kube.workload_selectors import WorkloadSelectors, workload_selector_informers
+from kubesched.kube.storage import KubeVolumeWriter
 from kubesched.kube.writer import EventWriter, StatusWriter
 from kubesched.metrics import SchedulerMetrics
 from kubesched.plugins.registry import default_registry
@@ -76,8 +69,6 @@ BIND_DRAIN_SECONDS = 30.0
 # has queued, once its binds are done (kube-scheduler's event broadcaster also
 # hands queued events on as it shuts down).
 WRITER_FLUSH_SECONDS = 5.0
-# Pods that are done hold no resources: the scheduler never needs to see them.
-LIVE_PODS = "status.phase!=Succeeded,status.phase!=Failed"
 # The leader-election watchdog's tolerance past the lease duration
 # (NewLeaderHealthzAdaptor(time.Second * 20) in kube-scheduler's options).
 LEADER_HEALTHZ_TIMEOUT = 20.0
@@ -200,94 +191,13 @@ class Runner:
             self.statuses = statuses = StatusWriter(client, qps=qps, burst=burst)
             cluster = KubeCluster(client, events, statuses, self.fence)
         clock = RealClock()
-        # The stores the informers below keep current; PodTopologySpread's default
+        # The stores the informers keep current; PodTopologySpread's default
         # constraints read the selectors of Services and controllers from them.
-        workload_selectors: WorkloadSelectors = {}
-        listers = Listers(workload_selectors=workload_selectors)
+        listers = Listers(workload_selectors={})
         listers.storage.writer = KubeVolumeWriter(client)
         listers.dra.writer = KubeClaimWriter(client)
         self.scheduler = sched = self.new_scheduler(cluster, clock, listers)
-        nodes: Informer[Node] = Informer(
-            client,
-            "/api/v1/nodes",
-            Node,
-            Handlers(sched.on_node_add, sched.on_node_update, sched.on_node_delete),
-            name="nodes",
-        )
-        pods: Informer[Pod] = Informer(
-            client,
-            "/api/v1/pods",
-            Pod,
-            Handlers(sched.on_pod_add, sched.on_pod_update, sched.on_pod_delete),
-            params={"fieldSelector": LIVE_PODS},
-            name="pods",
-        )
-
-        def refresh_pdbs() -> None:
-            listers.pdbs[:] = pdbs.store.values()
-
-        # Preemption reads the budgets as a list (the PDB lister upstream).
-        pdbs: Informer[PodDisruptionBudget] = Informer(
-            client,
-            "/apis/policy/v1/poddisruptionbudgets",
-            PodDisruptionBudget,
-            Handlers(
-                lambda _: refresh_pdbs(),
-                lambda _old, _new: refresh_pdbs(),
-                lambda _: refresh_pdbs(),
-            ),
-            name="poddisruptionbudgets",
-        )
-        # InterPodAffinity's namespaceSelector reads namespaces' labels.
-        known = listers.namespaces
-
-        def namespace_gone(ns: Namespace) -> None:
-            known.pop(ns.metadata.name, None)
-
-        namespaces: Informer[Namespace] = Informer(
-            client,
-            "/api/v1/namespaces",
-            Namespace,
-            Handlers(
-                lambda ns: known.__setitem__(ns.metadata.name, ns),
-                lambda _old, ns: known.__setitem__(ns.metadata.name, ns),
-                namespace_gone,
-            ),
-            name="namespaces",
-        )
-        selectors = workload_selector_informers(client, workload_selectors)
-        self.informers = [nodes, pods, pdbs, namespaces, *selectors]
-        # The Workload API's PodGroups, with GenericWorkload on (scheduling.k8s.io/v1alpha2).
-        workload_groups: list[Informer[Any]] = []
-        if self.options.gates.generic_workload:
-            listers.workload_pod_groups.writer = KubePodGroupConditionWriter(client)
-            workload_groups = [workload_pod_group_informer(client, sched)]
-            self.informers.extend(workload_groups)
-        # PVs, PVCs, StorageClasses and CSI objects, if a profile's plugins read them.
-        volumes: list[Informer[Any]] = []
-        if any(
-            getattr(plugin, "uses_storage", False)
-            for fw in sched.frameworks.values()
-            for plugin in fw.instances.values()
-        ):
-            listers.storage.subscribe(sched.queue.on_event)
-            volumes = storage_informers(client, listers.storage)
-            self.informers.extend(volumes)
-        # ResourceClaims, ResourceSlices and DeviceClasses, if a profile runs
-        # DynamicResources (or another plugin declaring uses_dra).
-        claims: list[Informer[Any]] = []
-        if any(
-            name == "DynamicResources" or getattr(plugin, "uses_dra", False)
-            for fw in sched.frameworks.values()
-            for name, plugin in fw.instances.items()
-        ):
-            listers.dra.subscribe(sched.queue.on_event)
-            claims = dra_informers(client, listers.dra)
-            self.informers.extend(claims)
-
-        # scheduler-plugins' PodGroups, if a profile runs Coscheduling.
-        pod_groups: list[Informer[Any]] = []
-        if any("Coscheduling" in fw.instances for fw in sched.frameworks.values()):
+        if uses_coscheduling(sched):
             try:
                 await require_pod_group_api(client)
             except PodGroupApiMissing as err:
@@ -296,17 +206,18 @@ class Runner:
                     await self.api_worker.stop()
                 await client.aclose()
                 return 1
-            listers.pod_groups.subscribe(sched.queue.on_event)
+        informers = scheduler_informers(
+            client,
+            sched,
+            listers,
+            generic_workload=self.options.gates.generic_workload,
             # Only the leader writes statuses (a standby's informers see the same).
-            listers.pod_groups.writer = KubePodGroupWriter(
-                client,
-                lambda: (
-                    not leader_elect
-                    or (self.elector is not None and self.elector.is_leader.is_set())
-                ),
-            )
-            pod_groups = [pod_group_informer(client, listers.pod_groups)]
-            self.informers.extend(pod_groups)
+            may_write_pod_groups=lambda: (
+                not leader_elect or (self.elector is not None and self.elector.is_leader.is_set())
+            ),
+        )
+        nodes, pods = informers.nodes, informers.pods
+        self.informers = informers.all
 
         # Where the CPU goes (kubesched_cpu_seconds_total{stage}).
         for informer in self.informers:
@@ -319,14 +230,10 @@ class Runner:
             self._spawn(self.statuses.run(), "statuses")
         # Nodes first, so that pods arriving find their nodes (as upstream waits for sync).
         self._spawn(nodes.run(), "informer-nodes")
-        self._spawn(pdbs.run(), "informer-pdbs")
-        self._spawn(namespaces.run(), "informer-namespaces")
-        for informer in [*selectors, *volumes, *claims, *workload_groups, *pod_groups]:
+        for informer in informers.others:
             self._spawn(informer.run(), f"informer-{informer.name}")
         await self._until(nodes.synced.wait())
-        await self._until(pdbs.synced.wait())
-        await self._until(namespaces.synced.wait())
-        for informer in [*selectors, *volumes, *claims, *workload_groups, *pod_groups]:
+        for informer in informers.others:
             await self._until(informer.synced.wait())
         self._spawn(pods.run(), "informer-pods")
         await self._until(pods.synced.wait())

@@ -1,67 +1,65 @@
-"""A live cluster's state, read once for `simulate --from-cluster` (read-only)."""
+"""A live cluster's state, read once for `simulate --from-cluster` (read-only).
+
+The kinds are api/kinds.py's: what kube-scheduler watches, and what admission and
+the controllers read before it. Not read: Deployments (their ReplicaSets carry the
+replicas and selectors) and Jobs (a finished Job's pods are not listed, so the
+loader would make them again). A kind the API server does not serve (an alpha API
+such as the Workload API, or a CRD that is not installed) is left out with a note.
+"""
 
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass, field
 from typing import Any
 
-from kubesched.kube.client import KubeClient
+from kubesched.api import kinds
+from kubesched.api.kinds import Kind
+from kubesched.kube.client import ApiError, KubeClient
 from kubesched.kube.config import load_connection
+from kubesched.kube.informers import LIVE_PODS
 
-# What the simulator needs, as (list path, kind, apiVersion) for each item.
-_SOURCES: tuple[tuple[str, str, str, dict[str, str]], ...] = (
-    ("/apis/scheduling.k8s.io/v1/priorityclasses", "PriorityClass", "scheduling.k8s.io/v1", {}),
-    ("/api/v1/namespaces", "Namespace", "v1", {}),
-    ("/api/v1/nodes", "Node", "v1", {}),
-    ("/apis/policy/v1/poddisruptionbudgets", "PodDisruptionBudget", "policy/v1", {}),
-    # The volume plugins' objects.
-    ("/apis/storage.k8s.io/v1/storageclasses", "StorageClass", "storage.k8s.io/v1", {}),
-    ("/api/v1/persistentvolumes", "PersistentVolume", "v1", {}),
-    ("/api/v1/persistentvolumeclaims", "PersistentVolumeClaim", "v1", {}),
-    ("/apis/storage.k8s.io/v1/csinodes", "CSINode", "storage.k8s.io/v1", {}),
-    ("/apis/storage.k8s.io/v1/csidrivers", "CSIDriver", "storage.k8s.io/v1", {}),
-    (
-        "/apis/storage.k8s.io/v1/csistoragecapacities",
-        "CSIStorageCapacity",
-        "storage.k8s.io/v1",
-        {},
-    ),
-    ("/apis/storage.k8s.io/v1/volumeattachments", "VolumeAttachment", "storage.k8s.io/v1", {}),
-    # The DynamicResources plugin's objects; the templates too, from which the
-    # simulation makes the claims of pods the resourceclaim controller has not served.
-    ("/apis/resource.k8s.io/v1/deviceclasses", "DeviceClass", "resource.k8s.io/v1", {}),
-    ("/apis/resource.k8s.io/v1/resourceslices", "ResourceSlice", "resource.k8s.io/v1", {}),
-    (
-        "/apis/resource.k8s.io/v1/resourceclaimtemplates",
-        "ResourceClaimTemplate",
-        "resource.k8s.io/v1",
-        {},
-    ),
-    ("/apis/resource.k8s.io/v1/resourceclaims", "ResourceClaim", "resource.k8s.io/v1", {}),
-    (
-        "/api/v1/pods",
-        "Pod",
-        "v1",
-        {"fieldSelector": "status.phase!=Succeeded,status.phase!=Failed"},
-    ),
+SNAPSHOT_KINDS: tuple[Kind, ...] = (
+    *(k for k in kinds.SIMULATOR_KINDS if k not in (kinds.DEPLOYMENT, kinds.JOB, kinds.POD)),
+    kinds.POD,
 )
 
 
-async def read_cluster(
-    kubeconfig: str | None, context: str | None
-) -> list[tuple[str, int, object]]:
-    """The cluster's objects as documents for the manifest loader, with GETs only."""
+@dataclass
+class ClusterSnapshot:
+    """The objects as one `kind: List` document for the manifest loader, and notes."""
+
+    documents: list[tuple[str, int, object]]
+    notes: list[str] = field(default_factory=list)
+
+
+async def read_cluster(kubeconfig: str | None, context: str | None) -> ClusterSnapshot:
+    """The cluster's objects, with GETs only."""
     connection = await load_connection(kubeconfig, context)
     client = KubeClient(connection)
+    notes: list[str] = []
     try:
         items: list[Any] = []
-        for path, kind, api_version, params in _SOURCES:
-            listed = await client.list(path, params)
+        for kind in SNAPSHOT_KINDS:
+            params = {"fieldSelector": LIVE_PODS} if kind is kinds.POD else {}
+            try:
+                listed = await client.list(kind.list_path, params)
+            except ApiError as err:
+                if err.status != 404:
+                    raise
+                notes.append(
+                    f"the cluster does not serve {kind.kind} ({kind.api_version}): none read; "
+                    f"it matters for {kind.reads}"
+                )
+                continue
             for raw in listed.items:
                 obj = json.loads(bytes(raw))
-                obj.setdefault("kind", kind)
-                obj.setdefault("apiVersion", api_version)
+                obj.setdefault("kind", kind.kind)
+                obj.setdefault("apiVersion", kind.api_version)
                 items.append(obj)
     finally:
         await client.aclose()
-    return [(f"cluster {connection.host}", 1, {"apiVersion": "v1", "kind": "List", "items": items})]
+    source = f"cluster {connection.host}"
+    return ClusterSnapshot(
+        [(source, 1, {"apiVersion": "v1", "kind": "List", "items": items})], notes
+    )

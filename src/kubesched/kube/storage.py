@@ -1,10 +1,10 @@
 """The volume plugins' view of a real cluster: storage informers and PreBind's writes.
 
 Informers keep the scheduler's StorageState (PVs, PVCs, StorageClasses,
-CSINodes, CSIDrivers, CSIStorageCapacities) in line with the API server; every
-change also reaches the scheduling queue as a cluster event. VolumeAttachments
-are not watched (the deployed role cannot list them): NodeVolumeLimits counts
-the volumes of the pods on a node only.
+CSINodes, CSIDrivers, CSIStorageCapacities, VolumeAttachments) in line with the
+API server; every change also reaches the scheduling queue as a cluster event.
+NodeVolumeLimits counts the CSI volumes attached to a node from the
+VolumeAttachments, as upstream's getNodeVolumeAttachmentInfo does.
 
 VolumeBinding's PreBind writes the binding as upstream does, with merge patches
 carrying the object's resourceVersion (so a concurrent change fails the write
@@ -19,6 +19,8 @@ from typing import Any
 
 import msgspec
 
+from kubesched.api import kinds
+from kubesched.api.kinds import Kind
 from kubesched.api.objects import (
     CSIDriver,
     CSINode,
@@ -26,6 +28,7 @@ from kubesched.api.objects import (
     PersistentVolume,
     PersistentVolumeClaim,
     StorageClass,
+    VolumeAttachment,
 )
 from kubesched.api.volumes import ANN_BOUND_BY_CONTROLLER, ANN_SELECTED_NODE
 from kubesched.framework.storage import StorageState
@@ -35,62 +38,46 @@ from kubesched.kube.informer import Handlers, Informer
 
 def storage_informers(client: KubeClient, storage: StorageState) -> list[Informer[Any]]:
     def informer(
-        path: str,
-        kind: type[Any],
+        kind: Kind,
+        struct: type[Any],
         upsert: Callable[[Any], None],
         delete: Callable[[Any], None],
-        name: str,
     ) -> Informer[Any]:
         return Informer(
             client,
-            path,
-            kind,
+            kind.list_path,
+            struct,
             Handlers(upsert, lambda _old, new: upsert(new), delete),
-            name=name,
+            name=kind.resource,
         )
 
-    sources: Sequence[tuple[str, type[Any], Callable[[Any], None], Callable[[Any], None], str]] = (
+    sources: Sequence[tuple[Kind, type[Any], Callable[[Any], None], Callable[[Any], None]]] = (
+        (kinds.PERSISTENT_VOLUME, PersistentVolume, storage.upsert_pv, storage.delete_pv),
         (
-            "/api/v1/persistentvolumes",
-            PersistentVolume,
-            storage.upsert_pv,
-            storage.delete_pv,
-            "persistentvolumes",
-        ),
-        (
-            "/api/v1/persistentvolumeclaims",
+            kinds.PERSISTENT_VOLUME_CLAIM,
             PersistentVolumeClaim,
             storage.upsert_pvc,
             storage.delete_pvc,
-            "persistentvolumeclaims",
         ),
         (
-            "/apis/storage.k8s.io/v1/storageclasses",
+            kinds.STORAGE_CLASS,
             StorageClass,
             storage.upsert_storage_class,
             storage.delete_storage_class,
-            "storageclasses",
         ),
+        (kinds.CSI_NODE, CSINode, storage.upsert_csi_node, storage.delete_csi_node),
+        (kinds.CSI_DRIVER, CSIDriver, storage.upsert_csi_driver, storage.delete_csi_driver),
         (
-            "/apis/storage.k8s.io/v1/csinodes",
-            CSINode,
-            storage.upsert_csi_node,
-            storage.delete_csi_node,
-            "csinodes",
-        ),
-        (
-            "/apis/storage.k8s.io/v1/csidrivers",
-            CSIDriver,
-            storage.upsert_csi_driver,
-            storage.delete_csi_driver,
-            "csidrivers",
-        ),
-        (
-            "/apis/storage.k8s.io/v1/csistoragecapacities",
+            kinds.CSI_STORAGE_CAPACITY,
             CSIStorageCapacity,
             storage.upsert_capacity,
             storage.delete_capacity,
-            "csistoragecapacities",
+        ),
+        (
+            kinds.VOLUME_ATTACHMENT,
+            VolumeAttachment,
+            storage.upsert_volume_attachment,
+            storage.delete_volume_attachment,
         ),
     )
     return [informer(*source) for source in sources]

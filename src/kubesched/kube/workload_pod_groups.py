@@ -11,6 +11,7 @@ from datetime import UTC, datetime
 
 import msgspec
 
+from kubesched.api import kinds
 from kubesched.api.scheduling import Condition, PodGroup, set_condition
 from kubesched.kube.client import ApiError, KubeClient
 from kubesched.kube.informer import Handlers, Informer
@@ -18,7 +19,7 @@ from kubesched.scheduler import Scheduler
 
 log = logging.getLogger("kubesched.podgroups")
 
-WORKLOAD_PODGROUPS_PATH = "/apis/scheduling.k8s.io/v1alpha2/podgroups"
+WORKLOAD_PODGROUPS_PATH = kinds.WORKLOAD_POD_GROUP.list_path
 
 
 def workload_pod_group_informer(client: KubeClient, scheduler: Scheduler) -> Informer[PodGroup]:

@@ -11,8 +11,16 @@ from __future__ import annotations
 
 from typing import Any
 
+from kubesched.api import kinds
+from kubesched.api.kinds import Kind
 from kubesched.api.objects import LabelSelector
-from kubesched.api.workloads import ReplicaSet, ReplicationController, Service, StatefulSet
+from kubesched.api.workloads import (
+    ReplicaSet,
+    ReplicationController,
+    Service,
+    StatefulSet,
+    selector_of,
+)
 from kubesched.kube.client import KubeClient
 from kubesched.kube.informer import Handlers, Informer
 
@@ -21,19 +29,12 @@ WorkloadSelectors = dict[tuple[str, str, str], LabelSelector]
 Selecting = Service | ReplicationController | ReplicaSet | StatefulSet
 
 
-def _selector(obj: Selecting) -> LabelSelector | None:
-    if isinstance(obj, Service | ReplicationController):
-        labels = obj.spec.selector
-        return None if labels is None else LabelSelector(match_labels=dict(labels))
-    return obj.spec.selector
-
-
 def _key(obj: Selecting) -> tuple[str, str, str]:
     return (obj.metadata.namespace, obj.kind, obj.metadata.name)
 
 
 def _keep(store: WorkloadSelectors, obj: Selecting) -> None:
-    selector = _selector(obj)
+    selector = selector_of(obj)
     if selector is None:
         # Nil selects nothing: DefaultSelector skips it, so does an absent entry.
         store.pop(_key(obj), None)
@@ -57,10 +58,13 @@ def workload_selector_informers(
             lambda obj: _forget(store, obj),
         )
 
-    sources: list[tuple[str, type[Selecting], str]] = [
-        ("/api/v1/services", Service, "services"),
-        ("/api/v1/replicationcontrollers", ReplicationController, "replicationcontrollers"),
-        ("/apis/apps/v1/replicasets", ReplicaSet, "replicasets"),
-        ("/apis/apps/v1/statefulsets", StatefulSet, "statefulsets"),
+    sources: list[tuple[Kind, type[Selecting]]] = [
+        (kinds.SERVICE, Service),
+        (kinds.REPLICATION_CONTROLLER, ReplicationController),
+        (kinds.REPLICA_SET, ReplicaSet),
+        (kinds.STATEFUL_SET, StatefulSet),
     ]
-    return [Informer(client, path, kind, handlers(), name=name) for path, kind, name in sources]
+    return [
+        Informer(client, kind.list_path, struct, handlers(), name=kind.resource)
+        for kind, struct in sources
+    ]

@@ -90,6 +90,8 @@ class Page:
     workloads: list[WorkloadPlacement] = field(default_factory=list)
     workloads_more: int = 0
     pending: list[PendingGroup] = field(default_factory=list)
+    # Pods held at PreEnqueue and never attempted, grouped by "plugin: message".
+    not_attempted: list[PendingGroup] = field(default_factory=list)
     evicted: dict[str, str] = field(default_factory=dict)
     explained: list[ExplainedPod] = field(default_factory=list)
     capacity: CapacityResult | None = None
@@ -176,6 +178,18 @@ def pending_groups(result: SimulationResult) -> list[PendingGroup]:
     ]
 
 
+def not_attempted_groups(result: SimulationResult) -> list[PendingGroup]:
+    """The pods held at PreEnqueue, grouped by plugin and message, largest first."""
+    by_gate: dict[str, list[str]] = {}
+    for key, gate in result.not_attempted.items():
+        by_gate.setdefault(f"{gate.plugin}: {gate.message}", []).append(key)
+    groups = sorted(by_gate.items(), key=lambda kv: (-len(kv[1]), kv[0]))
+    return [
+        PendingGroup(gate, keys[:MAX_PODS_PER_REASON], max(0, len(keys) - MAX_PODS_PER_REASON))
+        for gate, keys in groups
+    ]
+
+
 def explained_pods(result: SimulationResult, keys: Iterable[str]) -> list[ExplainedPod]:
     """The last explained attempt of each pod asked about (in the order asked)."""
     found = []
@@ -234,6 +248,7 @@ def simulation_page(
         workloads=workloads[:MAX_WORKLOAD_ROWS],
         workloads_more=max(0, len(workloads) - MAX_WORKLOAD_ROWS),
         pending=pending_groups(result),
+        not_attempted=not_attempted_groups(result),
         evicted=evictions(result),
         explained=explained_pods(result, explained),
     )

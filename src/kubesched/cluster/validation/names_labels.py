@@ -10,6 +10,7 @@ from collections.abc import Callable, Mapping, Sequence
 from kubesched.api.names import (
     TOTAL_ANNOTATION_SIZE_LIMIT,
     byte_length,
+    dns1035_label_errors,
     dns1123_label_errors,
     dns1123_subdomain_errors,
     label_value_errors,
@@ -43,6 +44,11 @@ def name_is_dns_subdomain(name: str, prefix: bool) -> Sequence[str]:
 def name_is_dns_label(name: str, prefix: bool) -> Sequence[str]:
     """NameIsDNSLabel: Namespaces and StatefulSets."""
     return dns1123_label_errors(_mask_trailing_dash(name) if prefix else name)
+
+
+def name_is_dns1035_label(name: str, prefix: bool) -> Sequence[str]:
+    """NameIsDNS1035Label: Services (ValidateServiceName)."""
+    return dns1035_label_errors(_mask_trailing_dash(name) if prefix else name)
 
 
 def path_segment_name(name: str, prefix: bool) -> list[str]:

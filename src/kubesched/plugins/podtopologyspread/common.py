@@ -13,6 +13,7 @@ from kubesched.api.labels import Selector, label_selector_as_selector
 from kubesched.api.node_affinity import RequiredNodeAffinity
 from kubesched.api.objects import LabelSelector, Node, Pod, TopologySpreadConstraint
 from kubesched.api.taints import do_not_schedule_taints, find_matching_untolerated_taint
+from kubesched.api.workloads import stand_in_selector
 from kubesched.framework.node_table import BoolArray, NodeTable, Rows
 from kubesched.plugins.helpers.selectors import required_affinity_rows
 from kubesched.plugins.helpers.taints import per_taint_set
@@ -40,17 +41,6 @@ RC_KIND = ("v1", "ReplicationController")
 RS_KIND = ("apps/v1", "ReplicaSet")
 SS_KIND = ("apps/v1", "StatefulSet")
 SERVICE_KIND = "Service"
-
-# Without the controllers' selectors, a pod's own labels stand in for them, less
-# the ones that differ between pods of one controller.
-PER_POD_LABELS = frozenset(
-    {
-        "controller-revision-hash",
-        "statefulset.kubernetes.io/pod-name",
-        "apps.kubernetes.io/pod-index",
-    }
-)
-PER_POD_LABEL_PREFIXES = ("batch.kubernetes.io/",)
 
 
 @dataclass(frozen=True, slots=True)
@@ -198,7 +188,7 @@ def default_selector(
     ReplicationController, ReplicaSet or StatefulSet, ANDed.
 
     With `workload_selectors` None (those objects are not known), the pod's own
-    labels (less PER_POD_LABELS) stand in for its controller's selector, for pods
+    labels (api.workloads.stand_in_selector) stand in for its controller's selector, for pods
     controlled by one of those kinds; Services are then not considered.
     """
     namespace = pod.metadata.namespace
@@ -207,12 +197,7 @@ def default_selector(
     if workload_selectors is None:
         if owner is None or owner[:2] not in (RC_KIND, RS_KIND, SS_KIND):
             return Selector()
-        kept = {
-            k: v
-            for k, v in labels.items()
-            if k not in PER_POD_LABELS and not k.startswith(PER_POD_LABEL_PREFIXES)
-        }
-        return Selector.from_set(kept)
+        return Selector.from_set(stand_in_selector(labels).match_labels)
 
     label_set: dict[str, str] = {}
     for (ns, kind, _name), selector in workload_selectors.items():
