@@ -4,6 +4,9 @@ reads them through its listers (helper.DefaultSelector)."""
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -17,7 +20,7 @@ from tests.integration.test_run import unique_prefix
 pytestmark = pytest.mark.integration
 
 
-@pytest.mark.parametrize("scheduler", ["kubesched", "default-scheduler"])
+@pytest.mark.parametrize("scheduler", ["kubesched", "default-scheduler", "simulate"])
 def test_a_service_spreads_the_pods_it_selects(
     control_plane: ControlPlane,
     api: AdminApi,
@@ -53,6 +56,34 @@ def test_a_service_spreads_the_pods_it_selects(
         },
     )
 
+    if scheduler == "simulate":
+        # `simulate --from-cluster` reads the Service too (issue #30): the same answer,
+        # with no scheduler running and nothing written.
+        api.create_pod(namespace, "new-web", labels=web, nodeSelector=pool)
+        simulated = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "kubesched.cli.main",
+                "simulate",
+                "--from-cluster",
+                "--kubeconfig",
+                str(control_plane.kubeconfig),
+                "-o",
+                "json",
+                "--seed",
+                "1",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+        assert simulated.returncode in (0, 1), simulated.stderr
+        placements = json.loads(simulated.stdout)["placements"]
+        assert placements[f"{namespace}/new-web"] == busy
+        assert api.node_of(namespace, "new-web") is None
+        return
     if scheduler == "kubesched":
         run = start_kubesched(control_plane, tmp_path, "--no-leader-elect", name="kubesched-spread")
         kubesched.append(run)

@@ -260,3 +260,12 @@ def test_report_lists_pods_evicted_by_preemption(tmp_path: Path) -> None:
     # wraps the line at its width).
     summary = "1/1 new pods scheduled, 0 unscheduled, 1 evicted by preemption; 0 already running"
     assert summary in " ".join(text.split())
+
+
+def test_h_is_help_on_every_command() -> None:
+    """kubectl's and kube-scheduler's `-h` (issue #31: `simulate -h` said "No such
+    option")."""
+    for command in ([], ["simulate"], ["explain"], ["capacity"], ["run"], ["version"]):
+        result = CliRunner().invoke(main, [*command, "-h"])
+        assert result.exit_code == 0, result.output
+        assert result.output.startswith("Usage: "), result.output

@@ -44,7 +44,9 @@ PROGRESS_THRESHOLD = 2000
 DEFAULT_HTML_EXPLAINED = 40
 
 
-@click.group()
+# `-h` as kubectl and kube-scheduler take it, on every command (child contexts
+# inherit the group's help option names).
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="kubesched")
 def main() -> None:
     """kubesched: a Kubernetes scheduler in Python with kube-scheduler's framework."""
