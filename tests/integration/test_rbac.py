@@ -46,7 +46,6 @@ ALLOWED = [
     ("list", "replicationcontrollers", "", "", ""),
     ("list", "persistentvolumes", "", "", ""),
     ("watch", "persistentvolumeclaims", "", "", ""),
-    ("list", "priorityclasses", "scheduling.k8s.io", "", ""),
     ("watch", "podgroups", "scheduling.k8s.io", "", ""),
     ("patch", "podgroups/status", "scheduling.k8s.io", "team-a", "g"),
     ("watch", "poddisruptionbudgets", "policy", "", ""),
@@ -79,6 +78,8 @@ ALLOWED = [
 ]
 
 DENIED = [
+    # Priority admission reads PriorityClasses, the scheduler does not (api/kinds.py).
+    ("list", "priorityclasses", "scheduling.k8s.io", "", ""),
     ("delete", "nodes", "", "", "node-1"),
     ("update", "nodes", "", "", "node-1"),
     ("patch", "nodes", "", "", "node-1"),
@@ -205,8 +206,8 @@ def test_scheduler_requests_with_token(api: AdminApi, sa_api: AdminApi, namespac
     assert node in [n["metadata"]["name"] for n in sa_api.get("/api/v1/nodes")["items"]]
     assert "p" in [p["metadata"]["name"] for p in sa_api.get("/api/v1/pods")["items"]]
     assert sa_api.status_code("GET", "/api/v1/pods", watch="1", timeoutSeconds="1") == 200
-    sa_api.get("/apis/scheduling.k8s.io/v1/priorityclasses")
     sa_api.get("/apis/storage.k8s.io/v1/csinodes")
+    sa_api.get("/apis/storage.k8s.io/v1/volumeattachments")
 
     # Unschedulable: the PodScheduled condition through pods/status.
     sa_api.patch(

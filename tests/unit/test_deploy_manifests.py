@@ -9,6 +9,8 @@ from typing import Any
 import pytest
 import yaml
 
+from kubesched.api import kinds
+
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
 SA = {"kind": "ServiceAccount", "name": "kubesched", "namespace": "kube-system"}
 
@@ -44,7 +46,6 @@ ALLOWED_CLUSTER_VERBS: dict[tuple[str, str], set[str]] = {
     ("apps", "replicasets"): READ,
     ("apps", "statefulsets"): READ,
     ("policy", "poddisruptionbudgets"): READ,
-    ("scheduling.k8s.io", "priorityclasses"): READ,
     # Coscheduling: scheduler-plugins' PodGroups read, their status patched.
     ("scheduling.x-k8s.io", "podgroups"): READ,
     ("scheduling.x-k8s.io", "podgroups/status"): {"patch"},
@@ -146,6 +147,22 @@ def test_cluster_role_is_least_privilege(rbac: list[dict[str, Any]]) -> None:
     for rule in only(rbac, "ClusterRole")["rules"]:
         assert "nonResourceURLs" not in rule
         assert not {"escalate", "bind", "impersonate", "deletecollection"} & set(rule["verbs"])
+
+
+def test_cluster_role_lets_run_watch_every_kind_it_reads(rbac: list[dict[str, Any]]) -> None:
+    """Each kind `run` watches (api/kinds.py: kube-scheduler's, and Coscheduling's)."""
+    granted = grants(only(rbac, "ClusterRole")["rules"])
+    for kind in (*kinds.SCHEDULER_KINDS, *kinds.PLUGIN_KINDS):
+        assert {"list", "watch"} <= granted.get((kind.group, kind.resource), set()), kind
+
+
+def test_readme_names_every_resource_the_cluster_role_grants(
+    rbac: list[dict[str, Any]],
+) -> None:
+    text = (DEPLOY / "README.md").read_text()
+    table = text[text.index("| resource | verbs | why |") : text.index("It cannot update")]
+    for _group, resource in grants(only(rbac, "ClusterRole")["rules"]):
+        assert resource in table, resource
 
 
 def test_cluster_role_binding(rbac: list[dict[str, Any]]) -> None:

@@ -1,0 +1,20 @@
+"""Statements of the README tied to the code they describe (issue #31 found three
+that contradicted it)."""
+
+from __future__ import annotations
+
+import inspect
+from pathlib import Path
+
+from kubesched.kube import runner
+
+README = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+
+
+def test_explain_is_served_on_the_secure_port() -> None:
+    paragraph = README[README.index("`kubesched run --explain` explains") :][:600]
+    assert "the secure port" in paragraph and "health port" not in paragraph
+    source = inspect.getsource(runner.Runner.start_servers)
+    # The routes are added to the secure server only; without it they are not served.
+    assert "self.explained.routes()" in source
+    assert "--explain needs the secure port" in source
