@@ -16,11 +16,12 @@ from kubesched.api.objects import Pod
 from kubesched.capacity import CapacityResult, capacity
 from kubesched.cli.html import capacity_page, write_page
 from kubesched.cli.options import (
+    ManifestInput,
+    SchedulerSetup,
     html_option,
     load_manifests,
     manifest_options,
     scheduler_options,
-    scheduler_setup,
     seed_note,
     world_of,
 )
@@ -61,18 +62,8 @@ from kubesched.cluster.manifests import ClusterState, load_paths, pending_pods, 
 @html_option
 def capacity_command(
     specs: tuple[Path, ...],
-    paths: tuple[Path, ...],
-    from_cluster: bool,
-    kubeconfig: str | None,
-    context: str | None,
-    max_pods: int,
-    config_path: str | None,
-    plugins: tuple[str, ...],
-    enabled: tuple[str, ...],
-    disabled: tuple[str, ...],
-    seed: str,
-    percentage_of_nodes_to_score: int | None,
-    feature_gates: str,
+    manifests: ManifestInput,
+    setup: SchedulerSetup,
     limit: int,
     exclude_nodes: str,
     output: str,
@@ -82,10 +73,7 @@ def capacity_command(
     copies are scheduled one after another until one does not fit (cluster-capacity's
     semantics); the count, the copies per node, and the stop reason (the
     FailedScheduling text of the first copy that did not fit)."""
-    setup = scheduler_setup(
-        config_path, plugins, enabled, disabled, seed, percentage_of_nodes_to_score, feature_gates
-    )
-    state = load_manifests(paths, from_cluster, kubeconfig, context, max_pods)
+    state = load_manifests(manifests)
     templates = [_template(state, spec) for spec in specs]
     names = {p.scheduler_name for p in setup.profiles}
     for template in templates:

@@ -17,11 +17,12 @@ from kubesched.cli.explain_report import print_explanation
 from kubesched.cli.gangs import gang_line, gang_of
 from kubesched.cli.html import simulation_page, write_page
 from kubesched.cli.options import (
+    ManifestInput,
+    SchedulerSetup,
     html_option,
     load_manifests,
     manifest_options,
     scheduler_options,
-    scheduler_setup,
     seed_note,
     world_of,
 )
@@ -71,18 +72,8 @@ def victims_of(result: SimulationResult, key: str) -> list[str]:
 @html_option
 def explain_command(
     pods: tuple[str, ...],
-    paths: tuple[Path, ...],
-    from_cluster: bool,
-    kubeconfig: str | None,
-    context: str | None,
-    max_pods: int,
-    config_path: str | None,
-    plugins: tuple[str, ...],
-    enabled: tuple[str, ...],
-    disabled: tuple[str, ...],
-    seed: str,
-    percentage_of_nodes_to_score: int | None,
-    feature_gates: str,
+    manifests: ManifestInput,
+    setup: SchedulerSetup,
     output: str,
     all_attempts: bool,
     top: int,
@@ -94,10 +85,7 @@ def explain_command(
     scheduling attempts is explained as that attempt saw the cluster: every node's
     filter verdict, each score plugin's raw, normalized and weighted score, the
     tie-break, and PostFilter (preemption)."""
-    setup = scheduler_setup(
-        config_path, plugins, enabled, disabled, seed, percentage_of_nodes_to_score, feature_gates
-    )
-    state = load_manifests(paths, from_cluster, kubeconfig, context, max_pods)
+    state = load_manifests(manifests)
     err = Console(stderr=True)
     for problem in state.problems:
         err.print(f"error: {problem}", highlight=False, markup=False, soft_wrap=True)

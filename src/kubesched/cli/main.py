@@ -20,6 +20,8 @@ from kubesched.cli.gangs import gang_note
 from kubesched.cli.html import simulation_page, write_page
 from kubesched.cli.optimize_report import comparison_document, parse_timeout, print_comparison
 from kubesched.cli.options import (
+    ManifestInput,
+    SchedulerSetup,
     feature_gates_from_option,
     feature_gates_option,
     html_option,
@@ -101,18 +103,8 @@ def version_command(output: str) -> None:
     "or the highest total score.",
 )
 def simulate_command(
-    paths: tuple[Path, ...],
-    from_cluster: bool,
-    kubeconfig: str | None,
-    context: str | None,
-    max_pods: int,
-    config_path: str | None,
-    plugins: tuple[str, ...],
-    enabled: tuple[str, ...],
-    disabled: tuple[str, ...],
-    seed: str,
-    percentage_of_nodes_to_score: int | None,
-    feature_gates: str,
+    manifests: ManifestInput,
+    setup: SchedulerSetup,
     output: str,
     html: Path | None,
     html_explain: int,
@@ -123,10 +115,7 @@ def simulate_command(
     """Schedule the pods of a cluster described in manifests, touching nothing."""
     err = Console(stderr=True)
     timeout = parse_timeout(optimize_timeout)
-    setup = scheduler_setup(
-        config_path, plugins, enabled, disabled, seed, percentage_of_nodes_to_score, feature_gates
-    )
-    state = load_manifests(paths, from_cluster, kubeconfig, context, max_pods)
+    state = load_manifests(manifests)
     problems = [str(p) for p in state.problems]
     if output != "text":
         for problem in problems:

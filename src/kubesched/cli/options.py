@@ -4,11 +4,12 @@ manifests it runs on, and the seed of its tie-breaks."""
 
 from __future__ import annotations
 
+import functools
 import secrets
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import click
 
@@ -50,8 +51,35 @@ def html_option(fn: F) -> F:
     )(fn)
 
 
+@dataclass(frozen=True, slots=True)
+class ManifestInput:
+    """What a command reads: -f, --from-cluster, --kubeconfig, --context, --max-pods."""
+
+    paths: tuple[Path, ...] = ()
+    from_cluster: bool = False
+    kubeconfig: str | None = None
+    context: str | None = None
+    max_pods: int = DEFAULT_MAX_PODS
+
+
 def manifest_options(fn: F) -> F:
-    """-f, --from-cluster, --kubeconfig, --context, --max-pods."""
+    """-f, --from-cluster, --kubeconfig, --context, --max-pods, handed to the command
+    as one `manifests: ManifestInput`."""
+
+    @functools.wraps(fn)
+    def command(
+        *args: Any,
+        paths: tuple[Path, ...],
+        from_cluster: bool,
+        kubeconfig: str | None,
+        context: str | None,
+        max_pods: int,
+        **kwargs: Any,
+    ) -> Any:
+        manifests = ManifestInput(paths, from_cluster, kubeconfig, context, max_pods)
+        return fn(*args, manifests=manifests, **kwargs)
+
+    wrapped: Any = command
     for option in reversed(
         [
             click.option(
@@ -85,12 +113,39 @@ def manifest_options(fn: F) -> F:
             ),
         ]
     ):
-        fn = option(fn)
-    return fn
+        wrapped = option(wrapped)
+    return cast(F, wrapped)
 
 
 def scheduler_options(fn: F) -> F:
-    """--config, --plugin, --enable, --disable, --seed, --percentage-of-nodes-to-score."""
+    """--config, --plugin, --enable, --disable, --seed, --percentage-of-nodes-to-score
+    and --feature-gates, handed to the command as one `setup: SchedulerSetup` (built
+    before the command runs: a bad value is a usage error naming its option)."""
+
+    @functools.wraps(fn)
+    def command(
+        *args: Any,
+        config_path: str | None,
+        plugins: tuple[str, ...],
+        enabled: tuple[str, ...],
+        disabled: tuple[str, ...],
+        seed: str,
+        percentage_of_nodes_to_score: int | None,
+        feature_gates: str,
+        **kwargs: Any,
+    ) -> Any:
+        setup = scheduler_setup(
+            config_path,
+            plugins,
+            enabled,
+            disabled,
+            seed,
+            percentage_of_nodes_to_score,
+            feature_gates,
+        )
+        return fn(*args, setup=setup, **kwargs)
+
+    wrapped: Any = command
     for option in reversed(
         [
             click.option(
@@ -141,8 +196,8 @@ def scheduler_options(fn: F) -> F:
             feature_gates_option,
         ]
     ):
-        fn = option(fn)
-    return fn
+        wrapped = option(wrapped)
+    return cast(F, wrapped)
 
 
 def feature_gates_option(fn: F) -> F:
@@ -289,14 +344,9 @@ def check_profile(profile: ProfileConfig, registry: Registry, hint: str) -> None
         raise click.BadParameter(f"{where}: at least one bind plugin is needed", param_hint=hint)
 
 
-def load_manifests(
-    paths: tuple[Path, ...],
-    from_cluster: bool,
-    kubeconfig: str | None,
-    context: str | None,
-    max_pods: int = DEFAULT_MAX_PODS,
-) -> ClusterState:
+def load_manifests(manifests: ManifestInput) -> ClusterState:
     """The -f manifests, on top of the live cluster with --from-cluster."""
+    paths, from_cluster = manifests.paths, manifests.from_cluster
     if not paths and not from_cluster:
         raise click.UsageError("give manifests with -f, or --from-cluster, or both")
     before: list[tuple[str, int, object]] = []
@@ -307,11 +357,11 @@ def load_manifests(
         from kubesched.kube.snapshot import read_cluster
 
         try:
-            snapshot = asyncio.run(read_cluster(kubeconfig, context))
+            snapshot = asyncio.run(read_cluster(manifests.kubeconfig, manifests.context))
         except Exception as exc:
             raise click.ClickException(f"cannot read the cluster: {exc}") from None
         before, notes = snapshot.documents, snapshot.notes
-    state = load_paths(paths, before, max_pods)
+    state = load_paths(paths, before, manifests.max_pods)
     state.notes[:0] = notes
     return state
 
