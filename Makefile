@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.installed
 LOCK   := requirements.lock
 UV     := $(BIN)/uv
 
-.PHONY: proto run test lint typecheck unit integration venv clean cluster-up cluster-down chaos soak soak-live lock lock-check readme \
+.PHONY: proto field-schemas run test lint typecheck unit integration venv clean cluster-up cluster-down chaos soak soak-live lock lock-check readme \
 	browser-deps report-screenshot
 
 # The venv holds exactly requirements.lock, then kubesched itself (editable, no deps).
@@ -41,6 +41,13 @@ venv: $(STAMP)
 # needs this).
 proto: $(STAMP)
 	hack/gen-proto.sh
+
+# src/kubesched/cluster/validation/field_schemas.json.gz: the fields of each kind
+# simulate reads, from the OpenAPI v3 documents of k8s.io/kubernetes at hack/k8s-version
+# (needs Go when that module is not in the Go module cache; the file is committed, so
+# only a version bump needs this).
+field-schemas: $(STAMP)
+	$(BIN)/python hack/gen-field-schemas.py
 
 # The README's plugin table, from the plugin registry (tests/packaging/test_readme.py checks it).
 readme: $(STAMP)

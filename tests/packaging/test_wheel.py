@@ -62,5 +62,6 @@ def test_the_wheel_holds_no_test_module(tmp_path: Path) -> None:
     assert "kubesched/testing.py" in modules
     assert "kubesched/plugins/noderesources/fit.py" in modules
     assert any(n.startswith("kubesched/cli/html/templates/") for n in names)
+    assert "kubesched/cluster/validation/field_schemas.json.gz" in names
     sources = {str(p.relative_to(REPO_ROOT / "src")) for p in (REPO_ROOT / "src").rglob("*.py")}
     assert set(modules) == sources

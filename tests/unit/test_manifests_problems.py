@@ -76,8 +76,17 @@ def test_missing_kind(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("extra", "field", "message"),
     [
-        ("  priority: high\n", "spec.priority", "Expected `int | null`, got `str`"),
-        ("  tolerations: [{key: 1}]\n", "spec.tolerations[0].key", "Expected `str`, got `int`"),
+        (
+            "  priority: high\n",
+            "spec.priority",
+            "json: cannot unmarshal string into Go struct field PodSpec.spec.priority of type int32",
+        ),
+        (
+            "  tolerations: [{key: 1}]\n",
+            "spec.tolerations[0].key",
+            "json: cannot unmarshal number into Go struct field Toleration.spec.tolerations.key "
+            "of type string",
+        ),
         (
             "  topologySpreadConstraints: [{maxSkew: 1, topologyKey: zone}]\n",
             "spec.topologySpreadConstraints[0].whenUnsatisfiable",
@@ -120,7 +129,11 @@ def test_label_with_wrong_type_names_the_label(tmp_path: Path) -> None:
     problem = only_problem(
         load(tmp_path, pod_doc("a").replace("name: a", "name: a\n  labels: {x: y, n: 1}"))
     )
-    assert (problem.field, problem.message) == ("metadata.labels.n", "Expected `str`, got `int`")
+    assert (problem.field, problem.message) == (
+        "metadata.labels[n]",
+        "json: cannot unmarshal number into Go struct field ObjectMeta.metadata.labels of type "
+        "string",
+    )
 
 
 def test_bad_node_quantity_and_missing_name(tmp_path: Path) -> None:

@@ -60,11 +60,12 @@ class ManifestInput:
     kubeconfig: str | None = None
     context: str | None = None
     max_pods: int = DEFAULT_MAX_PODS
+    validate: str = "strict"
 
 
 def manifest_options(fn: F) -> F:
-    """-f, --from-cluster, --kubeconfig, --context, --max-pods, handed to the command
-    as one `manifests: ManifestInput`."""
+    """-f, --from-cluster, --kubeconfig, --context, --max-pods, --validate, handed to
+    the command as one `manifests: ManifestInput`."""
 
     @functools.wraps(fn)
     def command(
@@ -74,9 +75,10 @@ def manifest_options(fn: F) -> F:
         kubeconfig: str | None,
         context: str | None,
         max_pods: int,
+        validate: str,
         **kwargs: Any,
     ) -> Any:
-        manifests = ManifestInput(paths, from_cluster, kubeconfig, context, max_pods)
+        manifests = ManifestInput(paths, from_cluster, kubeconfig, context, max_pods, validate)
         return fn(*args, manifests=manifests, **kwargs)
 
     wrapped: Any = command
@@ -110,6 +112,16 @@ def manifest_options(fn: F) -> F:
                 show_default=True,
                 help="The most pods the simulation holds; a workload whose pods would go "
                 "past it is an error and is skipped.",
+            ),
+            click.option(
+                "--validate",
+                type=click.Choice(["strict", "warn", "ignore"]),
+                default="strict",
+                show_default=True,
+                help="Field validation of the -f manifests, as kubectl's: strict refuses an "
+                "object with an unknown or duplicate field, warn reports the field and "
+                "keeps the object, ignore drops unknown fields; a value of the wrong type "
+                "or out of range is refused in every mode, as the API server refuses it.",
             ),
         ]
     ):
@@ -361,7 +373,7 @@ def load_manifests(manifests: ManifestInput) -> ClusterState:
         except Exception as exc:
             raise click.ClickException(f"cannot read the cluster: {exc}") from None
         before, notes = snapshot.documents, snapshot.notes
-    state = load_paths(paths, before, manifests.max_pods)
+    state = load_paths(paths, before, manifests.max_pods, manifests.validate)
     state.notes[:0] = notes
     return state
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
@@ -52,6 +51,7 @@ from kubesched.cluster.dra_manifests import (
     check_version,
 )
 from kubesched.cluster.generated_names import _MAX_GENERATE_NAME_BASE, _random_chars, _uid
+from kubesched.cluster.load_problems import LoadProblem, _Origin
 from kubesched.cluster.manifest_reader import _json_documents, _yaml_documents
 from kubesched.cluster.manifest_validation import (
     _check_pod_spec,
@@ -68,6 +68,12 @@ from kubesched.cluster.pod_group_manifests import (
 )
 from kubesched.cluster.runtime_classes import validate_runtime_class
 from kubesched.cluster.validation.field_errors import FieldError, FieldErrors, required
+from kubesched.cluster.validation.fields import (
+    check_fields,
+    copy_object,
+    duplicate_fields,
+    triage,
+)
 from kubesched.cluster.validation.names_labels import (
     name_is_dns_label,
     name_is_dns_subdomain,
@@ -97,46 +103,6 @@ for _kind in kinds.SIMULATOR_KINDS:
 for _legacy in ("Deployment", "ReplicaSet", "DaemonSet"):
     _GROUPS[_legacy] += ("extensions",)
 _CLUSTER_SCOPED = frozenset(k.kind for k in kinds.SIMULATOR_KINDS if not k.namespaced)
-
-
-@dataclass
-class LoadProblem:
-    """One object that could not be loaded, and why. The object was skipped."""
-
-    source: str
-    document: int  # 1-based index of the document in the file; 0 for the file itself
-    kind: str
-    name: str  # "namespace/name" for namespaced objects, "name" otherwise; "" if unknown
-    field: str | None  # e.g. "spec.containers[0].resources.requests.cpu"
-    message: str
-    item: int | None = None  # 1-based index in the items of a `kind: List`
-
-    @property
-    def location(self) -> str:
-        """Where the object is: "file: document 3, item 5"."""
-        if self.document <= 0:
-            return self.source
-        where = f"{self.source}: document {self.document}"
-        return where if self.item is None else f"{where}, item {self.item}"
-
-    def __str__(self) -> str:
-        text = self.location
-        if self.kind or self.name:
-            text += f" ({' '.join(p for p in (self.kind, self.name) if p)})"
-        if self.field:
-            text += f": field {self.field}"
-        return f"{text}: {self.message}".replace("\r", " ").replace("\n", " ")
-
-
-@dataclass(frozen=True, slots=True)
-class _Origin:
-    source: str
-    document: int
-    item: int | None = None
-
-    def __str__(self) -> str:
-        where = f"{self.source} document {self.document}"
-        return where if self.item is None else f"{where}, item {self.item}"
 
 
 def _first(errors: FieldErrors) -> FieldError | None:
@@ -211,8 +177,17 @@ class _WorkloadItem:
 _OwnerKey = tuple[str, str, str]  # (namespace, kind, name)
 
 
+# The warnings `--validate=warn` lists at most; the rest are counted.
+MAX_FIELD_WARNINGS = 100
+
+
 class _Loader:
-    def __init__(self) -> None:
+    def __init__(self, validate: str = "strict") -> None:
+        # kubectl's --validate: strict (the default), warn or ignore
+        # (cluster/validation/fields.py says what each does).
+        self.validate = validate
+        self.unvalidated: set[tuple[str, str]] = set()  # (kind, apiVersion) without a schema
+        self.field_warnings = 0
         self.problems: list[LoadProblem] = []
         self.notes: list[str] = []
         self.nodes: list[Node] = []
@@ -259,7 +234,7 @@ class _Loader:
 
         documents: Iterator[tuple[int, object]]
         if is_json:
-            documents = _json_documents(data, report)
+            documents = _json_documents(data, report, find_duplicates=self.validate != "ignore")
         else:
             try:
                 text = data.decode("utf-8-sig")
@@ -315,6 +290,8 @@ class _Loader:
             shown = api_version or "no apiVersion"
             self.notes.append(f"skipped kind {kind} ({shown}) at {origin}")
             return
+        if self.refused_fields(origin, kind, api_version, obj):
+            return
         if kind == "Pod":
             self.add_pod(origin, obj)
         elif kind == "Node":
@@ -341,6 +318,34 @@ class _Loader:
         else:
             self.add_workload(origin, kind, obj)
 
+    def refused_fields(
+        self, origin: _Origin, kind: str, api_version: str, obj: Mapping[str, Any]
+    ) -> bool:
+        """Field validation as the apiserver's strict decoding (fieldValidation): unknown
+        and duplicate fields, values of the wrong type, integers out of range. Whether
+        the object is refused (a LoadProblem); `warn` lists the fields in notes."""
+        problems = check_fields(obj, api_version, kind)
+        if problems is None:
+            problems = duplicate_fields(obj)
+            if (kind, api_version) not in self.unvalidated:
+                self.unvalidated.add((kind, api_version))
+                shown = api_version or "no apiVersion"
+                self.notes.append(
+                    f"the fields of {kind} ({shown}) are not validated: no schema for it here"
+                )
+        refused, warnings = triage(problems, self.validate)
+        name = _raw_name(obj, kind)
+        for warning in warnings:
+            self.field_warnings += 1
+            if self.field_warnings <= MAX_FIELD_WARNINGS:
+                where = " ".join(p for p in (kind, name) if p)
+                self.notes.append(
+                    f"warning: {origin} ({where}): field {warning.field}: {warning.message}"
+                )
+        if refused is not None:
+            self.problem(origin, kind, name, *refused.error)
+        return refused is not None
+
     def add_list(
         self, origin: _Origin, kind: str, api_version: str, obj: Mapping[str, Any]
     ) -> None:
@@ -357,11 +362,11 @@ class _Loader:
         for index, item in enumerate(items, 1):
             if item_kind and isinstance(item, dict) and not item.get("kind"):
                 # The API's typed lists (PodList, ...) leave kind out of their items.
-                item = {
-                    **item,
-                    "kind": item_kind,
-                    "apiVersion": item.get("apiVersion") or api_version,
-                }
+                # copy_object keeps the mark of duplicate keys (DuplicateKeyDict).
+                item = copy_object(
+                    item,
+                    {"kind": item_kind, "apiVersion": item.get("apiVersion") or api_version},
+                )
             self.add_document(_Origin(origin.source, origin.document, index), item)
 
     def decode(

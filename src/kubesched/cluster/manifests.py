@@ -88,7 +88,8 @@ from kubesched.cluster.admission import (
 )
 from kubesched.cluster.dra_manifests import build_dra
 from kubesched.cluster.generated_names import _uid
-from kubesched.cluster.manifest_loader import LoadProblem, _Loader, _Origin, _PodItem
+from kubesched.cluster.load_problems import LoadProblem, _Origin
+from kubesched.cluster.manifest_loader import MAX_FIELD_WARNINGS, _Loader, _PodItem
 from kubesched.cluster.manifest_reader import _read_path
 from kubesched.cluster.runtime_classes import admit_runtime_class
 from kubesched.cluster.volume_manifests import build_storage
@@ -172,14 +173,19 @@ def load_paths(
     paths: Sequence[str | Path],
     before: Iterable[tuple[str, int, object]] = (),
     max_pods: int = DEFAULT_MAX_PODS,
+    validate: str = "strict",
 ) -> ClusterState:
     """Load files and folders (folders: *.yaml, *.yml, *.json, recursively, sorted
     by path; hidden files and folders skipped). "-" reads YAML from stdin.
-    `before` are already-parsed documents read first (a live cluster's objects)."""
-    loader = _Loader()
+    `before` are already-parsed documents read first (a live cluster's objects).
+    `validate`: kubectl's --validate, strict, warn or ignore."""
+    # A live cluster's objects were accepted by its API server (of whatever
+    # version): only what cannot be decoded at all is refused.
+    loader = _Loader("ignore")
     with _gc_paused():
         for source, document, obj in before:
             loader.add_document(_Origin(source, document), obj)
+        loader.validate = validate
         for path in paths:
             for source, data, is_json in _read_path(path, loader):
                 loader.add_stream(source, data, is_json)
@@ -187,10 +193,12 @@ def load_paths(
 
 
 def load_documents(
-    docs: Iterable[tuple[str, int, object]], max_pods: int = DEFAULT_MAX_PODS
+    docs: Iterable[tuple[str, int, object]],
+    max_pods: int = DEFAULT_MAX_PODS,
+    validate: str = "strict",
 ) -> ClusterState:
     """Load already-parsed documents: (source, 1-based document index, object)."""
-    loader = _Loader()
+    loader = _Loader(validate)
     with _gc_paused():
         for source, document, obj in docs:
             loader.add_document(_Origin(source, document), obj)
@@ -254,6 +262,10 @@ def _finish(loader: _Loader, max_pods: int) -> ClusterState:
         loader.notes.append(
             f"{len(unknown)} pods are bound to nodes not in the input "
             f"(e.g. {example.key} on {example.spec.node_name})"
+        )
+    if loader.field_warnings > MAX_FIELD_WARNINGS:
+        loader.notes.append(
+            f"… and {loader.field_warnings - MAX_FIELD_WARNINGS} more field warnings"
         )
     # Problems found after reading (priorities, duplicates) go to their place.
     loader.problems.sort(key=lambda p: (loader.sources.get(p.source, 0), p.document, p.item or 0))

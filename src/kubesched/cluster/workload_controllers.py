@@ -53,7 +53,8 @@ from kubesched.cluster.generated_names import (
     _safe_encode,
     _uid,
 )
-from kubesched.cluster.manifest_loader import _Loader, _Origin, _OwnerKey, _PodItem, _WorkloadItem
+from kubesched.cluster.load_problems import _Origin
+from kubesched.cluster.manifest_loader import _Loader, _OwnerKey, _PodItem, _WorkloadItem
 from kubesched.cluster.volume_manifests import StatefulSetClaim
 
 _TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
