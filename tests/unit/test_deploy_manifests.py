@@ -111,9 +111,9 @@ def scheduler_config() -> dict[str, Any]:
 def test_every_yaml_file_parses_with_expected_kinds() -> None:
     files = sorted(p.name for p in DEPLOY.glob("*.yaml") if p.name != KUSTOMIZATION)
     assert files == sorted(EXPECTED_KINDS)
-    for name, kinds in EXPECTED_KINDS.items():
+    for name, expected in EXPECTED_KINDS.items():
         docs = load(name)
-        assert [d["kind"] for d in docs] == kinds, name
+        assert [d["kind"] for d in docs] == expected, name
         for d in docs:
             assert d["apiVersion"] and d["metadata"]["name"], (name, d)
             assert d["metadata"]["labels"]["app.kubernetes.io/name"] == "kubesched"

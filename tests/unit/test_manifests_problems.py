@@ -79,7 +79,8 @@ def test_missing_kind(tmp_path: Path) -> None:
         (
             "  priority: high\n",
             "spec.priority",
-            "json: cannot unmarshal string into Go struct field PodSpec.spec.priority of type int32",
+            "json: cannot unmarshal string into Go struct field PodSpec.spec.priority "
+            "of type int32",
         ),
         (
             "  tolerations: [{key: 1}]\n",
