@@ -21,6 +21,7 @@ import statistics
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import msgspec
 
@@ -102,7 +103,8 @@ def main() -> None:
         for _ in range(args.repeat):
             for mode in modes:
                 started = time.perf_counter()
-                state = load_paths([path], **({} if mode == "none" else {"validate": mode}))
+                extra: dict[str, Any] = {} if mode == "none" else {"validate": mode}
+                state = load_paths([path], **extra)
                 times[mode].append(time.perf_counter() - started)
                 assert not state.problems, state.problems[:3]
         result = {
