@@ -146,3 +146,26 @@ def start_kubesched(
             command, stdout=out, stderr=subprocess.STDOUT, env=cp.process_env(**env)
         )
     return KubeschedProcess(proc, log_path, port, cp)
+
+
+def simulate_live(cp: ControlPlane, *args: str, timeout: float = 120) -> Any:
+    """`kubesched simulate --from-cluster -o json` on the control plane (a process of
+    its own, as a user runs it); the CompletedProcess."""
+    return subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "kubesched.cli.main",
+            "simulate",
+            "--from-cluster",
+            "--kubeconfig",
+            str(cp.kubeconfig),
+            "-o",
+            "json",
+            *args,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 import time
 from collections import Counter
 from pathlib import Path
@@ -17,7 +16,7 @@ from prometheus_client.samples import Sample
 from kubesched.kube.inflight import CEILING, FLOOR
 from tests.integration.admin_api import AdminApi
 from tests.integration.control_plane import REPO_ROOT, ControlPlane
-from tests.integration.kubesched_proc import KubeschedProcess, start_kubesched
+from tests.integration.kubesched_proc import KubeschedProcess, simulate_live, start_kubesched
 
 pytestmark = pytest.mark.integration
 
@@ -75,25 +74,7 @@ def test_200_pods_over_50_nodes_bound_as_simulate_predicts(
         names.append(name)
 
     # What the simulator says for the very same state, read from the cluster.
-    simulated = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "kubesched.cli.main",
-            "simulate",
-            "--from-cluster",
-            "--kubeconfig",
-            str(control_plane.kubeconfig),
-            "-o",
-            "json",
-            "--seed",
-            "7",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    simulated = simulate_live(control_plane, "--seed", "7")
     assert simulated.returncode == 0, simulated.stderr
     predicted = json.loads(simulated.stdout)["placements"]
     assert all(api.node_of(namespace, n) is None for n in names)  # simulate wrote nothing

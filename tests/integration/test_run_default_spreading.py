@@ -5,8 +5,6 @@ reads them through its listers (helper.DefaultSelector)."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -14,7 +12,7 @@ import pytest
 
 from tests.integration.conftest import AdminApi, ControlPlane
 from tests.integration.kube_scheduler_proc import KubeSchedulerProcess
-from tests.integration.kubesched_proc import KubeschedProcess, start_kubesched
+from tests.integration.kubesched_proc import KubeschedProcess, simulate_live, start_kubesched
 from tests.integration.test_run import unique_prefix
 
 pytestmark = pytest.mark.integration
@@ -60,25 +58,7 @@ def test_a_service_spreads_the_pods_it_selects(
         # `simulate --from-cluster` reads the Service too (issue #30): the same answer,
         # with no scheduler running and nothing written.
         api.create_pod(namespace, "new-web", labels=web, nodeSelector=pool)
-        simulated = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "kubesched.cli.main",
-                "simulate",
-                "--from-cluster",
-                "--kubeconfig",
-                str(control_plane.kubeconfig),
-                "-o",
-                "json",
-                "--seed",
-                "1",
-            ],
-            capture_output=True,
-            text=True,
-            timeout=120,
-            check=False,
-        )
+        simulated = simulate_live(control_plane, "--seed", "1")
         assert simulated.returncode in (0, 1), simulated.stderr
         placements = json.loads(simulated.stdout)["placements"]
         assert placements[f"{namespace}/new-web"] == busy

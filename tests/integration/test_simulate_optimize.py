@@ -4,14 +4,13 @@ placement and the batch engine's, from the live cluster's snapshot, writing noth
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import time
 
 import pytest
 
 from tests.integration.admin_api import AdminApi
 from tests.integration.control_plane import ControlPlane
+from tests.integration.kubesched_proc import simulate_live
 from tests.integration.test_run import unique_prefix
 
 pytestmark = pytest.mark.integration
@@ -32,27 +31,8 @@ def test_optimize_from_a_live_cluster_places_what_greedy_leaves_pending(
     time.sleep(1.1)  # a later creationTimestamp: the queue takes it last
     api.create_pod(namespace, "big", cpu="3", nodeSelector=selector)
 
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "kubesched.cli.main",
-            "simulate",
-            "--from-cluster",
-            "--kubeconfig",
-            str(control_plane.kubeconfig),
-            "-o",
-            "json",
-            "--seed",
-            "1",
-            "--optimize",
-            "--optimize-timeout",
-            "5s",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=180,
-        check=False,
+    done = simulate_live(
+        control_plane, "--seed", "1", "--optimize", "--optimize-timeout", "5s", timeout=180
     )
     assert done.returncode == 0, done.stderr
     document = json.loads(done.stdout)

@@ -224,10 +224,8 @@ class _Expander:
                 self.selectors[meta.namespace, workload.kind, meta.name] = selector
         if isinstance(workload, Deployment):
             return self.deployment(item, workload)
-        if isinstance(workload, ReplicaSet):
+        if isinstance(workload, ReplicaSet | ReplicationController):
             return self.replica_set(item, workload)
-        if isinstance(workload, ReplicationController):
-            return self.replication_controller(item, workload)
         if isinstance(workload, StatefulSet):
             return self.stateful_set(item, workload)
         if isinstance(workload, DaemonSet):
@@ -343,24 +341,17 @@ class _Expander:
         )
         return self.replicas(item, template, rs_name, max(0, replicas - len(live)), labels, owner)
 
-    def replica_set(self, item: _WorkloadItem, rs: ReplicaSet) -> list[_PodItem]:
-        meta = rs.metadata
-        live = self.existing(meta.namespace, "ReplicaSet", meta.name)
-        replicas = 1 if rs.spec.replicas is None else rs.spec.replicas
-        owner = _controller_ref("apps/v1", "ReplicaSet", meta)
-        template = rs.spec.template
-        labels = dict(template.metadata.labels)
-        return self.replicas(item, template, meta.name, max(0, replicas - len(live)), labels, owner)
-
-    def replication_controller(
-        self, item: _WorkloadItem, rc: ReplicationController
+    def replica_set(
+        self, item: _WorkloadItem, rs: ReplicaSet | ReplicationController
     ) -> list[_PodItem]:
-        """ReplicationManager: the ReplicaSet controller for the core group's kind."""
-        meta = rc.metadata
-        live = self.existing(meta.namespace, "ReplicationController", meta.name)
-        replicas = 1 if rc.spec.replicas is None else rc.spec.replicas
-        owner = _controller_ref("v1", "ReplicationController", meta)
-        template = rc.spec.template
+        """ReplicaSetController.manageReplicas; ReplicationManager is the same
+        controller for the core group's kind."""
+        meta = rs.metadata
+        live = self.existing(meta.namespace, rs.kind, meta.name)
+        replicas = 1 if rs.spec.replicas is None else rs.spec.replicas
+        api_version = "v1" if isinstance(rs, ReplicationController) else "apps/v1"
+        owner = _controller_ref(api_version, rs.kind, meta)
+        template = rs.spec.template
         labels = dict(template.metadata.labels)
         return self.replicas(item, template, meta.name, max(0, replicas - len(live)), labels, owner)
 
