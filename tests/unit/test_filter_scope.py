@@ -110,4 +110,4 @@ def test_preemption_batches_only_over_declared_scopes(extra: list[str], batched:
     assert {plugin.name: scope for plugin, scope in scopes}["NodeResourcesFit"] == (
         FilterScope.AMOUNTS
     )
-    assert env.plugin.amounts_only(state, incoming) is batched
+    assert env.plugin.dry_run.amounts_only(state, incoming) is batched

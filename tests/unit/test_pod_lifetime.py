@@ -98,7 +98,7 @@ def _per_pod_state(sched: Scheduler) -> dict[str, int]:
     assert isinstance(preemption, DefaultPreemption)
     # What is kept per row (a node's pods in importance order, its nominated pods)
     # until the row is next looked at: bounded by the rows, not by the pods seen.
-    per_row = {id(p) for kept in preemption._victims_by_row.values() for p in kept.pods}
+    per_row = {id(p) for kept in preemption.dry_run._victims_by_row.values() for p in kept.pods}
     memo = nominated._memos.get(fw.handle.nodes)
     for at_priority in memo.by_priority.values() if memo is not None else ():
         per_row |= {id(p) for pods in at_priority.by_row.values() for p in pods}
@@ -145,7 +145,7 @@ def test_nothing_per_pod_outlives_many_pods_scheduled_preempted_and_deleted() ->
         await run_until_quiet(sched, clock)
         preemption = sched.frameworks["default-scheduler"].instances["DefaultPreemption"]
         assert isinstance(preemption, DefaultPreemption)
-        return _per_pod_state(sched), evicted, len(preemption._victims_by_row)
+        return _per_pod_state(sched), evicted, len(preemption.dry_run._victims_by_row)
 
     state, evicted, rows_kept = asyncio.run(scenario())
     assert evicted > 0  # preemption ran

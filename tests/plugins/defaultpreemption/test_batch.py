@@ -206,12 +206,14 @@ def test_batch_gives_the_victims_of_the_node_by_node_dry_run(
 ) -> None:
     env, incoming = _build(nodes_drawn, placed, nominated, budgets, preemptor, seed=seed)
     state = _pre_filtered(env, incoming)
-    assert env.plugin.amounts_only(state, incoming)
+    assert env.plugin.dry_run.amounts_only(state, incoming)
     rows = env.table.order().tolist()
     rows_seed.shuffle(rows)
     rows = rows[: rows_seed.randint(1, len(rows))]
     before = fingerprint(env.table)
-    batched = env.plugin.select_victims_batch(state, incoming, env.table, rows, env.handle.pdbs)
+    batched = env.plugin.dry_run.select_victims_batch(
+        state, incoming, env.table, rows, env.handle.pdbs
+    )
     assert fingerprint(env.table) == before
     expected = _one_by_one(env, state, incoming, rows)
     if batched is None:
@@ -246,7 +248,7 @@ def test_the_rows_kept_between_dry_runs_follow_the_pods(
     env, incoming = _build(nodes_drawn, placed, [], budgets, preemptor)
     rows = env.table.order().tolist()
     state = _pre_filtered(env, incoming)
-    env.plugin.select_victims_batch(state, incoming, env.table, rows, env.handle.pdbs)
+    env.plugin.dry_run.select_victims_batch(state, incoming, env.table, rows, env.handle.pdbs)
     for i, (remove, drawn) in enumerate(changes):
         row = rows[drawn[0] % len(rows)]
         on_row = list(env.table.pods_on(row))
@@ -256,7 +258,9 @@ def test_the_rows_kept_between_dry_runs_follow_the_pods(
             new = _pod_of(f"new{i}", drawn, env.table.names[row])
             env.table.add_pod(PodInfo(new), row)
     state = _pre_filtered(env, incoming)
-    batched = env.plugin.select_victims_batch(state, incoming, env.table, rows, env.handle.pdbs)
+    batched = env.plugin.dry_run.select_victims_batch(
+        state, incoming, env.table, rows, env.handle.pdbs
+    )
     if batched is None:
         event("batch declined")
         return
@@ -304,7 +308,7 @@ def test_batched_dry_run_and_choice_match_node_by_node(
         batched, batched_statuses = plugin.dry_run_preemption(
             state, incoming, potential, pdbs, offset, count
         )
-    plugin.amounts_only = lambda state, pod: False  # type: ignore[method-assign]
+    plugin.dry_run.amounts_only = lambda state, pod: False  # type: ignore[method-assign]
     general, general_statuses = plugin.dry_run_preemption(
         state, incoming, potential, pdbs, offset, count
     )
@@ -342,7 +346,7 @@ def test_post_filter_outcome_is_the_same_batched_or_not(
     for batched in (True, False):
         env, incoming = _build(nodes_drawn, placed, nominated, budgets, preemptor, seed=seed)
         if not batched:
-            env.plugin.amounts_only = lambda state, pod: False  # type: ignore[method-assign]
+            env.plugin.dry_run.amounts_only = lambda state, pod: False  # type: ignore[method-assign]
         state = _pre_filtered(env, incoming)
         feasible, diagnosis = env.fw.run_filters_with_nominated_pods(
             state, incoming, env.table, env.table.order()
@@ -380,7 +384,7 @@ def _simple(extra: Sequence[str] = (), explode: int | None = None) -> tuple[Env,
 
 def test_only_amount_filters_and_no_prefilter_extensions_allow_the_batch() -> None:
     env, incoming = _simple()
-    assert env.plugin.amounts_only(_pre_filtered(env, incoming), incoming)
+    assert env.plugin.dry_run.amounts_only(_pre_filtered(env, incoming), incoming)
     # A pod with a host port: NodePorts looks at the pods' ports.
     with_port = PodInfo(
         pod(
@@ -397,13 +401,13 @@ def test_only_amount_filters_and_no_prefilter_extensions_allow_the_batch() -> No
             },
         )
     )
-    assert not env.plugin.amounts_only(_pre_filtered(env, with_port), with_port)
+    assert not env.plugin.dry_run.amounts_only(_pre_filtered(env, with_port), with_port)
     # A PreFilterExtensions plugin that runs for the pod.
     env, incoming = _simple(extra=["test-CountBlockers"])
-    assert not env.plugin.amounts_only(_pre_filtered(env, incoming), incoming)
+    assert not env.plugin.dry_run.amounts_only(_pre_filtered(env, incoming), incoming)
     # An unknown filter.
     env, incoming = _simple(extra=["test-Explodes"])
-    assert not env.plugin.amounts_only(_pre_filtered(env, incoming), incoming)
+    assert not env.plugin.dry_run.amounts_only(_pre_filtered(env, incoming), incoming)
 
 
 def test_a_filter_error_leaves_the_table_and_is_reported_per_node() -> None:
@@ -411,13 +415,13 @@ def test_a_filter_error_leaves_the_table_and_is_reported_per_node() -> None:
     state = _pre_filtered(env, incoming)
     rows = env.table.order().tolist()
     before = fingerprint(env.table)
-    assert env.plugin.select_victims_batch(state, incoming, env.table, rows, []) is None
+    assert env.plugin.dry_run.select_victims_batch(state, incoming, env.table, rows, []) is None
     # Forced, although test-Explodes is no amounts-only filter: the error it raises
     # makes the batch decline, the table as it was, and the nodes go one by one.
     fit = env.fw.instances["NodeResourcesFit"]
     assert isinstance(fit, FilterPlugin)
-    env.plugin._amount_filters = lambda state, pod: [fit]  # type: ignore[method-assign]
-    assert env.plugin.select_victims_batch(state, incoming, env.table, rows, []) is None
+    env.plugin.dry_run._amount_filters = lambda state, pod: [fit]  # type: ignore[method-assign]
+    assert env.plugin.dry_run.select_victims_batch(state, incoming, env.table, rows, []) is None
     assert fingerprint(env.table) == before
     candidates, statuses = env.plugin.dry_run_preemption(state, incoming, rows, [], 0, 3)
     assert fingerprint(env.table) == before
@@ -438,7 +442,7 @@ def test_pod_nominated_where_it_runs_sends_the_batch_node_by_node(
         (3, "1", None, 0, False, ""),
     )
     state = _pre_filtered(env, incoming)
-    found = env.plugin.select_victims_batch(state, incoming, env.table, [0], [])
+    found = env.plugin.dry_run.select_victims_batch(state, incoming, env.table, [0], [])
     if nominated_on_its_node:
         assert found is None
     else:
@@ -536,7 +540,7 @@ def test_rows_with_pod_group_members_and_overridden_rules_ask_pod_by_pod() -> No
     incoming = PodInfo(pod("incoming", priority=5, spec=two_cpus))
     state = _pre_filtered(env, incoming)
     rows = env.table.order().tolist()
-    batched = env.plugin.select_victims_batch(state, incoming, env.table, rows, [])
+    batched = env.plugin.dry_run.select_victims_batch(state, incoming, env.table, rows, [])
     assert batched is not None
     assert [v.key for v in batched[0][0]] == ["default/loner"]
 
@@ -546,6 +550,6 @@ def test_rows_with_pod_group_members_and_overridden_rules_ask_pod_by_pod() -> No
 
     env.plugin.__class__ = OnlyMembers
     assert not env.plugin.victims_are_the_lower_priority_pods()
-    batched = env.plugin.select_victims_batch(state, incoming, env.table, rows, [])
+    batched = env.plugin.dry_run.select_victims_batch(state, incoming, env.table, rows, [])
     assert batched is not None
     assert [v.key for v in batched[0][0]] == ["default/member"]

@@ -9,7 +9,7 @@ import bisect
 import logging
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -99,30 +99,34 @@ class _RowVictims:
     grouped: bool
 
 
+class Preemption(Protocol):
+    """What the batched dry run reads of the DefaultPreemption it serves."""
+
+    @property
+    def handle(self) -> Handle: ...
+
+    @property
+    def framework(self) -> FrameworkRunner | None: ...
+
+    def is_preemption_allowed(self, victim: PodInfo, preemptor: PodInfo) -> bool: ...
+
+    def victims_are_the_lower_priority_pods(self) -> bool:
+        """Whether is_preemption_allowed allows exactly the pods of lower priority on
+        rows without pod group members (DefaultPreemption's rule, not overridden): a
+        row's victims are then a tail of its pods in importance order."""
+        ...
+
+
 class BatchedDryRun:
-    """The batched dry run, mixed into DefaultPreemption."""
+    """The batched dry run: a part of DefaultPreemption (`plugin.dry_run`), which
+    it reads through the Preemption protocol (its rules, handle and framework)."""
 
-    framework: FrameworkRunner | None
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
+    def __init__(self, preemption: Preemption) -> None:
+        self.preemption = preemption
         # Row -> its pods in importance order: with a thousand preemptors and the
         # same few hundred candidate rows, sorting each row's pods and reading their
         # amounts was a tenth of PreemptionBasic.
         self._victims_by_row: dict[int, _RowVictims] = {}
-
-    if TYPE_CHECKING:  # what DefaultPreemption brings
-
-        @property
-        def handle(self) -> Handle: ...
-
-        def is_preemption_allowed(self, victim: PodInfo, preemptor: PodInfo) -> bool: ...
-
-    def victims_are_the_lower_priority_pods(self) -> bool:
-        """Whether is_preemption_allowed allows exactly the pods of lower priority on
-        rows without pod group members (DefaultPreemption's rule, not overridden):
-        a row's victims are then a tail of its pods in importance order."""
-        return False
 
     def amounts_only(self, state: CycleState, pod: PodInfo) -> bool:
         """Whether the filters that run for the pod see the pods on a node only through
@@ -140,9 +144,10 @@ class BatchedDryRun:
         `amounts_only` (else None): each filter's declared FilterScope says whether it
         reads the node's pods not at all (NODE), only through the amounts (AMOUNTS),
         or more."""
-        if self.framework is None:
+        framework = self.preemption.framework
+        if framework is None:
             return None
-        scopes = self.framework.filter_scopes(state, pod)
+        scopes = framework.filter_scopes(state, pod)
         if scopes is None or any(scope > FilterScope.AMOUNTS for _, scope in scopes):
             return None
         return [plugin for plugin, scope in scopes if scope == FilterScope.AMOUNTS]
@@ -193,7 +198,7 @@ class BatchedDryRun:
         rare cases that do not fit this (a nominated pod already on the row, a
         resource without a column) and when a filter failed with an error: the caller
         then goes node by node, which reports errors per node."""
-        fw = self.framework
+        fw = self.preemption.framework
         amount_filters = self._amount_filters(state, pod)
         if fw is None or amount_filters is None:
             return None
@@ -204,8 +209,8 @@ class BatchedDryRun:
         violating_counts: list[int] = []
         # Every row's victims' amounts, one line per victim in its order.
         blocks: list[IntArray] = []
-        allowed = self.is_preemption_allowed
-        by_priority = self.victims_are_the_lower_priority_pods()
+        allowed = self.preemption.is_preemption_allowed
+        by_priority = self.preemption.victims_are_the_lower_priority_pods()
         priority = pod.priority
         for row in rows:
             kept = self._row_victims(table, row)
@@ -247,7 +252,7 @@ class BatchedDryRun:
         # What the first step changes: every victim out, the nominated pods in.
         change = -delta.sum(axis=0)
         if nominated is None:
-            nominated = nominated_by_row(self.handle.nominated, pod, table)
+            nominated = nominated_by_row(self.preemption.handle.nominated, pod, table)
         if nominated:
             at = [i for i, row in enumerate(rows) if row in nominated]
             added = nominated.amounts(table, np.asarray([rows[i] for i in at], dtype=np.intp))

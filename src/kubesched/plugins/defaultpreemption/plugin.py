@@ -99,7 +99,7 @@ _MIN_BATCH = 16
 WAITING_FOR_PREEMPTION = "waiting for the preemption for this pod to be finished"
 
 
-class DefaultPreemption(BatchedDryRun, PostFilterPlugin, PreEnqueuePlugin, EnqueueExtensions):
+class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin, EnqueueExtensions):
     """PostFilter: preempt lower-priority pods. PreEnqueue (async preemption, on by
     default since 1.33): a preemptor is not retried while its victims are still
     being evicted, so it never preempts twice for one nomination."""
@@ -117,6 +117,8 @@ class DefaultPreemption(BatchedDryRun, PostFilterPlugin, PreEnqueuePlugin, Enque
         # Preemptors whose victims are being evicted (Executor.preempting upstream),
         # each with the last victim it deletes: (node, victim key).
         self._last_victim: dict[str, tuple[str, str]] = {}
+        # Many nodes dry-run at once where the filters allow it (batch.py).
+        self.dry_run = BatchedDryRun(self)
 
     # --- PreEnqueue ----------------------------------------------------------------
 
@@ -220,6 +222,8 @@ class DefaultPreemption(BatchedDryRun, PostFilterPlugin, PreEnqueuePlugin, Enque
         return True, ""
 
     def victims_are_the_lower_priority_pods(self) -> bool:
+        """Whether is_preemption_allowed is this class's (a subclass may change it):
+        the batched dry run may then take a tail of each row's pods as its victims."""
         return type(self).is_preemption_allowed is DefaultPreemption.is_preemption_allowed
 
     def is_preemption_allowed(self, victim: PodInfo, preemptor: PodInfo) -> bool:
@@ -292,15 +296,15 @@ class DefaultPreemption(BatchedDryRun, PostFilterPlugin, PreEnqueuePlugin, Enque
         violating no PDB first) and the verdict of every node that is not one.
 
         When the pod's filters can only change their mind through the amounts a node
-        has requested (see `amounts_only`), the nodes are dry-run a batch at a time
-        (`select_victims_batch`), with the same verdicts as one by one."""
+        has requested (see BatchedDryRun.amounts_only), the nodes are dry-run a batch
+        at a time (`dry_run.select_victims_batch`), with the same verdicts as one by one."""
         table = self.handle.nodes
         non_violating: list[Candidate] = []
         violating: list[Candidate] = []
         statuses: dict[int, Status] = {}
         total = len(potential)
         ordered = [potential[(offset + i) % total] for i in range(total)]
-        batched = self.amounts_only(state, pod)
+        batched = self.dry_run.amounts_only(state, pod)
         nominated = nominated_by_row(self.handle.nominated, pod, table) if batched else None
         buffered: list[tuple[list[PodInfo], int, Status]] = []
         buffer_start = 0
@@ -317,7 +321,7 @@ class DefaultPreemption(BatchedDryRun, PostFilterPlugin, PreEnqueuePlugin, Enque
                     size = 2 * i
                 else:
                     size = -(-missing * i // chosen_so_far)
-                found = self.select_victims_batch(
+                found = self.dry_run.select_victims_batch(
                     state, pod, table, ordered[i : i + max(size, _MIN_BATCH)], pdbs, nominated
                 )
                 if found is None:
