@@ -124,11 +124,23 @@ status: {allocatable: {cpu: "8", memory: 16Gi, pods: "110"}}
     assert found["placements"]["default/p0"] == "only"
     assert all("TaintToleration" not in p["filter"] for p in found["profiles"])
     code, _, output = invoke(tmp_path, tainted, pods(1), args=("simulate", "--disable", "Nope"))
-    assert code == 2 and "'Nope': no plugin of that name" in output
+    assert code == 2 and "unknown plugin 'Nope'" in output
+    # Issue #31: a typo is answered with the name meant and the known ones.
+    code, _, output = invoke(
+        tmp_path, tainted, pods(1), args=("simulate", "--disable", "ImageLocalty")
+    )
+    assert code == 2 and "did you mean 'ImageLocality'?" in output and "(known: " in output
     code, _, output = invoke(
         tmp_path, tainted, pods(1), args=("simulate", "--disable", "DefaultBinder")
     )
     assert code == 2 and "at least one bind plugin is needed" in output
+    assert "Invalid value for --disable" in output
+    # The option that broke the profile is the one named (it said --disable).
+    code, _, output = invoke(
+        tmp_path, tainted, pods(1), args=("simulate", "--enable", "Coscheduling")
+    )
+    assert code == 2 and "exactly one queueSort plugin" in output
+    assert "Invalid value for --enable:" in output
 
 
 def test_reproducible_by_default(tmp_path: Path) -> None:
@@ -146,3 +158,19 @@ def test_random_seed_is_reported_and_repeats(tmp_path: Path) -> None:
     assert f"tie-breaks seeded at random with {seed}: repeat with --seed {seed}" in found["notes"]
     again = simulate_json(tmp_path, NODES, pods(12), args=("--seed", str(seed)))
     assert again["placements"] == found["placements"]
+
+
+def test_a_config_naming_a_plugin_that_does_not_exist(tmp_path: Path) -> None:
+    """The file's name, the profile and the name meant (issue #31)."""
+    config = tmp_path / "sched.yaml"
+    config.write_text(
+        "apiVersion: kubescheduler.config.k8s.io/v1\n"
+        "kind: KubeSchedulerConfiguration\n"
+        "profiles:\n"
+        "- schedulerName: default-scheduler\n"
+        "  plugins: {score: {enabled: [{name: NodeResourceFit}]}}\n"
+    )
+    code, _, output = invoke(tmp_path, NODES, pods(1), args=("simulate", "--config", str(config)))
+    assert code == 2
+    assert f"{config}: profile 'default-scheduler': 'NodeResourceFit' does not exist" in output
+    assert "did you mean 'NodeResourcesFit'" in output

@@ -269,3 +269,10 @@ def test_h_is_help_on_every_command() -> None:
         result = CliRunner().invoke(main, [*command, "-h"])
         assert result.exit_code == 0, result.output
         assert result.output.startswith("Usage: "), result.output
+
+
+def test_empty_input_is_noted() -> None:
+    """`-f - </dev/null` (issue #31): a report of no pods says why."""
+    result = CliRunner().invoke(main, ["simulate", "-f", "-", "-o", "json"], input="")
+    assert result.exit_code == 0, result.output
+    assert "<stdin> holds no objects" in json.loads(result.stdout)["notes"]

@@ -4,6 +4,7 @@ manifests it runs on, and the seed of its tie-breaks."""
 
 from __future__ import annotations
 
+import difflib
 import functools
 import secrets
 from collections.abc import Callable, Sequence
@@ -284,9 +285,8 @@ def scheduler_setup(
         # (PluginConfig's Weight) of at least 0, is a usage error, never a traceback.
         name, _, weight_text = spec.partition(":")
         if name not in registry:
-            known = ", ".join(sorted(registry))
             raise click.BadParameter(
-                f"{spec}: unknown plugin {name!r} (known: {known}; register others with --plugin)",
+                f"{spec}: {unknown_plugin(name, registry)}; register others with --plugin",
                 param_hint="--enable",
             )
         try:
@@ -303,11 +303,16 @@ def scheduler_setup(
             profile.plugins["multiPoint"].enabled.append(PluginRef(name, weight))
     for name in disabled:
         if name not in registry:
-            raise click.BadParameter(f"{name!r}: no plugin of that name", param_hint="--disable")
+            raise click.BadParameter(unknown_plugin(name, registry), param_hint="--disable")
         for profile in profiles:
             disable(profile, name)
+    # A profile the options broke is the options' fault; one the file broke, the file's.
+    changed = [
+        option for option, given in (("--enable", enabled), ("--disable", disabled)) if given
+    ]
+    hint = " / ".join(changed) if changed else "--config"
     for profile in profiles:
-        check_profile(profile, registry, "--config" if config_path else "--disable")
+        check_profile(profile, registry, hint, config_path)
     if seed == "random":
         chosen, given = secrets.randbelow(2**31), False
     else:
@@ -328,6 +333,13 @@ def scheduler_setup(
     )
 
 
+def unknown_plugin(name: str, registry: Registry) -> str:
+    """No plugin of that name: the closest names first, then every known one."""
+    close = difflib.get_close_matches(name, list(registry), n=3)
+    guess = f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
+    return f"unknown plugin {name!r}{guess} (known: {', '.join(sorted(registry))})"
+
+
 def disable(profile: ProfileConfig, name: str) -> None:
     """Take `name` out of every extension point of the profile, as a `disabled` entry
     of multiPoint and of each point would."""
@@ -337,14 +349,22 @@ def disable(profile: ProfileConfig, name: str) -> None:
             plugins.disabled.append(PluginRef(name))
 
 
-def check_profile(profile: ProfileConfig, registry: Registry, hint: str) -> None:
+def check_profile(
+    profile: ProfileConfig, registry: Registry, hint: str, config_path: str | None = None
+) -> None:
     """What the framework would refuse (frameworkImpl's NewFramework): unknown plugins,
     not exactly one QueueSort, no Bind plugin."""
     where = f"profile {profile.scheduler_name!r}"
+    if config_path is not None:
+        where = f"{config_path}: {where}"
     for plugins in profile.plugins.values():
         for ref in plugins.enabled:
             if ref.name not in registry:
-                raise click.BadParameter(f"{where}: {ref.name!r} does not exist", param_hint=hint)
+                close = difflib.get_close_matches(ref.name, list(registry), n=3)
+                guess = f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
+                raise click.BadParameter(
+                    f"{where}: {ref.name!r} does not exist{guess}", param_hint=hint
+                )
     resolved = resolve(profile, EXTENSION_POINTS, registry)
     if len(resolved.points["queueSort"]) != 1:
         raise click.BadParameter(

@@ -242,8 +242,12 @@ class _Loader:
                 self.file_problem(source, f"not UTF-8 text: {exc.reason} at byte {exc.start}")
                 return
             documents = _yaml_documents(text, report)
+        read = 0
         for index, obj in documents:
+            read += 1
             self.add_document(_Origin(source, index), obj)
+        if not read and not any(p.source == source for p in self.problems):
+            self.notes.append(f"{source} holds no objects")
 
     def add_document(self, origin: _Origin, obj: object) -> None:
         self.sources.setdefault(origin.source, len(self.sources))
