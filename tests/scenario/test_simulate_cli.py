@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import subprocess
 import sys
 from pathlib import Path
@@ -11,6 +12,7 @@ import yaml
 from click.testing import CliRunner
 
 from kubesched.cli.main import main
+from kubesched.logs import V
 from tests.scenario.conftest import Simulate
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -276,3 +278,19 @@ def test_empty_input_is_noted() -> None:
     result = CliRunner().invoke(main, ["simulate", "-f", "-", "-o", "json"], input="")
     assert result.exit_code == 0, result.output
     assert "<stdin> holds no objects" in json.loads(result.stdout)["notes"]
+
+
+def test_v_on_simulate_explain_and_capacity(tmp_path: Path) -> None:
+    """`-v N` as on `run` (issue #31: `simulate -v 3` said "No such option")."""
+    path = tmp_path / "c.yaml"
+    path.write_text(FOUR_NODES)
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    try:
+        for command in (["simulate"], ["capacity", "--podspec", str(path)], ["explain", "x"]):
+            result = CliRunner().invoke(main, [*command, "-f", str(path), "-v", "3"])
+            assert "No such option" not in result.output, result.output
+        assert root.level == V(3)
+    finally:  # the handler writes to CliRunner's stderr, gone after the test
+        root.handlers[:] = handlers
+        root.setLevel(level)

@@ -26,6 +26,7 @@ from kubesched.framework.features import (
 from kubesched.framework.interfaces import EXTENSION_POINTS, Plugin
 from kubesched.framework.profile import PluginRef, ProfileConfig, resolve
 from kubesched.framework.registry import Registry, load_plugin_path
+from kubesched.logs import configure_logging
 from kubesched.plugins.registry import default_registry
 from kubesched.simulator import World
 
@@ -145,8 +146,12 @@ def scheduler_options(fn: F) -> F:
         seed: str,
         percentage_of_nodes_to_score: int | None,
         feature_gates: str,
+        verbosity: int,
         **kwargs: Any,
     ) -> Any:
+        if verbosity:
+            # The scheduler's own log lines (klog's levels), on stderr as `run`'s.
+            configure_logging("text", verbosity)
         setup = scheduler_setup(
             config_path,
             plugins,
@@ -207,6 +212,14 @@ def scheduler_options(fn: F) -> F:
                 help="Override percentageOfNodesToScore (default: the configuration's, or 0).",
             ),
             feature_gates_option,
+            click.option(
+                "-v",
+                "--v",
+                "verbosity",
+                type=click.IntRange(0),
+                default=0,
+                help="Log verbosity of the scheduler's log lines on stderr, as klog's -v.",
+            ),
         ]
     ):
         wrapped = option(wrapped)
