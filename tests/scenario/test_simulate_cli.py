@@ -294,3 +294,11 @@ def test_v_on_simulate_explain_and_capacity(tmp_path: Path) -> None:
     finally:  # the handler writes to CliRunner's stderr, gone after the test
         root.handlers[:] = handlers
         root.setLevel(level)
+
+
+def test_seed_is_n_or_random_everywhere() -> None:
+    """`--seed` takes the same values on `run` as on `simulate` (issue #31)."""
+    for command in (["run"], ["simulate", "-f", "-"]):
+        result = CliRunner().invoke(main, [*command, "--seed", "nope"], input="")
+        assert result.exit_code == 2, result.output
+        assert "Invalid value for --seed: 'nope': an integer or 'random'" in result.output

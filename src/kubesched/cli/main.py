@@ -30,6 +30,7 @@ from kubesched.cli.options import (
     scheduler_options,
     scheduler_setup,
     seed_note,
+    seed_value,
     world_of,
 )
 from kubesched.cli.report import as_document, print_report
@@ -287,7 +288,13 @@ def _duration(text: str, flag: str) -> float:
     default=None,
     help="Override leaderElection.leaderElect of the configuration.",
 )
-@click.option("--seed", type=int, default=None, help="Seed for tie-breaks between best nodes.")
+@click.option(
+    "--seed",
+    default="random",
+    show_default=True,
+    metavar="N|random",
+    help="Seed for tie-breaks between best nodes (random, as kube-scheduler's, by default).",
+)
 @feature_gates_option
 @click.option(
     "--logging-format", type=click.Choice(["text", "json"]), default="text", show_default=True
@@ -349,7 +356,7 @@ def run_command(
     health_port: int | None,
     health_address: str,
     leader_elect: bool | None,
-    seed: int | None,
+    seed: str,
     feature_gates: str,
     logging_format: str,
     verbosity: int,
@@ -396,7 +403,7 @@ def run_command(
         config=config_path,
         health_host=health_address,
         health_port=health_port,
-        seed=seed,
+        seed=seed_value(seed),
         leader_elect=leader_elect,
         bind_address=bind_address,
         secure_port=secure_port,

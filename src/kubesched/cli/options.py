@@ -326,15 +326,8 @@ def scheduler_setup(
     hint = " / ".join(changed) if changed else "--config"
     for profile in profiles:
         check_profile(profile, registry, hint, config_path)
-    if seed == "random":
-        chosen, given = secrets.randbelow(2**31), False
-    else:
-        try:
-            chosen, given = int(seed), True
-        except ValueError:
-            raise click.BadParameter(
-                f"{seed!r}: an integer or 'random'", param_hint="--seed"
-            ) from None
+    seeded = seed_value(seed)
+    chosen, given = (secrets.randbelow(2**31), False) if seeded is None else (seeded, True)
     return SchedulerSetup(
         profiles,
         registry,
@@ -344,6 +337,16 @@ def scheduler_setup(
         config_path,
         gates,
     )
+
+
+def seed_value(text: str) -> int | None:
+    """--seed N|random, the same on every command: None for random."""
+    if text == "random":
+        return None
+    try:
+        return int(text)
+    except ValueError:
+        raise click.BadParameter(f"{text!r}: an integer or 'random'", param_hint="--seed") from None
 
 
 def unknown_plugin(name: str, registry: Registry) -> str:
