@@ -385,3 +385,34 @@ def test_many_nodes_stay_readable_and_the_layout_follows_the_width() -> None:
     assert "TaintToleration: 0→100 ×3 = 300" in narrow
     assert "TaintToleration ┃" not in narrow
     assert "NodeUnschedulable (unresolvable)" in render(targets[1], 250)
+
+
+DEPLOYMENT = """
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web}
+spec:
+  replicas: 2
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec: {containers: [{name: c, resources: {requests: {cpu: 100m}}}]}
+"""
+
+
+def test_a_workload_name_explains_its_first_pending_pod(tmp_path: Path) -> None:
+    """`explain web` for a Deployment's generated pods (issue #31)."""
+    (tmp_path / "in.yaml").write_text(textwrap.dedent(NODES) + "---" + textwrap.dedent(DEPLOYMENT))
+    path = str(tmp_path / "in.yaml")
+    result = CliRunner().invoke(main, ["explain", "web", "-f", path, "-o", "json"])
+    assert result.exit_code == 0, result.output
+    document = json.loads(result.stdout)
+    assert document["pods"][0]["pod"].startswith("default/web-")
+    assert any(
+        "is Deployment default/web: explaining its first pending pod" in n
+        for n in document["notes"]
+    )
+    # A name that is neither: the pods meant are named.
+    result = CliRunner().invoke(main, ["explain", "we", "-f", path])
+    assert result.exit_code == 2
+    assert "no pending pod default/we in the input; did you mean default/web-" in result.output

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import json
 import sys
 from pathlib import Path
@@ -13,6 +14,7 @@ import yaml
 from rich.console import Console
 from rich.text import Text
 
+from kubesched.api.objects import Pod
 from kubesched.cli.explain_report import print_explanation
 from kubesched.cli.gangs import gang_line, gang_of
 from kubesched.cli.html import simulation_page, write_page
@@ -27,10 +29,39 @@ from kubesched.cli.options import (
     world_of,
 )
 from kubesched.cli.report import profile_line
-from kubesched.cli.workloads import node_zones
+from kubesched.cli.workloads import node_zones, workload_of
 from kubesched.cluster.manifests import pending_pods, running_pods
 from kubesched.framework.explain import Explanation
 from kubesched.simulator import SimulationResult, simulate_world
+
+
+def resolve_pod(key: str, pending: list[Pod], running: list[Pod]) -> tuple[str, str]:
+    """The pending pod KEY names, and a note if it named a workload (a Deployment,
+    ReplicaSet, StatefulSet, Job, ...): its first pending pod is explained. A
+    BadParameter naming the pods meant when there is none."""
+    known = {p.key for p in pending}
+    if key in known:
+        return key, ""
+    already = {p.key: p.spec.node_name for p in running}
+    if key in already:
+        raise click.BadParameter(
+            f"{key} already runs on node {already[key]} (spec.nodeName): "
+            "explain covers the pods the simulation schedules",
+            param_hint="POD",
+        )
+    namespace, _, name = key.partition("/")
+    owned = [p for p in pending if (w := workload_of(p)).namespace == namespace and w.name == name]
+    if owned:
+        workload = workload_of(owned[0])
+        return owned[0].key, (
+            f"{key} is {workload.kind} {key}: explaining its first pending pod "
+            f"{owned[0].key} (of {len(owned)})"
+        )
+    close = difflib.get_close_matches(key, sorted(known), n=3, cutoff=0.5)
+    starting = sorted(k for k in known if k.startswith(f"{key}-"))[:3]
+    meant = list(dict.fromkeys([*starting, *close]))
+    guess = f"; did you mean {', '.join(meant)}?" if meant else ""
+    raise click.BadParameter(f"no pending pod {key} in the input{guess}", param_hint="POD")
 
 
 def pod_key(name: str) -> str:
@@ -91,18 +122,12 @@ def explain_command(
         err.print(f"error: {problem}", highlight=False, markup=False, soft_wrap=True)
     running = running_pods(state)
     pending = pending_pods(state)
-    keys = [pod_key(p) for p in pods]
-    known = {p.key: p for p in pending}
-    already = {p.key: p.spec.node_name for p in running}
-    for key in keys:
-        if key in already:
-            raise click.BadParameter(
-                f"{key} already runs on node {already[key]} (spec.nodeName): "
-                "explain covers the pods the simulation schedules",
-                param_hint="POD",
-            )
-        if key not in known:
-            raise click.BadParameter(f"no pending pod {key} in the input", param_hint="POD")
+    keys: list[str] = []
+    for name in pods:
+        key, note = resolve_pod(pod_key(name), pending, running)
+        keys.append(key)
+        if note:
+            state.notes.append(note)
     result = simulate_world(
         world_of(state, setup, pods=[*running, *pending]),
         seed=setup.seed,
