@@ -302,3 +302,17 @@ def test_seed_is_n_or_random_everywhere() -> None:
         result = CliRunner().invoke(main, [*command, "--seed", "nope"], input="")
         assert result.exit_code == 2, result.output
         assert "Invalid value for --seed: 'nope': an integer or 'random'" in result.output
+
+
+def test_a_bad_object_is_one_line_on_stderr_in_text_mode_too(tmp_path: Path) -> None:
+    """Issue #31: in text mode the error was on stdout, wrapped over 5 lines."""
+    path = tmp_path / "c.yaml"
+    path.write_text(
+        FOUR_NODES + "---\napiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {priority: x}\n"
+    )
+    for output in ("text", "json"):
+        result = CliRunner().invoke(main, ["simulate", "-f", str(path), "-o", output])
+        assert result.exit_code == 1
+        errors = [line for line in result.stderr.splitlines() if line.startswith("error: ")]
+        assert len(errors) == 1 and "(Pod default/p): field spec.priority" in errors[0]
+        assert "error: " not in result.stdout

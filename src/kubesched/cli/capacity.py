@@ -11,6 +11,7 @@ import msgspec
 import yaml
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from kubesched.api.objects import Pod
 from kubesched.capacity import CapacityResult, capacity
@@ -89,7 +90,7 @@ def capacity_command(
             raise click.BadParameter(f"no node {name} in the input", param_hint="--exclude-nodes")
     err = Console(stderr=True)
     for problem in state.problems:
-        err.print(f"error: {problem}", highlight=False, markup=False, soft_wrap=True)
+        err.print(Text(f"error: {problem}"), soft_wrap=True)
     gone = set(excluded)
     pods = [
         *(p for p in running_pods(state) if p.spec.node_name not in gone),

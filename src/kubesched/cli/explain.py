@@ -119,7 +119,7 @@ def explain_command(
     state = load_manifests(manifests)
     err = Console(stderr=True)
     for problem in state.problems:
-        err.print(f"error: {problem}", highlight=False, markup=False, soft_wrap=True)
+        err.print(Text(f"error: {problem}"), soft_wrap=True)
     running = running_pods(state)
     pending = pending_pods(state)
     keys: list[str] = []

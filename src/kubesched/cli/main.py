@@ -12,6 +12,7 @@ import click
 import yaml
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
+from rich.text import Text
 
 from kubesched import KUBERNETES_VERSION, __version__
 from kubesched.cli.capacity import capacity_command
@@ -118,9 +119,10 @@ def simulate_command(
     timeout = parse_timeout(optimize_timeout)
     state = load_manifests(manifests)
     problems = [str(p) for p in state.problems]
-    if output != "text":
-        for problem in problems:
-            err.print(f"error: {problem}", highlight=False, markup=False, soft_wrap=True)
+    # One line each on stderr, in every output format (the report on stdout stays
+    # the report; JSON and YAML list them under `problems` too).
+    for problem in problems:
+        err.print(Text(f"error: {problem}"), soft_wrap=True)
     pods = [*running_pods(state), *pending_pods(state)]
     pending = len(pods) - len(running_pods(state))
     # The HTML report's drill-down needs its pods explained while they are scheduled.
@@ -188,7 +190,7 @@ def simulate_command(
             yaml.safe_dump(document, sys.stdout, sort_keys=False)
     else:
         console = Console()
-        print_report(console, result, problems, notes, running, zones)
+        print_report(console, result, notes, running, zones)
         if optimize:
             if comparison is None:
                 console.print("optimize: no pending pods")

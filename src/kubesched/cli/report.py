@@ -162,12 +162,12 @@ def print_workloads(
 def print_report(
     console: Console,
     result: SimulationResult,
-    problems: list[str],
     notes: list[str],
     running: Collection[str] = (),
     zones: Mapping[str, str] | None = None,
 ) -> None:
-    """The text report. Every text from the input (names, kinds, reasons, problems)
+    """The text report (the problems went to stderr). Every text from the input (names,
+    kinds, reasons)
     goes in as a rich Text, never as a str: rich would read `[bold]` in a node's name
     as markup (and fail on `[/]`), `:smile:` as an emoji code."""
     for note in notes:
@@ -176,8 +176,6 @@ def print_report(
     for profile in result.profiles:
         if profile.profile in used:  # the profiles that scheduled something
             console.print(Text(profile_line(profile)))
-    for problem in problems:
-        console.print(Text.assemble(("error:", "red"), " ", problem))
 
     table = Table(title="Nodes", title_justify="left")
     table.add_column("node")
