@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 from kubesched.api.objects import Node
 from kubesched.framework.node_table import NodeTable
 from kubesched.framework.types import PodInfo
@@ -31,8 +29,15 @@ class NodeInfo:
         return self.node.metadata.labels
 
     @property
-    def pods(self) -> Iterator[PodInfo]:
-        return self.table.pods_on(self.row)
+    def pods(self) -> list[PodInfo]:
+        """The pods on the node (bound or assumed), as a list: `len(info.pods)` works,
+        as NodeInfo.Pods does upstream. A new list on each read."""
+        return list(self.table.pods_on(self.row))
+
+    @property
+    def pod_count(self) -> int:
+        """len(pods), without building the list."""
+        return int(self.table.requested[self.row, self.table.resource_index["pods"]])
 
     def allocatable(self, resource: str) -> int:
         col = self.table.resource_index.get(resource)
