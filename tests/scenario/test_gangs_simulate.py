@@ -4,12 +4,14 @@ Coscheduling configuration scheduler-plugins documents, and the report's gangs."
 from __future__ import annotations
 
 import json
+import textwrap
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
 from kubesched.cli.main import main
+from kubesched.cli.workloads import reason_groups
 from tests.scenario.conftest import Simulate
 
 CONFIG = """\
@@ -288,3 +290,28 @@ def test_a_gang_preempts_lower_priority_pods_whole_or_not_at_all(
     assert all(doc["placements"][f"default/high-{i}"] == "gpu-1" for i in range(4))
     assert sorted(doc["evicted"]) == ["default/single-0", "default/single-1"]
     assert doc["gangs"]["default/high"]["state"] == "placed"
+
+
+def test_a_gang_that_does_not_fit_is_one_row_of_the_text_report(
+    tmp_path: Path, config: tuple[str, ...]
+) -> None:
+    """Issue #31: each member's text names the member, so each got a row of its own."""
+    (tmp_path / "in.yaml").write_text(textwrap.dedent(nodes(4, 3) + gang("train", 8, 8)))
+    result = CliRunner().invoke(
+        main, ["simulate", "-f", str(tmp_path / "in.yaml"), "--seed", "1", *config]
+    )
+    assert result.exit_code == 0, result.output
+    table = result.stdout[result.stdout.index("Unscheduled pods") :]
+    # Seven members share one text (it names the member that failed first), the one
+    # that failed first names another: two rows, not eight.
+    assert table.count("… 4 more") == 1, table
+
+
+def test_reason_groups_count_a_text_naming_its_own_pod_once() -> None:
+    reasons = {
+        f"ml/w-{i}": f'pod "ml/w-{i}" rejected: gang ml/train of 16 cannot be placed whole'
+        for i in range(16)
+    } | {"ml/x": "0/2 nodes are available: 2 Insufficient cpu."}
+    groups = reason_groups(reasons)
+    assert [len(keys) for _, keys in groups] == [16, 1]
+    assert groups[0][0] == 'pod "ml/w-0" rejected: gang ml/train of 16 cannot be placed whole'

@@ -13,7 +13,7 @@ from rich.text import Text
 
 from kubesched.api.quantity import format_amount
 from kubesched.cli.gangs import gang_outcomes
-from kubesched.cli.workloads import new_and_running, placements_by_workload
+from kubesched.cli.workloads import new_and_running, placements_by_workload, reason_groups
 from kubesched.framework.explain import ProfilePlugins
 from kubesched.simulator import SimulationResult
 
@@ -194,14 +194,11 @@ def print_report(
 
     if result.reasons:
         # Replicas of one workload usually fail for one reason: show each reason once.
-        by_reason: dict[str, list[str]] = {}
-        for key, reason in result.reasons.items():
-            by_reason.setdefault(reason, []).append(key)
         pending = Table(title="Unscheduled pods", title_justify="left", show_lines=True)
         pending.add_column("pods", justify="right")
         pending.add_column("examples")
         pending.add_column("reason", overflow="fold")
-        for reason, keys in sorted(by_reason.items(), key=lambda kv: -len(kv[1])):
+        for reason, keys in reason_groups(result.reasons):
             shown = "\n".join(keys[:3]) + (f"\n… {len(keys) - 3} more" if len(keys) > 3 else "")
             pending.add_row(str(len(keys)), Text(shown), Text(reason))
         console.print(pending)

@@ -130,3 +130,16 @@ def new_and_running(result: SimulationResult, running: Collection[str]) -> tuple
         else:
             placed += 1
     return placed, pending, already
+
+
+def reason_groups(reasons: Mapping[str, str]) -> list[tuple[str, list[str]]]:
+    """The pending pods grouped by their FailedScheduling text, largest group first,
+    each with the first pod's text. A text that names its own pod (a gang member's,
+    "pod ml/w-3 ...") is grouped with its siblings': the pod's key and name count
+    as one placeholder."""
+    groups: dict[str, tuple[str, list[str]]] = {}
+    for key, reason in reasons.items():
+        name = key.rpartition("/")[2]
+        shape = reason.replace(key, "\0").replace(name, "\0") if name else reason
+        groups.setdefault(shape, (reason, []))[1].append(key)
+    return sorted(groups.values(), key=lambda group: (-len(group[1]), group[0]))

@@ -28,6 +28,7 @@ from kubesched.cli.workloads import (
     WorkloadRef,
     new_and_running,
     placements_by_workload,
+    reason_groups,
     workload_of,
 )
 from kubesched.framework.dra import DraState
@@ -168,10 +169,7 @@ def _cell(resource: str, requested: int, allocatable: int) -> list[Any]:
 
 def pending_groups(result: SimulationResult) -> list[PendingGroup]:
     """The pods left pending, grouped by their FailedScheduling text, largest first."""
-    by_reason: dict[str, list[str]] = {}
-    for key, reason in result.reasons.items():
-        by_reason.setdefault(reason, []).append(key)
-    groups = sorted(by_reason.items(), key=lambda kv: (-len(kv[1]), kv[0]))
+    groups = reason_groups(result.reasons)
     return [
         PendingGroup(reason, keys[:MAX_PODS_PER_REASON], max(0, len(keys) - MAX_PODS_PER_REASON))
         for reason, keys in groups
