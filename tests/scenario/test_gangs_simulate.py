@@ -162,6 +162,8 @@ def test_podgroups_without_coscheduling_are_noted(simulate_yaml: Simulate) -> No
     code, doc, _ = simulate_yaml(nodes(4), gang("train", 2, 2))
     assert code == 0
     assert any("no profile enables Coscheduling" in note for note in doc["notes"])
+    # No gang was placed as a gang: no gangs and no phase are shown (issue #31).
+    assert "gangs" not in doc
 
 
 def test_example_cluster_training_gang_is_placed_and_the_sweep_holds_nothing() -> None:

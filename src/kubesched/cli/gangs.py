@@ -72,10 +72,16 @@ def gang_outcomes(result: SimulationResult) -> dict[str, GangOutcome]:
     return outcomes
 
 
+def gangs_scheduled(result: SimulationResult) -> bool:
+    """Whether PodGroups were read and a profile ran Coscheduling to place them whole:
+    only then do the reports show gangs (else their pods went one by one)."""
+    return bool(result.pod_groups) and any("Coscheduling" in p.post_filter for p in result.profiles)
+
+
 def gang_note(result: SimulationResult) -> str | None:
     """A note when PodGroups were read but no profile runs Coscheduling: their pods
     were scheduled one by one, as kube-scheduler's default profile would."""
-    if not result.pod_groups or any("Coscheduling" in p.post_filter for p in result.profiles):
+    if not result.pod_groups or gangs_scheduled(result):
         return None
     return (
         f"{len(result.pod_groups)} PodGroups read, but no profile enables Coscheduling: "

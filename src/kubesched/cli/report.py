@@ -12,7 +12,7 @@ from rich.table import Table
 from rich.text import Text
 
 from kubesched.api.quantity import format_amount
-from kubesched.cli.gangs import gang_outcomes
+from kubesched.cli.gangs import gang_outcomes, gangs_scheduled
 from kubesched.cli.workloads import new_and_running, placements_by_workload, reason_groups
 from kubesched.framework.explain import ProfilePlugins
 from kubesched.simulator import SimulationResult
@@ -77,7 +77,7 @@ def as_document(
         # scheduler-plugins PodGroups: placed, waiting or impossible (only with PodGroups).
         **(
             {"gangs": {k: g.as_dict() for k, g in gang_outcomes(result).items()}}
-            if result.pod_groups
+            if gangs_scheduled(result)
             else {}
         ),
         "summary": {
@@ -220,7 +220,7 @@ def print_report(
             held.add_row(str(len(keys)), Text(shown), Text(plugin), Text(message))
         console.print(held)
 
-    if result.pod_groups:
+    if gangs_scheduled(result):
         gangs = Table(title="Gangs (PodGroups)", title_justify="left", show_lines=True)
         gangs.add_column("group")
         gangs.add_column("scheduled/min", justify="right")
