@@ -12,6 +12,7 @@ from typing import Any
 from click.testing import CliRunner
 
 from kubesched.cli.main import main
+from kubesched.cli.options import scheduler_setup
 
 NODES = "".join(
     f"""
@@ -174,3 +175,9 @@ def test_a_config_naming_a_plugin_that_does_not_exist(tmp_path: Path) -> None:
     assert code == 2
     assert f"{config}: profile 'default-scheduler': 'NodeResourceFit' does not exist" in output
     assert "did you mean 'NodeResourcesFit'" in output
+
+
+def test_a_weight_on_a_plugin_without_score_is_noted() -> None:
+    """kube-scheduler ignores it (getValidScoreWeights skips it); kubesched says so."""
+    setup = scheduler_setup(None, (), ("NodeName:3", "ImageLocality:2"), (), "0", None)
+    assert setup.notes == ["--enable NodeName:3: NodeName has no Score, its weight is ignored"]

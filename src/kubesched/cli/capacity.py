@@ -107,7 +107,7 @@ def capacity_command(
         percentage_of_nodes_to_score=setup.percentage_of_nodes_to_score,
     )
     result.excluded_nodes = excluded
-    notes = [*state.notes, seed_note(setup)]
+    notes = [*state.notes, *setup.notes, seed_note(setup)]
     if html is not None:
         page = capacity_page(
             result, title="kubesched capacity", zones=node_zones(state.nodes), notes=notes

@@ -139,7 +139,7 @@ def explain_command(
         for explanation in result.explanations.get(key, []):
             if explanation.post_filter is not None and explanation.post_filter.nominated_node:
                 explanation.post_filter.victims = victims
-    notes = [*state.notes, seed_note(setup)]
+    notes = [*state.notes, *setup.notes, seed_note(setup)]
     if html is not None:
         page = simulation_page(
             result,

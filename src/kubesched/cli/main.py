@@ -159,7 +159,7 @@ def simulate_command(
             seed=setup.seed,
         )
 
-    notes = [*state.notes, seed_note(setup)]
+    notes = [*state.notes, *setup.notes, seed_note(setup)]
     unsupported = gang_note(result)
     if unsupported is not None:
         notes.append(unsupported)

@@ -8,7 +8,7 @@ import difflib
 import functools
 import secrets
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar, cast
 
@@ -23,7 +23,7 @@ from kubesched.framework.features import (
     FeatureGates,
     parse_feature_gates,
 )
-from kubesched.framework.interfaces import EXTENSION_POINTS, Plugin
+from kubesched.framework.interfaces import EXTENSION_POINTS, Plugin, ScorePlugin
 from kubesched.framework.profile import PluginRef, ProfileConfig, resolve
 from kubesched.framework.registry import Registry, load_plugin_path
 from kubesched.logs import configure_logging
@@ -259,6 +259,7 @@ class SchedulerSetup:
     percentage_of_nodes_to_score: int
     config_path: str | None
     gates: FeatureGates = DEFAULT_GATES
+    notes: list[str] = field(default_factory=list)  # what the options did not do
 
 
 def scheduler_setup(
@@ -293,6 +294,7 @@ def scheduler_setup(
         config_percentage = config.percentage_of_nodes_to_score
     else:
         profiles = [ProfileConfig.default(name, gates) for name in SIMULATED_SCHEDULER_NAMES]
+    notes: list[str] = []
     for spec in enabled:
         # A plugin that is not registered, or a weight that is not an int32
         # (PluginConfig's Weight) of at least 0, is a usage error, never a traceback.
@@ -312,6 +314,9 @@ def scheduler_setup(
                 f"got {weight_text!r}",
                 param_hint="--enable",
             )
+        if weight and not issubclass(registry[name], ScorePlugin):
+            # getValidScoreWeights skips a plugin without Score: its weight does nothing.
+            notes.append(f"--enable {spec}: {name} has no Score, its weight is ignored")
         for profile in profiles:
             profile.plugins["multiPoint"].enabled.append(PluginRef(name, weight))
     for name in disabled:
@@ -336,6 +341,7 @@ def scheduler_setup(
         config_percentage if percentage is None else percentage,
         config_path,
         gates,
+        notes,
     )
 
 
