@@ -143,3 +143,13 @@ def test_bad_inline_key_names_the_field(tmp_path: Path) -> None:
     path = inline_credentials_kubeconfig(tmp_path, key_data="not base64!")
     with pytest.raises(KubeConfigError, match=r"user 'u': client-key-data is not valid base64"):
         asyncio.run(load_connection(str(path)))
+
+
+def test_an_unreadable_kubeconfig_is_one_line(tmp_path: Path) -> None:
+    """Issue #31: start-up failures are one clear line."""
+    path = tmp_path / "kubeconfig"
+    path.write_text("garbage: [\n")
+    with pytest.raises(KubeConfigError) as caught:
+        asyncio.run(load_connection(str(path), in_cluster=False))
+    assert "\n" not in str(caught.value)
+    assert str(caught.value).startswith(f"cannot load {path}: while parsing a flow node")

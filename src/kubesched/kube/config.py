@@ -163,7 +163,9 @@ async def load_connection(
         except KubeConfigError:
             raise
         except Exception as exc:
-            raise KubeConfigError(f"cannot load {where}: {exc}") from exc
+            # One line: a YAML error's text spans several (mark, snippet).
+            detail = " ".join(str(exc).split())
+            raise KubeConfigError(f"cannot load {where}: {detail}") from exc
     return Connection(
         str(cfg.host).rstrip("/"), ssl_context, cfg, kubeconfig, context, bool(use_in_cluster)
     )
