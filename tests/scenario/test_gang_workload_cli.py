@@ -58,9 +58,14 @@ def test_gang_of_8_all_or_nothing_from_the_command_line(tmp_path: Path) -> None:
 
 
 def test_without_the_gates_pods_are_placed_one_by_one(tmp_path: Path) -> None:
-    placements = simulate(gang_file(tmp_path, 7))["placements"]
+    document = simulate(gang_file(tmp_path, 7))
+    placements = document["placements"]
     assert isinstance(placements, dict)
     assert sum(1 for node in placements.values() if node) == 7
+    # Never in silence: the PodGroup was read and not used.
+    notes = document["notes"]
+    assert isinstance(notes, list)
+    assert any("the GenericWorkload gate is off" in str(note) for note in notes)
 
 
 def test_a_gate_without_its_dependency_is_a_usage_error(tmp_path: Path) -> None:

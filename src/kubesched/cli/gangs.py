@@ -8,6 +8,7 @@ from collections import Counter
 from dataclasses import dataclass
 
 from kubesched.api.pod_groups import pod_group_key
+from kubesched.framework.features import FeatureGates
 from kubesched.simulator import SimulationResult
 
 PLACED = "placed"
@@ -108,3 +109,16 @@ def gang_line(gang: GangOutcome) -> str:
         return f"{head}: {gang.reason}"
     per_node = Counter(gang.nodes.values())
     return f"{head} on " + ", ".join(f"{node} ×{n}" for node, n in sorted(per_node.items()))
+
+
+def workload_gang_note(groups: int, gates: FeatureGates) -> str | None:
+    """A note when the Workload API's PodGroups were read with GenericWorkload off:
+    kube-scheduler then ignores them (and the API server drops a pod's
+    schedulingGroup), so their pods were scheduled one by one."""
+    if not groups or gates.generic_workload:
+        return None
+    return (
+        f"{groups} PodGroups (scheduling.k8s.io/v1alpha2) read, but the GenericWorkload "
+        "gate is off: their pods were scheduled one by one "
+        "(--feature-gates GenericWorkload=true,GangScheduling=true)"
+    )

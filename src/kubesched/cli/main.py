@@ -17,7 +17,7 @@ from rich.text import Text
 from kubesched import KUBERNETES_VERSION, __version__
 from kubesched.cli.capacity import capacity_command
 from kubesched.cli.explain import explain_command
-from kubesched.cli.gangs import gang_note
+from kubesched.cli.gangs import gang_note, workload_gang_note
 from kubesched.cli.html import simulation_page, write_page
 from kubesched.cli.optimize_report import comparison_document, parse_timeout, print_comparison
 from kubesched.cli.options import (
@@ -160,9 +160,12 @@ def simulate_command(
         )
 
     notes = [*state.notes, *setup.notes, seed_note(setup)]
-    unsupported = gang_note(result)
-    if unsupported is not None:
-        notes.append(unsupported)
+    for unsupported in (
+        gang_note(result),
+        workload_gang_note(len(state.workload_pod_groups), setup.gates),
+    ):
+        if unsupported is not None:
+            notes.append(unsupported)
     running = {p.key for p in running_pods(state)}
     zones = node_zones(state.nodes)
     if html is not None:
