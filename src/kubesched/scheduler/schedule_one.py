@@ -26,11 +26,13 @@ from kubesched.framework.runtime import Framework, PluginError
 from kubesched.framework.signature import PodSignature
 from kubesched.framework.status import Code, Status
 from kubesched.framework.types import PodInfo, QueuedPodInfo
+from kubesched.logs import V, kv
 from kubesched.scheduler.binding_cycle import BindingCycle
 from kubesched.scheduler.explain import Explaining
 
 log = logging.getLogger("kubesched.scheduler")
 
+_V3 = V(3)
 MIN_FEASIBLE_NODES_TO_FIND = 100
 MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND = 5
 
@@ -75,6 +77,10 @@ class SchedulingCycle(BindingCycle, Explaining):
             # No profile for it, or it is being deleted (frameworkForPod, skipPodSchedule).
             self.queue.done(pod.key)
             return
+        if log.isEnabledFor(_V3):
+            # schedule_one.go's V(3) line, once per attempt (the differential harness
+            # counts each pod's attempts from it, in both schedulers' logs).
+            log.log(_V3, "Attempting to schedule pod", extra=kv(pod=pod.key))
         started = time.perf_counter()
         state = CycleState()
         if self.observer is not None:
@@ -262,7 +268,9 @@ class SchedulingCycle(BindingCycle, Explaining):
         num_all = len(order)
         pre_result, status = fw.run_pre_filter(state, pod, table)
         if not status.is_success():
-            return np.empty(0, np.intp), pre_filter_diagnosis(status, num_all), 0, ""
+            diagnosis = pre_filter_diagnosis(status, num_all)
+            diagnosis.unschedulable_plugins.update(plugins_with_nodes(pre_result, status))
+            return np.empty(0, np.intp), diagnosis, 0, ""
 
         hint = ""
         if self.opportunistic_batching:
@@ -303,6 +311,10 @@ class SchedulingCycle(BindingCycle, Explaining):
             self.next_start_node_index = (self.next_start_node_index + processed) % num_all
         if absent is not None:
             set_absent_nodes_status(diagnosis, absent, num_all - explicit)
+        # The diagnosis starts with the plugins that narrowed the nodes (upstream sets
+        # UnschedulablePlugins to RunPreFilterPlugins' pluginsWithNodes before the
+        # filters add theirs): their events may retry the pod.
+        diagnosis.unschedulable_plugins.update(plugins_with_nodes(pre_result, status))
         return feasible, diagnosis, processed, hint
 
     def evaluate_nominated_node(
@@ -421,6 +433,17 @@ def pre_filter_diagnosis(status: Status, num_all: int) -> Diagnosis:
         else:
             diagnosis.unschedulable_plugins.add(status.plugin)
     return diagnosis
+
+
+def plugins_with_nodes(pre_result: PreFilterResult, status: Status) -> list[str]:
+    """RunPreFilterPlugins' third result upstream (pluginsWithNodes): the PreFilter
+    plugins whose result named nodes, which findNodesThatFitPod makes the first of the
+    diagnosis's UnschedulablePlugins. None when a plugin itself answered
+    UnschedulableAndUnresolvable (upstream returns nil there; the result kubesched
+    returns then still names the nodes the plugins before it narrowed to)."""
+    if status.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE and pre_result.node_names:
+        return []
+    return list(pre_result.plugins) if pre_result.node_names is not None else []
 
 
 def pre_filter_candidates(
