@@ -14,7 +14,6 @@ from tests.differential.harness import (
     KUBESCHED,
     MODE_DIRECT,
     Run,
-    Step,
     compare,
     isomorphic,
     score_step,
@@ -24,6 +23,7 @@ from tests.differential.harness import (
 from tests.differential.harness.dra import allocations, claims_before
 from tests.differential.harness.inprocess import dra_state
 from tests.differential.harness.records import normalise_claim_names
+from tests.differential.scenario_builders import _node, _pod, _run, _scenario
 
 
 def test_generate_is_a_pure_function_of_its_arguments() -> None:
@@ -132,61 +132,6 @@ def test_rename_nodes_maps_every_reference() -> None:
 
 
 # --------------------------------------------------------------------- comparison
-def _node(name: str, zone: str = "zone-a", cpu: str = "4") -> dict[str, Any]:
-    return {
-        "name": name,
-        "labels": {gen.ZONE_LABEL: zone},
-        "allocatable": {"cpu": cpu, "memory": "8Gi", "pods": "110"},
-    }
-
-
-def _pod(name: str, cpu: str = "1", **spec: Any) -> dict[str, Any]:
-    container = {"name": "c", "image": gen.DEFAULT_IMAGE, "resources": {"requests": {"cpu": cpu}}}
-    return {"name": name, "labels": {"app": "web"}, "spec": {"containers": [container], **spec}}
-
-
-def _scenario(nodes: list[dict[str, Any]], pods: list[dict[str, Any]]) -> dict[str, Any]:
-    return {
-        "name": "t",
-        "features": [],
-        "profile": "default",
-        "config": gen.profile_config("default", []),
-        "nodes": nodes,
-        "pods": pods,
-    }
-
-
-def _run(
-    side: str,
-    scenario: dict[str, Any],
-    outcomes: list[tuple[str, str | None, str]],
-    events: dict[str, list[str]] | None = None,
-) -> Run:
-    """A Run as the harness would record it: OUTCOMES is (outcome, node, message) per pod."""
-    ns = "ns-" + side
-    names = {n["name"]: n["name"] for n in scenario["nodes"]}
-    run = Run(side, ns, events=events or {})
-    run.nodes = [gen.node_manifest(n, n["name"]) for n in scenario["nodes"]]
-    placements: dict[str, str | None] = {}
-    for pod, (outcome, node, message) in zip(scenario["pods"], outcomes, strict=True):
-        created = gen.pod_manifest(pod, ns, "differential", names)
-        created["spec"]["priority"] = 0
-        placements[pod["name"]] = node if outcome == "bound" else None
-        run.steps.append(
-            Step(
-                pod["name"],
-                outcome,
-                node=node if outcome == "bound" else None,
-                reason="Unschedulable" if outcome == "unschedulable" else "",
-                message=message,
-                placements=dict(placements),
-                created=created,
-            )
-        )
-    run.final = dict(placements)
-    return run
-
-
 def _compare(scenario: dict[str, Any], kube: Run, ks: Run) -> Any:
     return compare(scenario, kube, ks, {n["name"]: n["name"] for n in scenario["nodes"]})
 

@@ -16,7 +16,9 @@ run needs, in creation order:
   (``matchFields`` on ``metadata.name``, ``kubernetes.io/hostname``) are logical.
 * with features: ``pdbs`` (preemption), ``volumes`` (PersistentVolumes and claims),
   ``dra`` (DeviceClasses, ResourceSlices, ResourceClaims and templates; see dra.py),
-  ``gangs`` (PodGroups of the Workload API and their pods; opt-in, see gangs.py).
+  ``gangs`` (PodGroups of the Workload API and their pods; opt-in, see gangs.py),
+  ``workloads`` (Services, ReplicationControllers/ReplicaSets/StatefulSets that
+  pods name in ``owner``, RuntimeClasses pods name; see workloads.py).
 
 ``generate(seed, index)`` is a pure function of its arguments: the same seed and
 index give the same scenario on every machine.
@@ -47,6 +49,7 @@ from tests.differential.generator.manifests import (
     dra_cluster_manifests,
     dra_namespace_manifests,
     node_manifest,
+    owner_reference,
     pdb_manifest,
     pod_manifest,
     priority_class_manifests,
@@ -54,7 +57,10 @@ from tests.differential.generator.manifests import (
     referenced_label_keys,
     referenced_nodes,
     rename_nodes,
+    runtime_class_manifests,
+    runtime_class_names,
     volume_manifests,
+    workload_manifests,
 )
 from tests.differential.generator.nodes_and_pods import _node, _pod
 from tests.differential.generator.profiles import (
@@ -83,6 +89,12 @@ from tests.differential.generator.vocabulary import (
     TAINTS,
     ZONE_LABEL,
     ZONES,
+)
+from tests.differential.generator.workloads import (
+    CONTROLLER_API_VERSIONS,
+    CONTROLLER_KINDS,
+    count_replicas,
+    workloads,
 )
 
 Scenario = dict[str, Any]
@@ -114,6 +126,8 @@ def generate(
     gpu_nodes = rng.random() < 0.6
     nodes = [_node(rng, i, gpu_nodes) for i in range(rng.randint(node_min, node_max))]
     pods = [_pod(rng, i, nodes, gpu_nodes, features) for i in range(rng.randint(pod_min, pod_max))]
+    # Before batching, whose copies then share their pod's owner and RuntimeClass.
+    objects = workloads(rng, nodes, pods) if "workloads" in features else None
     if "batching" in features:
         pods = _replicas(rng, pods)
     scenario: Scenario = {
@@ -135,12 +149,20 @@ def generate(
         scenario["dra"] = dra_objects(rng, nodes, pods)
     if "gangs" in features:
         scenario["gangs"] = gangs(rng, pods)
+        for pod in pods:
+            if pod["spec"].get("schedulingGroup"):
+                pod.pop("owner", None)  # a gang's members stay alike
+    if objects is not None:
+        count_replicas(objects, pods)
+        scenario["workloads"] = objects
     return scenario
 
 
 __all__ = [
     "APPS",
     "CONFIG_API_VERSION",
+    "CONTROLLER_API_VERSIONS",
+    "CONTROLLER_KINDS",
     "DEFAULT_IMAGE",
     "FEATURES",
     "FEATURE_PLUGINS",
@@ -159,6 +181,7 @@ __all__ = [
     "ZONES",
     "ZONE_LABEL",
     "Scenario",
+    "count_replicas",
     "disabled_plugins",
     "dra_class_names",
     "dra_cluster_manifests",
@@ -169,6 +192,7 @@ __all__ = [
     "kubesched_plugins",
     "last_members",
     "node_manifest",
+    "owner_reference",
     "parse_features",
     "pdb_manifest",
     "pod_group_manifest",
@@ -179,9 +203,13 @@ __all__ = [
     "referenced_label_keys",
     "referenced_nodes",
     "rename_nodes",
+    "runtime_class_manifests",
+    "runtime_class_names",
     "scheduler_config",
     "slices_of",
     "unsupported_features",
     "volume_manifests",
     "waits_for_group",
+    "workload_manifests",
+    "workloads",
 ]

@@ -6,10 +6,12 @@ images), which tells whether two nodes are interchangeable."""
 from __future__ import annotations
 
 import copy
+import uuid
 from collections.abc import Mapping
 from typing import Any
 
-from tests.differential.generator.vocabulary import HOSTNAME_LABEL, PRIORITY_CLASSES
+from tests.differential.generator.vocabulary import DEFAULT_IMAGE, HOSTNAME_LABEL, PRIORITY_CLASSES
+from tests.differential.generator.workloads import CONTROLLER_API_VERSIONS
 
 
 # --------------------------------------------------------------------- manifests
@@ -105,6 +107,9 @@ def referenced_label_keys(scenario: Mapping[str, Any]) -> set[str]:
         walk(pv.get("nodeAffinity"))
     for resource_slice in (scenario.get("dra") or {}).get("slices", []):
         walk(resource_slice.get("nodeSelector"))
+    for runtime_class in (scenario.get("workloads") or {}).get("runtimeClasses", []):
+        # Merged into the pods naming the class by RuntimeClass admission.
+        walk((runtime_class.get("scheduling") or {}).get("nodeSelector") and runtime_class)
     return keys
 
 
@@ -117,16 +122,118 @@ def referenced_images(scenario: Mapping[str, Any]) -> set[str]:
 
 
 def pod_manifest(
-    pod: Mapping[str, Any], namespace: str, scheduler_name: str, node_names: Mapping[str, str]
+    pod: Mapping[str, Any],
+    namespace: str,
+    scheduler_name: str,
+    node_names: Mapping[str, str],
+    *,
+    owners: Mapping[tuple[str, str], str] | None = None,
+    runtime_classes: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
+    """The Pod object. OWNERS: (kind, name) -> uid of the run's controllers (the
+    `workloads` feature; without it, a placeholder uid); RUNTIME_CLASSES: logical
+    -> real RuntimeClass names (default: unchanged)."""
     spec = rename_nodes(dict(pod["spec"]), node_names)
     spec["schedulerName"] = scheduler_name
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": pod["name"], "namespace": namespace, "labels": dict(pod["labels"])},
-        "spec": spec,
+    if runtime_classes and spec.get("runtimeClassName") in runtime_classes:
+        spec["runtimeClassName"] = runtime_classes[spec["runtimeClassName"]]
+    metadata: dict[str, Any] = {
+        "name": pod["name"],
+        "namespace": namespace,
+        "labels": dict(pod["labels"]),
     }
+    if pod.get("owner"):
+        metadata["ownerReferences"] = [owner_reference(pod["owner"], owners or {})]
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": spec}
+
+
+def owner_reference(
+    owner: Mapping[str, str], uids: Mapping[tuple[str, str], str]
+) -> dict[str, Any]:
+    """A pod's controller reference to OWNER ({kind, name}), with its uid from UIDS
+    (as the API server gave it), else a fixed placeholder (no cluster: the simulator)."""
+    kind, name = owner["kind"], owner["name"]
+    uid = uids.get((kind, name)) or str(uuid.uuid5(uuid.NAMESPACE_URL, f"{kind}/{name}"))
+    return {
+        "apiVersion": CONTROLLER_API_VERSIONS[kind],
+        "kind": kind,
+        "name": name,
+        "uid": uid,
+        "controller": True,
+    }
+
+
+def runtime_class_names(workloads: Mapping[str, Any] | None, prefix: str) -> dict[str, str]:
+    """Logical -> real RuntimeClass names: cluster-scoped, so per scenario (PREFIX;
+    none: the logical names)."""
+    return {
+        rc["name"]: f"{prefix}-{rc['name']}" if prefix else rc["name"]
+        for rc in (workloads or {}).get("runtimeClasses", [])
+    }
+
+
+def runtime_class_manifests(
+    workloads: Mapping[str, Any] | None, prefix: str
+) -> list[dict[str, Any]]:
+    """The scenario's RuntimeClasses (node.k8s.io/v1), named as runtime_class_names."""
+    names = runtime_class_names(workloads, prefix)
+    out = []
+    for rc in (workloads or {}).get("runtimeClasses", []):
+        manifest: dict[str, Any] = {
+            "apiVersion": "node.k8s.io/v1",
+            "kind": "RuntimeClass",
+            "metadata": {"name": names[rc["name"]]},
+            "handler": rc["handler"],
+            "overhead": {"podFixed": dict(rc["overhead"])},
+        }
+        if rc.get("scheduling"):
+            manifest["scheduling"] = copy.deepcopy(rc["scheduling"])
+        out.append(manifest)
+    return out
+
+
+def workload_manifests(workloads: Mapping[str, Any] | None, namespace: str) -> list[dict[str, Any]]:
+    """The Services, then the controllers (ReplicationControllers, ReplicaSets,
+    StatefulSets) of one run, in NAMESPACE. Services are headless (no cluster IP to
+    allocate); controllers have the replicas their pods make up and a template their
+    selector selects (what validation asks for: no controller acts on them here)."""
+    out: list[dict[str, Any]] = []
+    for svc in (workloads or {}).get("services", []):
+        spec: dict[str, Any] = {
+            "clusterIP": "None",
+            "ports": [{"name": "http", "port": 80, "targetPort": 8080, "protocol": "TCP"}],
+        }
+        if svc.get("selector") is not None:
+            spec["selector"] = dict(svc["selector"])
+        out.append(
+            {
+                "apiVersion": "v1",
+                "kind": "Service",
+                "metadata": {"name": svc["name"], "namespace": namespace},
+                "spec": spec,
+            }
+        )
+    for ctl in (workloads or {}).get("controllers", []):
+        template = {
+            "metadata": {"labels": dict(ctl["labels"])},
+            "spec": {"containers": [{"name": "c0", "image": DEFAULT_IMAGE}]},
+        }
+        spec = {
+            "replicas": ctl.get("replicas", 0),
+            "selector": copy.deepcopy(ctl["selector"]),
+            "template": template,
+        }
+        if ctl["kind"] == "StatefulSet":
+            spec["serviceName"] = ctl["name"]
+        out.append(
+            {
+                "apiVersion": CONTROLLER_API_VERSIONS[ctl["kind"]],
+                "kind": ctl["kind"],
+                "metadata": {"name": ctl["name"], "namespace": namespace},
+                "spec": spec,
+            }
+        )
+    return out
 
 
 def priority_class_manifests() -> list[dict[str, Any]]:

@@ -44,6 +44,11 @@ FEATURE_PLUGINS: dict[str, tuple[str, ...]] = {
     "preemption": ("DefaultPreemption",),
     "volumes": ("VolumeRestrictions", "NodeVolumeLimits", "VolumeBinding", "VolumeZone"),
     "dra": ("DynamicResources",),
+    # Services, ReplicationControllers/ReplicaSets/StatefulSets owning pods and
+    # RuntimeClasses (generator/workloads.py): no plugin of its own; they feed
+    # PodTopologySpread's default constraints and, through RuntimeClass admission,
+    # NodeResourcesFit (overhead), NodeAffinity and TaintToleration.
+    "workloads": (),
 }
 FEATURES = tuple(FEATURE_PLUGINS)
 # Features only run when asked for by name (not part of "every feature", which keeps

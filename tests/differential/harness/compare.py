@@ -21,11 +21,13 @@ from tests.differential.harness.records import (
     MODE_KUBE,
     Comparison,
     Disagreement,
+    PodAttempts,
     Prediction,
     Run,
     Step,
     start_times,
 )
+from tests.differential.harness.stepped import compare_simulated_attempts
 
 
 def events_agree(
@@ -489,8 +491,135 @@ def compare(
             if diverged_step is not None:
                 detail += f" recorded before step {diverged_step} (the states differ from there)"
             disagree("event", i, a.pod, seen_a, seen_b, detail)
+    compare_attempts(scenario, kube, ks, result, diverged_step)
     result.disagreements.sort(key=lambda d: d.step)
     return result
+
+
+# --------------------------------------------------------------------- attempts
+def pod_attempts(run: Run, pod: str) -> PodAttempts:
+    """POD's attempts in RUN, per step window (see PodAttempts), with its first
+    and last FailedScheduling messages."""
+    events = run.events.get(pod, [])
+    first = events[0] if events else ""
+    last = run.conditions.get(pod, "")
+    if run.attempts is None:
+        return PodAttempts(None, first=first, last=last)
+    times = run.attempts.get(pod, [])
+    starts = [(s.began, i) for i, s in enumerate(run.steps) if s.began is not None]
+    windows: dict[int, int] = {}
+    for t in times:
+        # The last step whose pod was created before the attempt began.
+        i = max((i for began, i in starts if began <= t), default=0)
+        windows[i] = windows.get(i, 0) + 1
+    return PodAttempts(len(times), windows, first, last)
+
+
+def busy_steps(scenario: Mapping[str, Any], run: Run) -> set[int]:
+    """The steps of RUN after which a pending pod's retries are not deterministic:
+    the step raised more than one event that may wake a pod, and how many retries
+    they cause depends on whether they reach the scheduler while the woken pod still
+    waits (one retry) or while it is being retried or already back (one each; the
+    queue's in-flight events). Such a step evicted pods (preemption: one deletion
+    each, then the binding), nominated a node, bound more pods than its own (a
+    retry's binding is an event of its own), or bound a pod with claims or volumes
+    (PreBind writes them before the binding)."""
+    pods = {p["name"]: p for p in scenario["pods"]}
+    busy: set[int] = set()
+    before: Mapping[str, str | None] = {}
+    for i, step in enumerate(run.steps):
+        after = step.placements
+        newly = {p for p, n in after.items() if n is not None and before.get(p) is None}
+        spec = pods.get(step.pod, {}).get("spec", {})
+        writes = any("persistentVolumeClaim" in v for v in spec.get("volumes", [])) or bool(
+            spec.get("resourceClaims")
+        )
+        if (
+            set(before) - set(after)
+            or step.nominated
+            or newly - {step.pod}
+            or (step.outcome == "bound" and writes)
+            or step.group
+        ):
+            busy.add(i)
+        before = after
+    return busy
+
+
+def compare_attempts(
+    scenario: Mapping[str, Any],
+    kube: Run,
+    ks: Run,
+    result: Comparison,
+    diverged_step: int | None,
+) -> None:
+    """Per pod, the number of attempts each scheduler made, step window by step
+    window (PodAttempts.windows), where both are deterministic: from the pod's own
+    step on, until the states diverged (windows before the diverging step), leaving
+    out the windows of busy steps (busy_steps, in either run), gang pods (a member
+    that fails is retried on its backoff alone) and pods whose step ended in an
+    error (SchedulerError), was rejected by the API or timed out. A pod counts as
+    compared if one of its windows is. When the runs never diverged and every window
+    of an unbound pod was compared, its last message (the PodScheduled condition at
+    the end) must be the same too. kube-scheduler's run is also compared with
+    kubesched's simulator given the pods one at a time (compare_simulated_attempts)."""
+    for a, b in zip(kube.steps, ks.steps, strict=True):
+        result.pod_attempts[a.pod] = {
+            KUBE: pod_attempts(kube, a.pod),
+            KUBESCHED: pod_attempts(ks, b.pod),
+        }
+    if kube.attempts is None:
+        return
+    busy = busy_steps(scenario, kube)
+    if ks.attempts is None:
+        compare_simulated_attempts(scenario, kube, result, busy)
+        return
+    busy |= busy_steps(scenario, ks)
+    # The simulator, given the pods as the harness gives them, against kube-scheduler.
+    compare_simulated_attempts(scenario, kube, result, busy)
+    end = len(kube.steps) if diverged_step is None else diverged_step
+    for j, (a, b) in enumerate(zip(kube.steps, ks.steps, strict=True)):
+        if j >= end or a.group or b.group:
+            continue
+        if {a.outcome, b.outcome} - {"bound", "unschedulable"}:
+            # An error's retries come on a timer (the error backoff, never popped
+            # early), so their number is the run's length; rejected or timed out: no.
+            continue
+        got_a, got_b = result.pod_attempts[a.pod][KUBE], result.pod_attempts[a.pod][KUBESCHED]
+        windows = [k for k in range(j, end) if k not in busy]
+        if not windows:
+            continue
+        result.attempts += 1
+        differ = {
+            k: (got_a.windows.get(k, 0), got_b.windows.get(k, 0))
+            for k in windows
+            if got_a.windows.get(k, 0) != got_b.windows.get(k, 0)
+        }
+        if differ:
+            detail = "attempts per step window (step: kube-scheduler, kubesched): " + ", ".join(
+                f"{k}: {x}, {y}" for k, (x, y) in sorted(differ.items())
+            )
+            if busy & set(range(j, end)):
+                detail += f"; not compared after busy steps {sorted(busy & set(range(j, end)))}"
+            result.disagreements.append(
+                Disagreement("attempts", min(differ), a.pod, got_a.count, got_b.count, detail)
+            )
+            continue
+        whole = diverged_step is None and len(windows) == end - j
+        unbound = kube.final.get(a.pod) is None and ks.final.get(b.pod) is None
+        if whole and unbound and a.pod in kube.final and got_a.last != got_b.last:
+            result.disagreements.append(
+                Disagreement(
+                    "attempts",
+                    j,
+                    a.pod,
+                    got_a.last,
+                    got_b.last,
+                    f"last FailedScheduling message ({got_a.count} attempts in each run)",
+                )
+            )
+            continue
+        result.attempts_agree += 1
 
 
 def _alike_members_swapped(

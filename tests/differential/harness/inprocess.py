@@ -15,8 +15,9 @@ import msgspec
 
 # Which kubesched these are is settled before the interpreter starts (make diff's
 # KUBESCHED_SRC goes into PYTHONPATH), so they need not wait until first use.
-from kubesched.api.objects import PersistentVolume, PersistentVolumeClaim
+from kubesched.api.objects import LabelSelector, PersistentVolume, PersistentVolumeClaim
 from kubesched.api.resource import DeviceClass, ResourceClaim, ResourceClaimTemplate, ResourceSlice
+from kubesched.api.workloads import ReplicaSet, ReplicationController, Service, StatefulSet
 from kubesched.cluster.manifests import load_documents
 from kubesched.cluster.memory import InMemoryCluster
 from kubesched.config.file import parse_config
@@ -26,6 +27,8 @@ from kubesched.framework.handle import Listers
 from kubesched.framework.status import Code
 from kubesched.framework.storage import StorageState
 from kubesched.framework.types import PodInfo, QueuedPodInfo
+from kubesched.kube.workload_selectors import WorkloadSelectors
+from kubesched.kube.workload_selectors import _keep as keep_selector
 from kubesched.plugins.defaultpreemption.candidates import pick_one_node_for_preemption
 from kubesched.plugins.defaultpreemption.plugin import DefaultPreemption
 from kubesched.scheduler import Scheduler
@@ -54,13 +57,18 @@ def score_step(
     exactly as Scheduler.schedule_pod does, and return the score totals; when no
     node fits, the FailedScheduling message with PostFilter's (preemption's) part,
     as Scheduler.schedule_one writes it (nothing is evicted). NAMESPACE_STATE: the
-    run's Namespace, PDBs, PVs and PVCs as the API server had them (Run.objects).
+    run's Namespace, PDBs, PVs and PVCs as the API server had them (Run.objects),
+    with its Services, ReplicationControllers, ReplicaSets and StatefulSets (whose
+    selectors go to Listers.workload_selectors, as `kubesched run`'s informers keep
+    them, not to the manifest loader, which would expand the controllers into pods)
+    and the RuntimeClasses (the pods already carry what admission took from them).
     DRA_OBJECTS: the DeviceClasses, ResourceSlices, templates and claims (as they
     were before the step) the DynamicResources plugin reads through Listers.dra."""
     docs: list[tuple[str, int, object]] = []
+    selecting = [o for o in namespace_state if o.get("kind") in _SELECTING_TYPES]
     objects: list[Mapping[str, Any]] = [
         *gen.priority_class_manifests(),
-        *namespace_state,
+        *(o for o in namespace_state if o.get("kind") not in _SELECTING_TYPES),
         *({"apiVersion": "v1", "kind": "Node", **n} for n in nodes),
         *({"apiVersion": "v1", "kind": "Pod", **p} for p in bound),
         {"apiVersion": "v1", "kind": "Pod", **pod},
@@ -90,6 +98,7 @@ def score_step(
         pdbs=list(state.pdbs),
         namespaces=dict(state.namespaces),
         dra=dra_state(dra_objects),
+        workload_selectors=workload_selectors(selecting),
     )
     sched = Scheduler(config.profiles, cluster, seed=0, listers=listers)
     fw = sched.frameworks[SCHEDULER_NAME]
@@ -175,6 +184,28 @@ def _storage(objects: Sequence[Mapping[str, Any]]) -> Any:
     return storage
 
 
+_SELECTING_TYPES: dict[str, type] = {
+    "Service": Service,
+    "ReplicationController": ReplicationController,
+    "ReplicaSet": ReplicaSet,
+    "StatefulSet": StatefulSet,
+}
+
+
+def workload_selectors(objects: Sequence[Mapping[str, Any]]) -> WorkloadSelectors:
+    """(namespace, kind, name) -> selector of the Services, ReplicationControllers,
+    ReplicaSets and StatefulSets among OBJECTS (API objects), as `kubesched run`'s
+    informers keep them (kube/workload_selectors.py); empty, not None, without any:
+    the run knows there are none."""
+    store: dict[tuple[str, str, str], LabelSelector] = {}
+    for obj in objects:
+        kind = obj.get("kind", "")
+        if kind in _SELECTING_TYPES:
+            raw = json.dumps(_plain(obj)).encode()
+            keep_selector(store, msgspec.json.decode(raw, type=_SELECTING_TYPES[kind]))
+    return store
+
+
 _DRA_TYPES: dict[str, type] = {
     "DeviceClass": DeviceClass,
     "ResourceSlice": ResourceSlice,
@@ -213,11 +244,21 @@ def _plain(obj: Mapping[str, Any]) -> dict[str, Any]:
 
 def simulate(scenario: Mapping[str, Any], seed: int = 1) -> Any:
     """kubesched's simulator on the scenario's objects (logical node names), as
-    `kubesched simulate` would run it: a quick look without a cluster."""
+    `kubesched simulate` would run it: a quick look without a cluster. The
+    workloads feature's objects are in the manifests (pods name their controllers
+    with a placeholder uid); what the simulator makes of them is the manifest
+    loader's (Services, ReplicationControllers and RuntimeClasses: see
+    kubesched.cluster)."""
     names = {n["name"]: n["name"] for n in scenario["nodes"]}
+    workloads = scenario.get("workloads")
     objects: list[Mapping[str, Any]] = [
         *gen.priority_class_manifests(),
+        *gen.runtime_class_manifests(workloads, ""),
         *(gen.node_manifest(n, n["name"]) for n in scenario["nodes"]),
+        # No StatefulSets: the loader would make their pods `<name>-<ordinal>`, and the
+        # scenario's are p00, p01, ... (ReplicaSets and ReplicationControllers count
+        # the pods they own, as many as their replicas).
+        *(m for m in gen.workload_manifests(workloads, "default") if m["kind"] != "StatefulSet"),
         *(gen.pod_manifest(p, "default", SCHEDULER_NAME, names) for p in scenario["pods"]),
     ]
     state = load_documents([("scenario", i + 1, dict(o)) for i, o in enumerate(objects)])

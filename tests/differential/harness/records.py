@@ -22,7 +22,10 @@ SIDES = (KUBE, KUBESCHED)
 # test asserts on; "node" where the best score is unique; "predict" when the
 # kubesched process chose a node its own framework does not rank best.
 # "claims": a pod bound in both runs whose claims are not allocated alike (dra).
-KINDS = ("bound", "message", "event", "node", "state", "claims", "predict", "error")
+# "attempts": a pod the schedulers attempted a different number of times where
+# that number is deterministic (see compare.compare_attempts), or whose last
+# FailedScheduling message differs at the end of runs that never diverged.
+KINDS = ("bound", "message", "event", "node", "state", "claims", "predict", "error", "attempts")
 STRICT_KINDS = ("bound", "message", "event", "state", "claims", "error")
 
 # How a disagreement was seen: the two runs in the same state; kube-scheduler's
@@ -90,6 +93,10 @@ class Run:
     objects: list[dict[str, Any]] = field(default_factory=list, repr=False)
     # Seconds spent per phase: start (scheduler up), steps, settle, cleanup.
     timings: dict[str, float] = field(default_factory=dict)
+    # Per pod, when each of its scheduling attempts began (time.time() scale), from
+    # the scheduler's "Attempting to schedule pod" log lines (attempts_in_log); None
+    # if the log was not read or not verbose enough (ATTEMPT_VERBOSITY).
+    attempts: dict[str, list[float]] | None = None
 
 
 @dataclass
@@ -134,6 +141,22 @@ class Prediction:
 
 
 @dataclass
+class PodAttempts:
+    """One pod in one run: how many times the scheduler attempted it (None: its log
+    does not say), per step window (attempts after step i's pod was created and
+    before the next one was: steps[i].began), and its first and last FailedScheduling
+    messages (the first event note; the PodScheduled condition once the run settled)."""
+
+    count: int | None
+    windows: dict[int, int] = field(default_factory=dict)
+    first: str = ""
+    last: str = ""
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
 class Comparison:
     scenario: str
     steps: int = 0
@@ -157,6 +180,17 @@ class Comparison:
     # gangs: alike members whose FailedScheduling notes agree only as a set (the order
     # kube-scheduler tries them in is random: see compare._alike_members_swapped).
     member_orders: int = 0
+    # Pods whose number of attempts was compared (deterministic in both runs, see
+    # compare.compare_attempts), and of them those attempted alike.
+    attempts: int = 0
+    attempts_agree: int = 0
+    # The same of kube-scheduler's run against kubesched's simulator given the pods
+    # one at a time (harness.stepped), where it can load the scenario.
+    simulated: int = 0
+    simulated_agree: int = 0
+    # Per pod and side: its attempts (all, in the run's log), first and last
+    # FailedScheduling message (first event note, PodScheduled condition at the end).
+    pod_attempts: dict[str, dict[str, PodAttempts]] = field(default_factory=dict, repr=False)
     diverged_at: int | None = None
     disagreements: list[Disagreement] = field(default_factory=list)
     runs: dict[str, Run] = field(default_factory=dict, repr=False)
@@ -182,6 +216,10 @@ class Comparison:
             text += f", claims {self.claims_agree}/{self.claims}"
         if self.member_orders:
             text += f", {self.member_orders} gang members' notes in another order"
+        if self.attempts:
+            text += f", attempts {self.attempts_agree}/{self.attempts}"
+        if self.simulated:
+            text += f" (simulate {self.simulated_agree}/{self.simulated})"
         if self.diverged_at is not None:
             text += f", states diverged after a tie at step {self.diverged_at}"
         if self.unjudged:
@@ -212,7 +250,41 @@ class Comparison:
                 }
                 for s in run.steps
             ]
+        if self.pod_attempts:
+            out["attempts"] = {
+                pod: {side: got.as_dict() for side, got in sides.items()}
+                for pod, sides in self.pod_attempts.items()
+            }
         return out
+
+
+# kube-scheduler logs "Attempting to schedule pod" at V(3) once per scheduling cycle
+# of a pod (scheduleOnePod, after skipPodSchedule), kubesched likewise (SchedulingCycle.
+# schedule_one). A pod group's cycle logs "Attempting to schedule pod group" instead.
+ATTEMPT_VERBOSITY = 3
+_ATTEMPT_LINE = re.compile(
+    r'^I(\d\d)(\d\d) (\d\d):(\d\d):(\d\d)\.(\d{6}) .*?"Attempting to schedule pod" '
+    r'pod="([^"/]+)/([^"]+)"'
+)
+
+
+def attempts_in_log(text: str, namespace: str, near: float) -> dict[str, list[float]]:
+    """Per pod of NAMESPACE, when each scheduling attempt began, from a klog text
+    log (either scheduler's). klog's header has no year and is in local time: the
+    year is NEAR's (a time.time() of the run), or the one before if that would put
+    the line more than a day after NEAR (a run across New Year)."""
+    year = datetime.fromtimestamp(near).year
+    out: dict[str, list[float]] = {}
+    for line in text.splitlines():
+        m = _ATTEMPT_LINE.match(line)
+        if m is None or m.group(7) != namespace:
+            continue
+        month, day, hour, minute, second, micro = (int(g) for g in m.groups()[:6])
+        when = datetime(year, month, day, hour, minute, second, micro).timestamp()
+        if when > near + 86400:
+            when = datetime(year - 1, month, day, hour, minute, second, micro).timestamp()
+        out.setdefault(m.group(8), []).append(when)
+    return out
 
 
 def start_times(scenario: Mapping[str, Any]) -> dict[str, str]:

@@ -30,6 +30,10 @@ class Totals:
     claims: int = 0
     claims_agree: int = 0
     member_orders: int = 0
+    attempts: int = 0
+    attempts_agree: int = 0
+    simulated: int = 0
+    simulated_agree: int = 0
     kinds: Counter[str] = field(default_factory=Counter)
 
     def add(self, c: Comparison) -> None:
@@ -49,6 +53,10 @@ class Totals:
             "claims",
             "claims_agree",
             "member_orders",
+            "attempts",
+            "attempts_agree",
+            "simulated",
+            "simulated_agree",
         ):
             setattr(self, name, getattr(self, name) + getattr(c, name))
         self.diverged += c.diverged_at is not None
@@ -74,6 +82,10 @@ class Totals:
             ),
             f"node agreement (unique best):   {rate(self.unique_agree, self.unique)}",
             f"claims allocated alike (dra):   {rate(self.claims_agree, self.claims)}",
+            f"attempts per pod (where both deterministic): "
+            f"{rate(self.attempts_agree, self.attempts)}",
+            f"  kubesched simulate, pods one at a time: "
+            f"{rate(self.simulated_agree, self.simulated)}",
             "disagreements by kind:          "
             + (", ".join(f"{k}={v}" for k, v in sorted(self.kinds.items())) or "none"),
         ]

@@ -23,10 +23,11 @@ import httpx
 import yaml
 
 from tests.differential import generator as gen
-from tests.differential.harness import dra
+from tests.differential.harness import dra, workloads
 from tests.differential.harness.compare import compare
 from tests.differential.harness.inprocess import namespace_objects
 from tests.differential.harness.records import (
+    ATTEMPT_VERBOSITY,
     KUBE,
     KUBESCHED,
     SCHEDULER_NAME,
@@ -35,6 +36,7 @@ from tests.differential.harness.records import (
     HarnessError,
     Run,
     Step,
+    attempts_in_log,
     normalise_claim_names,
     start_times,
 )
@@ -109,6 +111,9 @@ class Harness:
         self.kube_verbosity = kube_verbosity  # 10 logs every plugin's score per node
         self.kubesched_verbosity = kubesched_verbosity  # kubesched run -v
         self._claim_controller = claim_controller
+        # Per run's namespace: pod_manifest's owners (controllers' uids) and
+        # runtime_classes (the workloads feature's; see _create_namespace_objects).
+        self._pod_args: dict[str, dict[str, Any]] = {}
 
     def close(self) -> None:
         self.api.close()
@@ -137,15 +142,20 @@ class Harness:
             paths[KUBESCHED].write_text(yaml.safe_dump(sabotaged, sort_keys=False))
         runs: dict[str, Run] = {}
         shared: list[tuple[str, str]] = []
+        runtime_classes: list[dict[str, Any]] = []
         try:
             self._ensure_priority_classes()
             nodes = self._create_nodes(scenario, names)
             shared = dra.create_cluster_objects(self.api, scenario, prefix, names)
+            runtime_classes = workloads.create_cluster_objects(self.api, scenario, prefix)
             for side in SIDES:
                 ns = f"{prefix}-{'kube' if side == KUBE else 'ks'}"
                 runs[side] = self._run_side(side, scenario, ns, prefix, names, paths[side], work)
                 runs[side].nodes = nodes
+                # What RuntimeClass admission read (for the in-process re-run).
+                runs[side].objects += runtime_classes
         finally:
+            workloads.delete_cluster_objects(self.api, runtime_classes)
             dra.delete_cluster_objects(self.api, shared)
             self._delete_nodes(names.values())
         comparison = compare(scenario, runs[KUBE], runs[KUBESCHED], names)
@@ -196,6 +206,12 @@ class Harness:
             )
         self.api.create_namespace(ns, labels={"kubesched.test/differential": prefix})
         dra.create_namespace_objects(self.api, scenario, ns, prefix)
+        # Services and controllers (workloads): the pods name the controllers' uids.
+        selecting = workloads.create_namespace_objects(self.api, scenario, ns)
+        self._pod_args[ns] = {
+            "owners": workloads.owner_uids(selecting),
+            "runtime_classes": gen.runtime_class_names(scenario.get("workloads"), prefix),
+        }
         objects = namespace_objects(scenario, ns)
         for obj in objects:
             self.api.post(self.api.resource_path(obj), obj)
@@ -203,6 +219,7 @@ class Harness:
         # state in both runs (and the state the in-process side loads).
         settled = [self.api.get(f"/api/v1/namespaces/{ns}")]
         settled += [self._settled(obj) for obj in objects]
+        settled += selecting
         pvs = [o["metadata"]["name"] for o in objects if o["kind"] == "PersistentVolume"]
         return pvs, settled
 
@@ -242,7 +259,8 @@ class Harness:
                 return start_kube_scheduler(
                     self.cp,
                     config_path,
-                    verbosity=self.kube_verbosity,
+                    # At least ATTEMPT_VERBOSITY: each attempt's log line.
+                    verbosity=max(self.kube_verbosity, ATTEMPT_VERBOSITY),
                     extra_args=[f"--feature-gates={gates}"] if gates else [],
                 )
             except RuntimeError as exc:
@@ -256,11 +274,8 @@ class Harness:
             "--seed",
             str(self.kubesched_seed),
             *(("--feature-gates", gates) if gates else ()),
-            *(
-                ("-v", str(self.kubesched_verbosity))
-                if self.kubesched_verbosity is not None
-                else ()
-            ),
+            "-v",
+            str(max(self.kubesched_verbosity or 0, ATTEMPT_VERBOSITY)),
             name="kubesched",
         )
         try:
@@ -323,6 +338,8 @@ class Harness:
             run.log = str(proc.log_path)
             proc.stop()
             self._delete_pods(ns)
+            workloads.delete_namespace_objects(self.api, run.objects)
+            self._pod_args.pop(ns, None)
             if "dra" in scenario:
                 # The next run must find every device free (see harness/dra.py).
                 dra.delete_claims(self.api, ns)
@@ -330,6 +347,10 @@ class Harness:
                 with contextlib.suppress(ApiError, httpx.HTTPError):
                     self.api.request("DELETE", f"/api/v1/persistentvolumes/{pv}", ok=(404,))
             lap("cleanup")
+        with contextlib.suppress(OSError):
+            # Each pod's attempts, from the stopped scheduler's whole log.
+            text = Path(run.log).read_text(errors="replace")
+            run.attempts = attempts_in_log(text, ns, time.time())
         times = " ".join(f"{k} {v:.1f}s" for k, v in run.timings.items())
         self.say(f"  {side}: {_outcomes(run)} ({times})")
         return run
@@ -345,7 +366,7 @@ class Harness:
     ) -> Step:
         """Create POD and wait for its outcome; BEFORE: the placements before it;
         UNSTARTED: the status.startTime of each pod not given it yet (updated)."""
-        manifest = gen.pod_manifest(pod, ns, SCHEDULER_NAME, names)
+        manifest = gen.pod_manifest(pod, ns, SCHEDULER_NAME, names, **self._pod_args.get(ns, {}))
         began = time.time()
         started = time.monotonic()
         try:
@@ -431,7 +452,7 @@ class Harness:
     ) -> Step:
         """A gang member before the gang's last: created, not waited for (its group
         holds it at PreEnqueue until the last member exists)."""
-        manifest = gen.pod_manifest(pod, ns, SCHEDULER_NAME, names)
+        manifest = gen.pod_manifest(pod, ns, SCHEDULER_NAME, names, **self._pod_args.get(ns, {}))
         began = time.time()
         try:
             created = self.api.post(f"/api/v1/namespaces/{ns}/pods", manifest)
