@@ -18,3 +18,15 @@ def test_explain_is_served_on_the_secure_port() -> None:
     # The routes are added to the secure server only; without it they are not served.
     assert "self.explained.routes()" in source
     assert "--explain needs the secure port" in source
+
+
+def test_differential_features_disable_the_plugins_of_the_others() -> None:
+    """docs/differential.md: `FEATURES=spread,affinity` runs only those features,
+    the plugins of the others disabled in both schedulers."""
+    from tests.differential import generator as gen
+
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "differential.md").read_text()
+    assert "make diff FEATURES=spread,affinity             # only these generator features" in doc
+    disabled = set(gen.disabled_plugins(["spread", "affinity"]))
+    assert disabled and not {"PodTopologySpread", "InterPodAffinity"} & disabled
+    assert "DefaultPreemption" in disabled
