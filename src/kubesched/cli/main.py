@@ -199,7 +199,18 @@ def simulate_command(
                 console.print("optimize: no pending pods")
             else:
                 print_comparison(console, comparison)
-    if problems:
+    failed = [o for o in result.outcomes.values() if o.reason == "SchedulerError" and not o.node]
+    if failed:
+        # A plugin (or the framework) failed on these pods: the run is not a good
+        # answer, whatever else it placed (the log lines above say where it raised).
+        err.print(
+            Text(
+                f"error: {len(failed)} pods failed with an error: {failed[0].key}: "
+                f"{failed[0].message}"
+            ),
+            soft_wrap=True,
+        )
+    if problems or failed:
         sys.exit(1)
 
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import logging
+import traceback
 from collections.abc import Callable, Mapping
 from time import perf_counter
 from typing import Any, TypeVar
@@ -78,6 +79,15 @@ class PluginError(Exception):
         self.point = point
         self.cause = cause
         super().__init__(plugin_error_text(plugin, point, cause))
+
+    @property
+    def location(self) -> str:
+        """Where the plugin raised, "file:line" ("" for an Error status): the message
+        is upstream's text, which names no place; the log line adds this."""
+        if not isinstance(self.cause, BaseException):
+            return ""
+        frames = traceback.extract_tb(self.cause.__traceback__)
+        return f"{frames[-1].filename}:{frames[-1].lineno}" if frames else ""
 
 
 def _wrapped_error(status: Status, plugin: str, point: str) -> Status:

@@ -133,7 +133,8 @@ class SchedulingCycle(BindingCycle, Explaining):
             self._observe_algorithm(started)
             reason = "Unschedulable" if isinstance(exc, NoNodesError) else "SchedulerError"
             if isinstance(exc, PluginError):
-                log.error("pod %s: %s", pod.key, exc)
+                where = f" (raised at {exc.location})" if exc.location else ""
+                log.error("pod %s: %s%s", pod.key, exc, where)
             qpi.unschedulable_plugins = set()
             qpi.tried_at_generation = self.table.generation
             if capture is not None:
