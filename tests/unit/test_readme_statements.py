@@ -30,3 +30,9 @@ def test_differential_features_disable_the_plugins_of_the_others() -> None:
     disabled = set(gen.disabled_plugins(["spread", "affinity"]))
     assert disabled and not {"PodTopologySpread", "InterPodAffinity"} & disabled
     assert "DefaultPreemption" in disabled
+
+
+def test_benchmarks_md_keeps_the_method_and_current_figures_only() -> None:
+    """Dated runs go to docs/benchmarks-log.md; docs/benchmarks.md stays short."""
+    docs = Path(__file__).resolve().parents[2] / "docs"
+    assert len((docs / "benchmarks.md").read_text().splitlines()) <= 300
