@@ -222,6 +222,12 @@ def main(argv: list[str] | None = None) -> int:
         "--kube-verbosity", type=int, default=2, help="kube-scheduler -v (10: every score)"
     )
     parser.add_argument(
+        "--kubesched-verbosity",
+        type=int,
+        default=None,
+        help="kubesched run -v (at least 3, which logs each attempt)",
+    )
+    parser.add_argument(
         "--kubesched-content-type",
         default="",
         choices=["", "application/json", "application/vnd.kubernetes.protobuf"],
@@ -335,6 +341,7 @@ class Batch:
             self.workdir / f"job{job}",
             log=lines.append,
             kube_verbosity=self.args.kube_verbosity,
+            kubesched_verbosity=self.args.kubesched_verbosity,
             kubesched_content_type=self.args.kubesched_content_type,
         )
         try:

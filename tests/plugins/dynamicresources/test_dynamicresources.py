@@ -9,11 +9,15 @@ from typing import Any
 import msgspec
 import pytest
 
-from kubesched.api.objects import Pod
+from kubesched.api.objects import ObjectMeta, Pod
 from kubesched.api.resource import (
     DELETE_PROTECTION_FINALIZER,
     AllocationResult,
+    CELDeviceSelector,
     DeviceClass,
+    DeviceClassSpec,
+    DeviceRequest,
+    DeviceSelector,
     ResourceClaim,
 )
 from kubesched.framework.cycle_state import CycleState
@@ -232,3 +236,35 @@ def test_args() -> None:
 
 def test_unused_pod_type() -> None:
     assert isinstance(pod_with().pod, Pod)
+
+
+def test_selectors_are_compiled_as_classes_and_claims_arrive() -> None:
+    """Not in the first scheduling cycle that needs them: the first compile loads the
+    CEL library (about 0.5 s; seed47-078 bound a retry 0.5 s after kube-scheduler)."""
+    from kubesched.plugins.dynamicresources.plugin import _SharedCachesAllocator
+
+    dra = DraState()
+    plugin = DynamicResources(None, Handle(make_table([make_node("n")]), listers=Listers(dra=dra)))
+    factory = plugin.allocator_factory
+    assert isinstance(factory, _SharedCachesAllocator)
+    expression = 'device.driver == "gpu.example.com"'
+    selector = DeviceSelector(cel=CELDeviceSelector(expression=expression))
+    dra.upsert_class(
+        DeviceClass(metadata=ObjectMeta(name="gpu"), spec=DeviceClassSpec(selectors=[selector]))
+    )
+    assert expression in factory.cel_cache._compiled
+    held = claim("c")
+    held.spec.devices.requests = msgspec.convert(
+        [
+            {
+                "name": "r",
+                "exactly": {
+                    "deviceClassName": "gpu",
+                    "selectors": [{"cel": {"expression": "device.attributes['x'].y == 1"}}],
+                },
+            }
+        ],
+        list[DeviceRequest],
+    )
+    dra.upsert_claim(held)
+    assert "device.attributes['x'].y == 1" in factory.cel_cache._compiled

@@ -55,7 +55,7 @@ from kubesched.framework.node_table import IntArray, NodeTable, Rows
 from kubesched.framework.nodeinfo import NodeInfo
 from kubesched.framework.signature import SignFragment, SignPlugin, not_signable
 from kubesched.framework.status import Status
-from kubesched.framework.types import PodInfo
+from kubesched.framework.types import ActionType, ClusterEvent, PodInfo
 from kubesched.plugins.dynamicresources import extended, postfilter, prebind
 from kubesched.plugins.dynamicresources.args import DynamicResourcesArgs, dynamic_resources_args
 from kubesched.plugins.dynamicresources.events import events_to_register
@@ -83,7 +83,7 @@ from kubesched.plugins.dynamicresources.structured.base import (
     FailedAllocationOnNode,
     Features,
 )
-from kubesched.plugins.dynamicresources.structured.celenv import CelCache
+from kubesched.plugins.dynamicresources.structured.celenv import CelCache, selector_expressions
 from kubesched.plugins.dynamicresources.structured.outcomes import OutcomeCache
 from kubesched.plugins.dynamicresources.structured.pools import PoolCache, SelectorCache
 from kubesched.plugins.helpers.args import raw_args
@@ -162,6 +162,22 @@ class DynamicResources(
         self.allocator_factory = (
             _SharedCachesAllocator() if allocator_factory is None else allocator_factory
         )
+        if handle is not None and isinstance(self.allocator_factory, _SharedCachesAllocator):
+            # Compile CEL selectors as their classes and claims arrive (the informers'
+            # sync, in `run`), not in the first cycle that needs them: the first
+            # compile loads the CEL library, about 0.5 s the scheduling cycle would
+            # otherwise spend (seed47-078: a retry bound 0.5 s after kube-scheduler's).
+            handle.dra.subscribe(self._compile_selectors)
+
+    def _compile_selectors(self, event: ClusterEvent, _old: object, new: object) -> None:
+        """Puts the CEL selectors of a DeviceClass or ResourceClaim that arrived into
+        the shared cache (a bad one is cached with its error, for the cycle to report)."""
+        if event.action == ActionType.DELETE:
+            return
+        assert isinstance(self.allocator_factory, _SharedCachesAllocator)
+        cache = self.allocator_factory.cel_cache
+        for expression in selector_expressions(new):
+            cache.get_or_compile(expression)
 
     def sign_pod(self, pod: PodInfo) -> tuple[Sequence[SignFragment], Status]:
         """SignPod: a pod with ResourceClaims is not signable."""

@@ -34,7 +34,13 @@ from fractions import Fraction
 from typing import Any
 
 from kubesched.api.quantity import QuantityError, parse_quantity
-from kubesched.api.resource import Device, DeviceAttribute
+from kubesched.api.resource import (
+    Device,
+    DeviceAttribute,
+    DeviceClass,
+    DeviceSelector,
+    ResourceClaim,
+)
 
 QTAG = "$quantity"
 VTAG = "$semver"
@@ -252,6 +258,21 @@ class CompiledSelector:
     # Domains the expression indexes with a literal: (attributes, capacity).
     attribute_domains: tuple[str, ...] = ()
     capacity_domains: tuple[str, ...] = ()
+
+
+def selector_expressions(obj: object) -> list[str]:
+    """The CEL expressions of a DeviceClass's selectors, or of a ResourceClaim's
+    requests and their subrequests; none for anything else."""
+    selectors: list[DeviceSelector] = []
+    if isinstance(obj, DeviceClass):
+        selectors = list(obj.spec.selectors)
+    elif isinstance(obj, ResourceClaim):
+        for request in obj.spec.devices.requests:
+            if request.exactly is not None:
+                selectors.extend(request.exactly.selectors)
+            for sub in request.first_available:
+                selectors.extend(sub.selectors)
+    return [s.cel.expression for s in selectors if s.cel is not None and s.cel.expression]
 
 
 def compile_selector(expression: str) -> CompiledSelector:
