@@ -43,6 +43,7 @@ from kubesched.api.resource import (
 )
 from kubesched.cluster import dra_validation
 from kubesched.cluster.generated_names import _uid
+from kubesched.cluster.load_problems import duplicate_problem
 from kubesched.framework.dra import DraState
 
 DraObject = ResourceClaim | ResourceClaimTemplate | DeviceClass | ResourceSlice
@@ -112,10 +113,7 @@ class DraObjects:
         objects = self.by_kind.setdefault(kind, {})
         key = meta.key
         if key in objects:
-            return (
-                "metadata.name",
-                f"duplicate: a {kind} named {key} was already loaded from {objects[key][1]}",
-            )
+            return duplicate_problem(kind, key, objects[key][1])
         if not meta.uid:
             meta.uid = _uid(kind, meta.namespace, meta.name)
         # The API always answers with the kind's preferred version.

@@ -44,3 +44,9 @@ class _Origin:
     def __str__(self) -> str:
         where = f"{self.source} document {self.document}"
         return where if self.item is None else f"{where}, item {self.item}"
+
+
+def duplicate_problem(kind: str, key: str, first: object) -> tuple[str, str]:
+    """(field, message) of an object whose name was taken by one loaded before, from
+    `first` (where that one came from)."""
+    return "metadata.name", f"duplicate: a {kind} named {key} was already loaded from {first}"

@@ -51,7 +51,7 @@ from kubesched.cluster.dra_manifests import (
     check_version,
 )
 from kubesched.cluster.generated_names import _MAX_GENERATE_NAME_BASE, _random_chars, _uid
-from kubesched.cluster.load_problems import LoadProblem, _Origin
+from kubesched.cluster.load_problems import LoadProblem, _Origin, duplicate_problem
 from kubesched.cluster.manifest_reader import _json_documents, _yaml_documents
 from kubesched.cluster.manifest_validation import (
     _check_pod_spec,
@@ -109,10 +109,6 @@ def _first(errors: FieldErrors) -> FieldError | None:
     """The first problem the apiserver's validation finds (it lists them all; the
     loader reports one line per skipped object)."""
     return next(errors, None)
-
-
-def _duplicate(kind: str, key: str, first: _Origin) -> FieldError:
-    return "metadata.name", f"duplicate: a {kind} named {key} was already loaded from {first}"
 
 
 def _parse_time(text: str) -> datetime:
@@ -484,13 +480,7 @@ class _Loader:
             return
         first = self.node_origin.get(meta.name)
         if first is not None:
-            self.problem(
-                origin,
-                "Node",
-                meta.name,
-                "metadata.name",
-                f"duplicate: a Node named {meta.name} was already loaded from {first}",
-            )
+            self.problem(origin, "Node", meta.name, *duplicate_problem("Node", meta.name, first))
             return
         if not meta.uid:
             meta.uid = _uid("Node", "", meta.name)
@@ -507,11 +497,7 @@ class _Loader:
             return
         error = _first(validate_priority_class(pc))
         if error is None and name in self.priority_classes:
-            error = (
-                "metadata.name",
-                f"duplicate: a PriorityClass named {name} was already loaded from "
-                f"{self.priority_classes[name][1]}",
-            )
+            error = duplicate_problem("PriorityClass", name, self.priority_classes[name][1])
         elif error is None and pc.global_default:
             other = next((p for p, _ in self.priority_classes.values() if p.global_default), None)
             if other is not None:
@@ -546,9 +532,7 @@ class _Loader:
                 origin,
                 "Namespace",
                 name,
-                "metadata.name",
-                f"duplicate: a Namespace named {name} was already loaded from "
-                f"{self.namespaces[name][1]}",
+                *duplicate_problem("Namespace", name, self.namespaces[name][1]),
             )
             return
         ns.metadata.labels = {**ns.metadata.labels, NAMESPACE_NAME_LABEL: name}
@@ -576,9 +560,7 @@ class _Loader:
                 origin,
                 "PodDisruptionBudget",
                 key,
-                "metadata.name",
-                f"duplicate: a PodDisruptionBudget named {key} was already loaded from "
-                f"{self.pdbs[key][1]}",
+                *duplicate_problem("PodDisruptionBudget", key, self.pdbs[key][1]),
             )
             return
         if not meta.uid:
@@ -595,7 +577,7 @@ class _Loader:
         key = f"{meta.namespace}/{meta.name}" if meta.name else ""
         error = _first(validate_service(service))
         if error is None and key in self.services:
-            error = _duplicate("Service", key, self.services[key][1])
+            error = duplicate_problem("Service", key, self.services[key][1])
         if error is not None:
             self.problem(origin, "Service", key, *error)
             return
@@ -611,7 +593,7 @@ class _Loader:
         name = rc.metadata.name
         error = _first(validate_runtime_class(rc))
         if error is None and name in self.runtime_classes:
-            error = _duplicate("RuntimeClass", name, self.runtime_classes[name][1])
+            error = duplicate_problem("RuntimeClass", name, self.runtime_classes[name][1])
         if error is not None:
             self.problem(origin, "RuntimeClass", name, *error)
             return
@@ -631,11 +613,7 @@ class _Loader:
             return
         key = meta.key if meta.name else ""
         if problem is None and key in self.pod_groups:
-            problem = (
-                "metadata.name",
-                f"duplicate: a PodGroup named {key} was already loaded from "
-                f"{self.pod_groups[key][1]}",
-            )
+            problem = duplicate_problem("PodGroup", key, self.pod_groups[key][1])
         if problem is not None:
             self.problem(origin, POD_GROUP_KIND, key, *problem)
             return
@@ -679,13 +657,7 @@ class _Loader:
             self.workload_pod_groups if kind == "PodGroup" else self.workload_objects
         )
         if name in store:
-            self.problem(
-                origin,
-                kind,
-                name,
-                "metadata.name",
-                f"duplicate: a {kind} named {name} was already loaded from {store[name][1]}",
-            )
+            self.problem(origin, kind, name, *duplicate_problem(kind, name, store[name][1]))
             return
         if not meta.uid:
             meta.uid = _uid(kind, meta.namespace, meta.name)
@@ -763,13 +735,7 @@ class _Loader:
             return
         first = self.workload_origin.get((kind, key))
         if first is not None:
-            self.problem(
-                origin,
-                kind,
-                key,
-                "metadata.name",
-                f"duplicate: a {kind} named {key} was already loaded from {first}",
-            )
+            self.problem(origin, kind, key, *duplicate_problem(kind, key, first))
             return
         self.workload_origin[kind, key] = origin
         if not meta.uid:

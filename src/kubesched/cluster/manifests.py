@@ -88,7 +88,7 @@ from kubesched.cluster.admission import (
 )
 from kubesched.cluster.dra_manifests import build_dra
 from kubesched.cluster.generated_names import _uid
-from kubesched.cluster.load_problems import LoadProblem, _Origin
+from kubesched.cluster.load_problems import LoadProblem, _Origin, duplicate_problem
 from kubesched.cluster.manifest_loader import MAX_FIELD_WARNINGS, _Loader, _PodItem
 from kubesched.cluster.manifest_reader import _read_path
 from kubesched.cluster.runtime_classes import admit_runtime_class
@@ -357,11 +357,7 @@ def _admit(
         first = seen.get(key)
         if first is not None:
             loader.problem(
-                item.origin,
-                item.kind,
-                item.object_name,
-                "metadata.name",
-                f"duplicate: a Pod named {key} was already loaded from {first}",
+                item.origin, item.kind, item.object_name, *duplicate_problem("Pod", key, first)
             )
             continue
         error = _admit_priority(pod.spec, classes, default_class, kept_priority, key)

@@ -49,6 +49,7 @@ from kubesched.api.volumes import (
 )
 from kubesched.api.workloads import PersistentVolumeClaimTemplate
 from kubesched.cluster.generated_names import _uid
+from kubesched.cluster.load_problems import duplicate_problem
 from kubesched.cluster.volume_controller import sync_claims, sync_volume_phases
 from kubesched.framework.storage import StorageState
 
@@ -144,10 +145,7 @@ class StorageObjects:
         key = meta.key if namespaced else meta.name
         objects = self.by_kind.setdefault(kind, {})
         if key in objects:
-            return (
-                "metadata.name",
-                f"duplicate: a {kind} named {key} was already loaded from {objects[key][1]}",
-            )
+            return duplicate_problem(kind, key, objects[key][1])
         if not meta.uid:
             meta.uid = _uid(kind, meta.namespace, meta.name)
         objects[key] = (obj, origin)
