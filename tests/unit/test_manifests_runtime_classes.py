@@ -8,11 +8,11 @@ import textwrap
 from pathlib import Path
 
 from kubesched.api.objects import Toleration
-from kubesched.cluster.manifests import ClusterState, pending_pods
+from kubesched.cluster.manifests import ClusterState, load_paths, pending_pods
 from kubesched.cluster.runtime_classes import merge_tolerations
 from kubesched.framework.profile import ProfileConfig
 from kubesched.simulator import simulate
-from tests.unit.manifests_helpers import load, only_problem
+from tests.unit.manifests_helpers import load, only_problem, write
 
 GVISOR = """
 apiVersion: node.k8s.io/v1
@@ -217,3 +217,37 @@ def test_merge_tolerations_keeps_only_supersets() -> None:
         t("a", value="x"),
         t("b", value="y"),
     ]
+
+
+def test_a_live_clusters_pods_are_not_admitted_again(tmp_path: Path) -> None:
+    """--from-cluster: a RuntimeClass whose overhead changed after its pods were made
+    must not refuse them (admission ran when they were created)."""
+    live_pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "live", "namespace": "default"},
+        "spec": {
+            "runtimeClassName": "gvisor",
+            "overhead": {"cpu": "100m"},
+            "containers": [{"name": "c"}],
+        },
+    }
+    live_class = {
+        "apiVersion": "node.k8s.io/v1",
+        "kind": "RuntimeClass",
+        "metadata": {"name": "gvisor"},
+        "handler": "runsc",
+        "overhead": {"podFixed": {"cpu": "250m"}},
+    }
+    before = [
+        (
+            "cluster https://x",
+            1,
+            {"kind": "List", "apiVersion": "v1", "items": [live_class, live_pod]},
+        )
+    ]
+    state = load_paths([write(tmp_path, pod("new"))], before=before)
+    assert not state.problems, [str(p) for p in state.problems]
+    by_key = {p.key: p for p in state.pods}
+    assert by_key["default/live"].spec.overhead == {"cpu": "100m"}  # as the cluster has it
+    assert by_key["default/new"].spec.overhead == {"cpu": "250m"}  # admitted now

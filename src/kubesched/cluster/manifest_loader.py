@@ -183,6 +183,8 @@ class _Loader:
         # (cluster/validation/fields.py says what each does).
         self.validate = validate
         self.unvalidated: set[tuple[str, str]] = set()  # (kind, apiVersion) without a schema
+        # Sources read from a live cluster: its pods were admitted there already.
+        self.live_sources: set[str] = set()
         self.field_warnings = 0
         self.problems: list[LoadProblem] = []
         self.notes: list[str] = []

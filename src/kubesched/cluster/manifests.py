@@ -184,6 +184,7 @@ def load_paths(
     loader = _Loader("ignore")
     with _gc_paused():
         for source, document, obj in before:
+            loader.live_sources.add(source)
             loader.add_document(_Origin(source, document), obj)
         loader.validate = validate
         for path in paths:
@@ -362,7 +363,9 @@ def _admit(
             continue
         error = _admit_priority(pod.spec, classes, default_class, kept_priority, key)
         refusal = None if error is None else ("priorityClassName", error)
-        if refusal is None:
+        if refusal is None and item.origin.source not in loader.live_sources:
+            # A live cluster's pods went through RuntimeClass admission when they were
+            # made; a class changed since must not refuse them now.
             refusal = admit_runtime_class(pod.spec, runtime_classes, kept_overhead, key)
         if refusal is not None:
             if item.origin not in rejected:  # once per workload, not per replica
