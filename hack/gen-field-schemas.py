@@ -31,44 +31,27 @@ REPO = Path(__file__).resolve().parent.parent
 OUT = REPO / "src/kubesched/cluster/validation/field_schemas.json.gz"
 GENERATOR = "hack/gen-field-schemas.py"
 
-# (group, version, kinds): what the loader reads (manifest_loader._GROUPS, STORAGE_GROUPS,
-# DRA_GROUPS) and what the brief of issue #30 names; resource.k8s.io/v1beta2 is read as v1.
-KINDS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
-    (
-        "",
-        "v1",
-        (
-            "Pod",
-            "Node",
-            "Namespace",
-            "Service",
-            "ReplicationController",
-            "PersistentVolume",
-            "PersistentVolumeClaim",
-        ),
-    ),
-    ("apps", "v1", ("Deployment", "ReplicaSet", "StatefulSet", "DaemonSet")),
-    ("batch", "v1", ("Job",)),
-    ("policy", "v1", ("PodDisruptionBudget",)),
-    ("scheduling.k8s.io", "v1", ("PriorityClass",)),
-    ("scheduling.k8s.io", "v1alpha2", ("Workload", "PodGroup")),
-    ("node.k8s.io", "v1", ("RuntimeClass",)),
-    (
-        "storage.k8s.io",
-        "v1",
-        ("StorageClass", "CSINode", "CSIDriver", "CSIStorageCapacity", "VolumeAttachment"),
-    ),
-    (
-        "resource.k8s.io",
-        "v1",
-        ("DeviceClass", "ResourceSlice", "ResourceClaim", "ResourceClaimTemplate"),
-    ),
-    (
-        "resource.k8s.io",
-        "v1beta2",
-        ("DeviceClass", "ResourceSlice", "ResourceClaim", "ResourceClaimTemplate"),
-    ),
-)
+sys.path.insert(0, str(REPO / "src"))
+from kubesched.api import kinds as _kinds  # noqa: E402  (the one list of kinds read)
+from kubesched.cluster.dra_manifests import DRA_KINDS  # noqa: E402
+
+
+def kinds_read() -> tuple[tuple[str, str, tuple[str, ...]], ...]:
+    """(group, version, kinds): the built-in kinds of api/kinds.py's list (CRDs such as
+    Coscheduling's PodGroup have no OpenAPI here), and the DRA kinds once more at
+    resource.k8s.io/v1beta2, which the loader reads as v1."""
+    by_version: dict[tuple[str, str], list[str]] = {}
+    for kind in _kinds.SIMULATOR_KINDS:
+        if kind not in _kinds.PLUGIN_KINDS:
+            by_version.setdefault((kind.group, kind.version), []).append(kind.kind)
+    by_version[_kinds.RESOURCE_CLAIM.group, "v1beta2"] = sorted(DRA_KINDS)
+    return tuple(
+        (group, version, tuple(sorted(names)))
+        for (group, version), names in sorted(by_version.items())
+    )
+
+
+KINDS = kinds_read()
 
 # Definitions whose Go types unmarshal themselves (UnmarshalJSON): their codes.
 SPECIAL = {
