@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.installed
 LOCK   := requirements.lock
 UV     := $(BIN)/uv
 
-.PHONY: proto field-schemas run test lint typecheck unit integration venv clean cluster-up cluster-down chaos soak soak-live lock lock-check readme \
+.PHONY: proto field-schemas run test docs lint typecheck unit integration venv clean cluster-up cluster-down chaos soak soak-live lock lock-check readme \
 	browser-deps report-screenshot
 
 # The venv holds exactly requirements.lock, then kubesched itself (editable, no deps).
@@ -62,6 +62,11 @@ lint: $(STAMP)
 	$(BIN)/lint-imports
 	$(BIN)/hadolint deploy/Dockerfile
 
+# The documentation site (mkdocs.yml) into site/: strict, so a broken link, a missing
+# page or a docstring the reference cannot render fails the build.
+docs: $(STAMP)
+	$(BIN)/mkdocs build --strict --quiet
+
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
@@ -77,7 +82,7 @@ integration: $(STAMP)
 
 # Every test, lint (ruff, the import-linter layer contracts) and type check. pytest's exit code 5 ("no tests collected")
 # is a failure here on purpose: an empty run must never look green.
-test: $(STAMP) lock-check lint typecheck browser-deps
+test: $(STAMP) lock-check lint typecheck docs browser-deps
 	$(BIN)/pytest -q
 
 # docs/report.png and docs/report-explain.png: the example cluster's HTML report
@@ -99,7 +104,7 @@ cluster-down:
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
 
-# kubesched vs kube-scheduler (docs/benchmarks.md): in-process and end to end on
+# kubesched vs kube-scheduler (docs/explanation/benchmarks.md): in-process and end to end on
 # a control plane of its own. WORKLOAD=all|Name[,Name]  SIZE=tiny|small|500|5000|15000
 # (5000 and 15000: median of 3 unless --repeat). BENCH_MODE=all or some of
 # inprocess,e2e,backlog,ceiling; BENCH_ARGS (e.g. --kubesched-rev HEAD); see
@@ -138,7 +143,7 @@ bench-html: $(STAMP) browser-deps
 bench-gangs: $(STAMP)
 	$(BIN)/python -m bench.gangs --gangs 100 --size 8 --singles 800 --nodes 90 --repeat 3
 
-# Differential run against the real kube-scheduler (docs/differential.md): N generated
+# Differential run against the real kube-scheduler (docs/explanation/differential.md): N generated
 # scenarios of series SEED on a control plane of its own; agreement rates, and each
 # disagreement written to tests/differential/regressions/. Every generator feature is on
 # (nothing disabled) unless FEATURES=spread,affinity,preemption,volumes,dra picks some
@@ -159,7 +164,7 @@ diff: $(STAMP)
 		--jobs $(JOBS) $(if $(FEATURES),--features $(FEATURES)) $(if $(SHRINK),--shrink) \
 		$(if $(KUBESCHED_CONTENT_TYPE),--kubesched-content-type $(KUBESCHED_CONTENT_TYPE))
 
-# Fuzz loader -> simulate -> report with N mutated real manifests (tests/fuzz, docs/reliability.md
+# Fuzz loader -> simulate -> report with N mutated real manifests (tests/fuzz, docs/develop/reliability.md
 # "Fuzzing"): each case in a worker subprocess (2 GiB of address space, FUZZ_TIMEOUT seconds);
 # prints the tracebacks, crashes, hangs and runs over 2 GiB; cases that gave one go to fuzz-results/.
 FUZZ_TIMEOUT ?= 30
@@ -168,7 +173,7 @@ FUZZ_SEED ?= 1
 fuzz: $(STAMP)
 	$(BIN)/python -m tests.fuzz.run -n $(N) --timeout $(FUZZ_TIMEOUT) --seed $(FUZZ_SEED) --save fuzz-results
 
-# Hardening runs (docs/reliability.md), each on a control plane of its own; exit non-zero on
+# Hardening runs (docs/develop/reliability.md), each on a control plane of its own; exit non-zero on
 # a finding. chaos: two leader-elected `kubesched run` replicas under a steady pod load,
 # the leader killed every 10 s, kube-apiserver killed twice, etcd compacted, pods
 # re-created; counts lost pods, double binds, overcommitted nodes, tracebacks.

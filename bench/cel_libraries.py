@@ -1,7 +1,7 @@
 """Measure the CEL libraries on PyPI against DRA-style device selectors.
 
 Run as ``python -m bench.cel_libraries`` from the repository root (with the
-candidates installed in the same interpreter; see docs/cel-libraries.md). Each
+candidates installed in the same interpreter; see docs/develop/cel-libraries.md). Each
 library runs in its own subprocess (``--worker NAME``) so that imports, native
 memory and failures stay apart; the parent prints the tables.
 

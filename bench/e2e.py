@@ -358,7 +358,7 @@ def timeline(bindings: Bindings, t0: float) -> list[int]:
 def create_to_bound(bindings: Bindings, created_at: dict[str, float]) -> dict[str, float | None]:
     """Quantiles (ms) of the time from a pod's create being answered to the watch
     showing it bound: what a user waits for, measured the same way for both
-    schedulers (unlike the attempt duration, see docs/benchmark-method.md)."""
+    schedulers (unlike the attempt duration, see docs/develop/benchmark-method.md)."""
     return quantiles_ms(
         [bindings.bound[k] - created_at[k] for k in bindings.bound.keys() & created_at.keys()]
     )

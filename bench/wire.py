@@ -1,5 +1,5 @@
 """What each wire format costs kubesched to decode: a pod and a node, in JSON and
-in protobuf, as the informers decode them (docs/benchmarks-log.md, "The wire format").
+in protobuf, as the informers decode them (docs/develop/benchmarks-log.md, "The wire format").
 
     python -m bench.wire [--repeat 7] [--number 2000]
 

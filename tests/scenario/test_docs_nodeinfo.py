@@ -1,4 +1,4 @@
-"""docs/plugins.md's one-node example runs as written, with `simulate --plugin`
+"""docs/how-to/write-a-plugin.md's one-node example runs as written, with `simulate --plugin`
 (issue #31: NodeInfo was not documented, and `len(node_info.pods)` failed)."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from click.testing import CliRunner
 
 from kubesched.cli.main import main
 
-DOC = Path(__file__).resolve().parents[2] / "docs" / "plugins.md"
+DOC = Path(__file__).resolve().parents[2] / "docs" / "how-to" / "write-a-plugin.md"
 
 CLUSTER = """
 apiVersion: v1

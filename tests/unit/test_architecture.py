@@ -1,4 +1,4 @@
-"""The structure rules that import-linter does not check (docs/architecture.md):
+"""The structure rules that import-linter does not check (docs/explanation/architecture.md):
 small modules (tests and tools included), and every kubesched import at the top of
 its module, where the layer contracts can see it (cli/ alone defers its heavy
 imports, so that `kubesched --help` stays quick)."""

@@ -1,4 +1,4 @@
-"""docs/architecture.md's diagram is the packages' import graph: derived here from
+"""docs/explanation/architecture.md's diagram is the packages' import graph: derived here from
 the code (every import, deferred ones too), reduced to the arrows no longer path
 already implies, and compared with the mermaid flowchart under "## Layers"."""
 
@@ -10,7 +10,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "src" / "kubesched"
-DOC = ROOT / "docs" / "architecture.md"
+DOC = ROOT / "docs" / "explanation" / "architecture.md"
 
 
 def import_graph() -> dict[str, set[str]]:

@@ -92,7 +92,7 @@ def test_a_new_pod_version_or_another_reason_gets_its_own_event() -> None:
 
 
 def test_queued_events_hold_no_pod_and_the_queue_holds_upstreams_1000() -> None:
-    """The soak (docs/reliability.md) saw thousands of whole Pods kept alive by
+    """The soak (docs/develop/reliability.md) saw thousands of whole Pods kept alive by
     queued events: a queued event keeps only its `regarding` reference, and at most
     maxQueuedEvents (1,000, client-go's events broadcaster) wait; the rest are
     dropped, counted, rather than held."""

@@ -21,11 +21,11 @@ def test_explain_is_served_on_the_secure_port() -> None:
 
 
 def test_differential_features_disable_the_plugins_of_the_others() -> None:
-    """docs/differential.md: `FEATURES=spread,affinity` runs only those features,
+    """docs/explanation/differential.md: `FEATURES=spread,affinity` runs only those features,
     the plugins of the others disabled in both schedulers."""
     from tests.differential import generator as gen
 
-    doc = (Path(__file__).resolve().parents[2] / "docs" / "differential.md").read_text()
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "explanation" / "differential.md").read_text()
     assert "make diff FEATURES=spread,affinity             # only these generator features" in doc
     disabled = set(gen.disabled_plugins(["spread", "affinity"]))
     assert disabled and not {"PodTopologySpread", "InterPodAffinity"} & disabled
@@ -33,6 +33,6 @@ def test_differential_features_disable_the_plugins_of_the_others() -> None:
 
 
 def test_benchmarks_md_keeps_the_method_and_current_figures_only() -> None:
-    """Dated runs go to docs/benchmarks-log.md; docs/benchmarks.md stays short."""
+    """Dated runs go to docs/develop/benchmarks-log.md; docs/explanation/benchmarks.md stays short."""
     docs = Path(__file__).resolve().parents[2] / "docs"
-    assert len((docs / "benchmarks.md").read_text().splitlines()) <= 300
+    assert len((docs / "explanation" / "benchmarks.md").read_text().splitlines()) <= 300

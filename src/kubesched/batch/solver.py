@@ -1,7 +1,7 @@
 """The batch placement model, solved with OR-Tools CP-SAT.
 
 CP-SAT was picked by measuring it beside HiGHS and SciPy's milp on the same
-model (bench/solvers.py, docs/benchmarks-log.md): it takes greedy's placement as a
+model (bench/solvers.py, docs/develop/benchmarks-log.md): it takes greedy's placement as a
 hint, and expresses the anti-affinity implications directly (enforcement
 literals) where a MILP needs big-M rows.
 

@@ -44,7 +44,7 @@ if TYPE_CHECKING:
 
 PROGRESS_THRESHOLD = 2000
 # Pods explained for the HTML report's drill-down unless --html-explain says otherwise:
-# explaining costs per attempt (docs/benchmarks-log.md), a few dozen stay cheap at 5,000 nodes.
+# explaining costs per attempt (docs/develop/benchmarks-log.md), a few dozen stay cheap at 5,000 nodes.
 DEFAULT_HTML_EXPLAINED = 40
 
 

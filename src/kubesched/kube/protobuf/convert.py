@@ -6,7 +6,7 @@ A generic walk (ListFields into a dict, then msgspec.convert) cost 390 µs per
 pod; so each struct type gets Python source of its own, generated once from the
 struct's fields and the message's descriptor and compiled: it reads only the
 fields kubesched declares and calls the structs' constructors directly (about
-50 µs per pod, measured in docs/benchmarks-log.md).
+50 µs per pod, measured in docs/develop/benchmarks-log.md).
 
 The rules follow the Go types' two encodings (k8s.io/apimachinery):
 - a field is read under its JSON name; the .proto names equal the JSON names
