@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.installed
 LOCK   := requirements.lock
 UV     := $(BIN)/uv
 
-.PHONY: proto field-schemas run test docs lint typecheck unit integration venv clean cluster-up cluster-down chaos soak soak-live lock lock-check readme \
+.PHONY: proto field-schemas run test docs lint typecheck unit integration venv clean cluster-up cluster-down chaos soak soak-live lock lock-check readme reference \
 	browser-deps report-screenshot
 
 # The venv holds exactly requirements.lock, then kubesched itself (editable, no deps).
@@ -52,6 +52,12 @@ field-schemas: $(STAMP)
 # The README's plugin table, from the plugin registry (tests/packaging/test_readme.py checks it).
 readme: $(STAMP)
 	$(BIN)/python -m tests.packaging.readme_plugins --write
+
+# docs/reference/config.md and metrics.md, from the config loader and the metrics
+# (tests/docs/test_reference_config.py and test_reference_metrics.py check them).
+reference: $(STAMP)
+	$(BIN)/python -m tests.docs.reference_config --write
+	$(BIN)/python -m tests.docs.reference_metrics --write
 
 run: $(STAMP)
 	$(BIN)/kubesched simulate -f examples/cluster --config examples/scheduler-config.yaml --seed 1
@@ -104,7 +110,7 @@ cluster-down:
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
 
-# kubesched vs kube-scheduler (docs/explanation/benchmarks.md): in-process and end to end on
+# kubesched vs kube-scheduler (docs/develop/benchmarks.md): in-process and end to end on
 # a control plane of its own. WORKLOAD=all|Name[,Name]  SIZE=tiny|small|500|5000|15000
 # (5000 and 15000: median of 3 unless --repeat). BENCH_MODE=all or some of
 # inprocess,e2e,backlog,ceiling; BENCH_ARGS (e.g. --kubesched-rev HEAD); see

@@ -419,7 +419,7 @@ def gang_lines(entry: Result) -> list[str]:
     return lines
 
 
-# docs/explanation/benchmarks.md's table at upstream's sizes; cells with two figures are
+# docs/develop/benchmarks.md's table at upstream's sizes; cells with two figures are
 # kube-scheduler's / kubesched's.
 MARKDOWN_COLUMNS = (
     "workload",
@@ -438,7 +438,7 @@ MARKDOWN_COLUMNS = (
 
 
 def markdown_table(doc: Result) -> str:
-    """The results as docs/explanation/benchmarks.md's table (median of the repeats, their
+    """The results as docs/develop/benchmarks.md's table (median of the repeats, their
     min–max in brackets), one row per workload."""
     lines = [
         "| " + " | ".join(MARKDOWN_COLUMNS) + " |",

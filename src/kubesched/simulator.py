@@ -7,6 +7,7 @@ schedules a real cluster; only the source of truth and the clock differ.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import time
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -26,6 +27,7 @@ from kubesched.cluster.workload_pod_group_writer import InMemoryPodGroupConditio
 from kubesched.framework.clock import SimClock
 from kubesched.framework.dra import DraState
 from kubesched.framework.explain import Explanation, ProfilePlugins
+from kubesched.framework.extender import ExtenderConfig
 from kubesched.framework.features import DEFAULT_GATES, FeatureGates
 from kubesched.framework.fit_error import Diagnosis
 from kubesched.framework.handle import Listers
@@ -35,6 +37,7 @@ from kubesched.framework.registry import Registry
 from kubesched.framework.storage import StorageState
 from kubesched.scheduler import Scheduler
 from kubesched.scheduler.explain import profile_plugins
+from kubesched.scheduler.extender import build_extenders
 from kubesched.scheduler.scheduler import freeze_after_sync
 
 # Simulated runs yield to binding tasks this often, as a real scheduler would
@@ -184,6 +187,7 @@ def simulate(
     workload_pod_groups: Mapping[str, WorkloadPodGroup] | None = None,
     gates: FeatureGates = DEFAULT_GATES,
     workload_selectors: Mapping[tuple[str, str, str], LabelSelector] | None = None,
+    extenders: Sequence[ExtenderConfig] = (),
 ) -> SimulationResult:
     """Schedule `pods` (in queue order; those with spec.nodeName already run) on `nodes`.
     `pdbs` (with their status) are what preemption respects where it can; `dra` holds
@@ -202,6 +206,7 @@ def simulate(
         workload_pod_groups,
         gates,
         workload_selectors,
+        extenders,
     )
     return simulate_world(
         world,
@@ -246,6 +251,9 @@ class World:
     # StatefulSets, by (namespace, kind, name), for PodTopologySpread's default
     # constraints; None: not known (the pods' labels stand in for their controllers').
     workload_selectors: Mapping[tuple[str, str, str], LabelSelector] | None = None
+    # The configuration's HTTP extenders, called as `run` calls them; their bind
+    # verb is not (a simulation binds in memory and writes nothing to a cluster).
+    extenders: Sequence[ExtenderConfig] = ()
 
 
 @dataclass(slots=True)
@@ -273,8 +281,19 @@ async def _simulate(
     freeze_after_sync(len(world.nodes) + len(world.pods))
     started = time.perf_counter()
     total = len(scheduler.queue.active) + len(scheduler.queue.unschedulable)
-    await run_until_quiet(scheduler, session.clock, progress, total)
+    try:
+        await run_until_quiet(scheduler, session.clock, progress, total)
+    finally:
+        close_extenders(scheduler)
     return session_result(session, time.perf_counter() - started)
+
+
+def close_extenders(scheduler: Scheduler) -> None:
+    """Close the HTTP connections of the session's extenders."""
+    for extender in scheduler.extenders:
+        close = getattr(extender, "close", None)
+        if close is not None:
+            close()
 
 
 def start_session(
@@ -328,6 +347,7 @@ def start_session(
         registry=world.registry,
         explain_observer=explainer if explain else None,
         gates=world.gates,
+        extenders=build_extenders([dataclasses.replace(e, bind_verb="") for e in world.extenders]),
     )
     if storage is not None:
         # Every change to the volume objects reaches the queue as the informers' would.

@@ -347,7 +347,10 @@ leaderElection: {leaderElect: false}
             "profiles:\n- plugins:\n    multiPoint:\n      enabled: [{name: NoSuchPlugin}]\n",
             "plugins.multiPoint: plugin 'NoSuchPlugin' does not exist",
         ),
-        ("extenders:\n- {urlPrefix: 'http://127.0.0.1:1', filterVerb: filter}\n", "extenders:"),
+        (
+            "extenders:\n- {urlPrefix: 'http://127.0.0.1:1', prioritizeVerb: prioritize}\n",
+            "extenders[0].weight: Invalid value: 0: must have a positive weight",
+        ),
     ],
 )
 def test_run_refuses_a_bad_config_in_one_line(tmp_path: Path, extra: str, needle: str) -> None:

@@ -141,3 +141,23 @@ def label_value_errors(value: str) -> tuple[str, ...]:
             regex_error(_LABEL_VALUE_MSG, _LABEL_VALUE_FMT, "MyValue", "my_value", "12345")
         )
     return tuple(errors)
+
+
+# Resource names (pkg/apis/core/v1/helper/helpers.go): one implementation for the
+# API server's validation, NodeResourcesFit and the extenders' managedResources.
+RESOURCE_DEFAULT_NAMESPACE_PREFIX = "kubernetes.io/"
+RESOURCE_REQUESTS_PREFIX = "requests."
+
+
+def is_native_resource(name: str) -> bool:
+    """helper.IsNativeResource: unprefixed, or in the kubernetes.io namespace."""
+    return "/" not in name or RESOURCE_DEFAULT_NAMESPACE_PREFIX in name
+
+
+@lru_cache(maxsize=1024)
+def is_extended_resource_name(name: str) -> bool:
+    """helper.IsExtendedResourceName: not native, and "requests." + name is a
+    qualified name (the form a ResourceQuota names it by)."""
+    if is_native_resource(name) or name.startswith(RESOURCE_REQUESTS_PREFIX):
+        return False
+    return not qualified_name_errors(RESOURCE_REQUESTS_PREFIX + name)

@@ -34,6 +34,10 @@ from kubesched.cluster.manifests import pending_pods, running_pods
 from kubesched.framework.explain import Explanation
 from kubesched.simulator import SimulationResult, simulate_world
 
+# kubectl's namespace for a name given without one (no kubeconfig context is read:
+# the pods are the manifests').
+DEFAULT_NAMESPACE = "default"
+
 
 def resolve_pod(key: str, pending: list[Pod], running: list[Pod]) -> tuple[str, str]:
     """The pending pod KEY names, and a note if it named a workload (a Deployment,
@@ -64,9 +68,19 @@ def resolve_pod(key: str, pending: list[Pod], running: list[Pod]) -> tuple[str, 
     raise click.BadParameter(f"no pending pod {key} in the input{guess}", param_hint="POD")
 
 
-def pod_key(name: str) -> str:
-    """namespace/name; a bare name is in the default namespace, as kubectl's."""
-    return name if "/" in name else f"default/{name}"
+def pod_key(name: str, namespace: str | None = None) -> str:
+    """namespace/name: a bare name is in -n's namespace, else in `default`, as
+    kubectl's; NS/NAME with a different -n is a BadParameter."""
+    if "/" not in name:
+        return f"{namespace or DEFAULT_NAMESPACE}/{name}"
+    given, _, _ = name.partition("/")
+    if namespace is not None and given != namespace:
+        raise click.BadParameter(
+            f"{name} is in namespace {given!r}, but -n/--namespace says {namespace!r}: "
+            "give one of them",
+            param_hint="POD",
+        )
+    return name
 
 
 def victims_of(result: SimulationResult, key: str) -> list[str]:
@@ -80,6 +94,12 @@ def victims_of(result: SimulationResult, key: str) -> list[str]:
 
 @click.command("explain")
 @click.argument("pods", nargs=-1, required=True, metavar="POD...")
+@click.option(
+    "-n",
+    "--namespace",
+    default=None,
+    help=f"The namespace of the PODs given by name alone (default: {DEFAULT_NAMESPACE}).",
+)
 @manifest_options
 @scheduler_options
 @click.option(
@@ -103,6 +123,7 @@ def victims_of(result: SimulationResult, key: str) -> list[str]:
 @html_option
 def explain_command(
     pods: tuple[str, ...],
+    namespace: str | None,
     manifests: ManifestInput,
     setup: SchedulerSetup,
     output: str,
@@ -111,11 +132,11 @@ def explain_command(
     examples: int,
     html: Path | None,
 ) -> None:
-    """Why POD (namespace/name, or a name in namespace default) went where it went, or
-    nowhere: the simulation runs as `simulate` runs it, and each of the pod's
-    scheduling attempts is explained as that attempt saw the cluster: every node's
-    filter verdict, each score plugin's raw, normalized and weighted score, the
-    tie-break, and PostFilter (preemption)."""
+    """Why POD (NAME with -n NAMESPACE, or NAMESPACE/NAME; NAME alone is in namespace
+    default) went where it went, or nowhere: the simulation runs as `simulate` runs
+    it, and each of the pod's scheduling attempts is explained as that attempt saw
+    the cluster: every node's filter verdict, each score plugin's raw, normalized
+    and weighted score, the tie-break, and PostFilter (preemption)."""
     state = load_manifests(manifests)
     err = Console(stderr=True)
     for problem in state.problems:
@@ -124,7 +145,7 @@ def explain_command(
     pending = pending_pods(state)
     keys: list[str] = []
     for name in pods:
-        key, note = resolve_pod(pod_key(name), pending, running)
+        key, note = resolve_pod(pod_key(name, namespace), pending, running)
         keys.append(key)
         if note:
             state.notes.append(note)

@@ -7,7 +7,14 @@ from __future__ import annotations
 from rich.console import Console
 from rich.table import Table
 
-from kubesched.framework.explain import Explanation, PluginScore, ScoredNodes
+from kubesched.api.quantity import format_amount
+from kubesched.framework.explain import (
+    Explanation,
+    PluginScore,
+    RejectedNodes,
+    ScoredNodes,
+    Shortfall,
+)
 
 # A column per score plugin needs about this many characters; narrower terminals
 # get each group's scores stacked in one column instead.
@@ -20,6 +27,38 @@ def node_list(nodes: list[str], shown: int) -> str:
     if shown <= 0 or len(nodes) <= shown:
         return ", ".join(nodes)
     return ", ".join(nodes[:shown]) + f" … +{len(nodes) - shown}"
+
+
+def shortfall_line(shortfall: Shortfall) -> str:
+    """The pod's request against what the nodes have free, in the resource's units
+    (fitsRequest's InsufficientResource: Requested, Capacity, Used): one figure when
+    the group's nodes agree, else the range."""
+
+    def span(values: list[int]) -> str:
+        low, high = min(values), max(values)
+        text = format_amount(shortfall.resource, low)
+        return text if low == high else f"{text}–{format_amount(shortfall.resource, high)}"
+
+    nodes = shortfall.nodes
+    requested = format_amount(shortfall.resource, shortfall.requested)
+    free = span([n.free for n in nodes])
+    allocatable = span([n.allocatable for n in nodes])
+    used = span([n.used for n in nodes])
+    return (
+        f"{shortfall.resource}: requested {requested}, free {free} "
+        f"({allocatable} allocatable, {used} already requested)"
+    )
+
+
+def verdict_cells(group: RejectedNodes) -> tuple[str, str]:
+    """The group's reason and other-filters cells, each shortfall under the reason it
+    explains."""
+    reason_lines = ["; ".join(group.reasons)]
+    other_lines = [f"{p}: {'; '.join(r) or '-'}" for p, r in group.also_rejected_by.items()]
+    for shortfall in group.insufficient:
+        line = "  " + shortfall_line(shortfall)
+        (reason_lines if shortfall.reason in group.reasons else other_lines).append(line)
+    return "\n".join(reason_lines), "\n".join(other_lines)
 
 
 def score_cell(score: PluginScore) -> str:
@@ -68,9 +107,7 @@ def print_explanation(
         table.add_column("reason", overflow="fold")
         table.add_column("other filters that reject them", overflow="fold")
         for group in e.rejected:
-            also = "\n".join(
-                f"{p}: {'; '.join(r) or '-'}" for p, r in group.also_rejected_by.items()
-            )
+            reasons, also = verdict_cells(group)
             # Unresolvable: preemption cannot help on these nodes (upstream's code).
             code = {"Unschedulable": "", "UnschedulableAndUnresolvable": " (unresolvable)"}.get(
                 group.code, f" ({group.code})"
@@ -79,7 +116,7 @@ def print_explanation(
                 str(len(group.nodes)),
                 node_list(group.nodes, examples),
                 group.plugin + code,
-                "; ".join(group.reasons),
+                reasons,
                 also,
             )
         console.print(table)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, cast
@@ -23,13 +24,15 @@ from kubesched.cli.optimize_report import comparison_document, parse_timeout, pr
 from kubesched.cli.options import (
     ManifestInput,
     SchedulerSetup,
+    apply_plugin_options,
     feature_gates_from_option,
     feature_gates_option,
     html_option,
     load_manifests,
     manifest_options,
+    plugin_options,
+    plugin_registry,
     scheduler_options,
-    scheduler_setup,
     seed_note,
     seed_value,
     world_of,
@@ -44,7 +47,8 @@ if TYPE_CHECKING:
 
 PROGRESS_THRESHOLD = 2000
 # Pods explained for the HTML report's drill-down unless --html-explain says otherwise:
-# explaining costs per attempt (docs/develop/benchmarks-log.md), a few dozen stay cheap at 5,000 nodes.
+# explaining costs per attempt (docs/develop/benchmarks-log.md), a few dozen stay cheap
+# at 5,000 nodes.
 DEFAULT_HTML_EXPLAINED = 40
 
 
@@ -316,13 +320,7 @@ def _duration(text: str, flag: str) -> float:
     "--logging-format", type=click.Choice(["text", "json"]), default="text", show_default=True
 )
 @click.option("-v", "--v", "verbosity", type=int, default=0, help="Log verbosity, as klog's -v.")
-@click.option(
-    "--plugin",
-    "plugins",
-    multiple=True,
-    metavar="MODULE:CLASS",
-    help="Register a custom plugin class; enable it in --config.",
-)
+@plugin_options
 @click.option(
     "--explain",
     is_flag=True,
@@ -377,6 +375,8 @@ def run_command(
     logging_format: str,
     verbosity: int,
     plugins: tuple[str, ...],
+    enabled: tuple[str, ...],
+    disabled: tuple[str, ...],
     explain: bool,
     explain_keep: int,
     batch_window: str | None,
@@ -389,7 +389,8 @@ def run_command(
     from kubesched.config import ConfigError
     from kubesched.framework.registry import UnknownPluginError
     from kubesched.kube.config import KubeConfigError
-    from kubesched.kube.runner import RunOptions, run
+    from kubesched.kube.runner import RunOptions, run, scheduler_config
+    from kubesched.kube.startup_checks import StartupError
     from kubesched.logs import configure_logging
     from kubesched.plugins.helpers.args import ArgsError
     from kubesched.server.auth import always_allow_path_matcher
@@ -412,7 +413,14 @@ def run_command(
     if batch_timeout is not None and batch_window is None:
         raise click.BadParameter("needs --batch-window", param_hint="--batch-timeout")
     configure_logging("json" if logging_format == "json" else "text", verbosity)
-    registry = scheduler_setup(None, plugins, (), (), "0", None).registry
+    registry = plugin_registry(plugins)
+    try:
+        config = scheduler_config(config_path, gates, registry)
+    except ConfigError as exc:
+        raise click.ClickException(str(exc)) from None
+    # As simulate applies them: on every profile of the file (or the default one).
+    for note in apply_plugin_options(config.profiles, registry, enabled, disabled, config_path):
+        logging.getLogger("kubesched.run").warning("%s", note)
     options = RunOptions(
         kubeconfig=kubeconfig,
         context=context,
@@ -431,6 +439,7 @@ def run_command(
         explain=explain,
         explain_keep=explain_keep,
         registry=registry,
+        scheduler_config=config,
         gates=gates,
         batch_window=None if batch_window is None else _duration(batch_window, "--batch-window"),
         batch_timeout=1.0 if batch_timeout is None else _duration(batch_timeout, "--batch-timeout"),
@@ -440,9 +449,11 @@ def run_command(
     )
     try:
         code = asyncio.run(run(options))
-    except (ConfigError, KubeConfigError, UnknownPluginError, ArgsError) as exc:
+    except (ConfigError, KubeConfigError, UnknownPluginError, ArgsError, StartupError) as exc:
         # A plugin's args are checked again when it is built (out-of-tree plugins
-        # only then): still the operator's mistake, one line.
+        # only then): still the operator's mistake, one line. A port in use or a
+        # kind the API server does not serve: one line too, exit 1 (as
+        # kube-scheduler's "command failed").
         raise click.ClickException(str(exc)) from None
     sys.exit(code)
 

@@ -1,6 +1,7 @@
 """The options `simulate`, `explain` and `capacity` share: which scheduler configuration
 runs (a KubeSchedulerConfiguration, plugins registered, enabled and disabled), which
-manifests it runs on, and the seed of its tie-breaks."""
+manifests it runs on, and the seed of its tie-breaks. `run` takes the plugin options
+(--plugin, --enable, --disable) from here too, with the same meaning and errors."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ import click
 from kubesched.api.objects import Node, Pod
 from kubesched.cluster.manifests import DEFAULT_MAX_PODS, ClusterState, load_paths
 from kubesched.config import ConfigError, load_config
+from kubesched.framework.extender import ExtenderConfig
 from kubesched.framework.features import (
     DEFAULT_GATES,
     FeatureGateError,
@@ -131,6 +133,40 @@ def manifest_options(fn: F) -> F:
     return cast(F, wrapped)
 
 
+def plugin_options(fn: F) -> F:
+    """--plugin, --enable and --disable, the same on `simulate`, `explain`, `capacity`
+    and `run` (the command gets `plugins`, `enabled` and `disabled`; plugin_registry
+    and apply_plugin_options give them their meaning)."""
+    for option in reversed(
+        [
+            click.option(
+                "--plugin",
+                "plugins",
+                multiple=True,
+                metavar="MODULE:CLASS",
+                help="Register a custom plugin class; enable it with --enable or --config.",
+            ),
+            click.option(
+                "--enable",
+                "enabled",
+                multiple=True,
+                metavar="NAME[:WEIGHT]",
+                help="Enable a registered plugin at every extension point it implements, "
+                "in every profile.",
+            ),
+            click.option(
+                "--disable",
+                "disabled",
+                multiple=True,
+                metavar="NAME",
+                help="Disable a plugin at every extension point, in every profile.",
+            ),
+        ]
+    ):
+        fn = option(fn)
+    return fn
+
+
 def scheduler_options(fn: F) -> F:
     """--config, --plugin, --enable, --disable, --seed, --percentage-of-nodes-to-score
     and --feature-gates, handed to the command as one `setup: SchedulerSetup` (built
@@ -175,28 +211,7 @@ def scheduler_options(fn: F) -> F:
                 "whose schedulerName they have (default: the default profile, for "
                 "default-scheduler and kubesched).",
             ),
-            click.option(
-                "--plugin",
-                "plugins",
-                multiple=True,
-                metavar="MODULE:CLASS",
-                help="Register a custom plugin class; enable it with --enable or --config.",
-            ),
-            click.option(
-                "--enable",
-                "enabled",
-                multiple=True,
-                metavar="NAME[:WEIGHT]",
-                help="Enable a registered plugin at every extension point it implements, "
-                "in every profile.",
-            ),
-            click.option(
-                "--disable",
-                "disabled",
-                multiple=True,
-                metavar="NAME",
-                help="Disable a plugin at every extension point, in every profile.",
-            ),
+            plugin_options,
             click.option(
                 "--seed",
                 default=str(DEFAULT_SEED),
@@ -260,6 +275,8 @@ class SchedulerSetup:
     config_path: str | None
     gates: FeatureGates = DEFAULT_GATES
     notes: list[str] = field(default_factory=list)  # what the options did not do
+    # The configuration file's HTTP extenders, called as `run` calls them.
+    extenders: list[ExtenderConfig] = field(default_factory=list)
 
 
 def scheduler_setup(
@@ -274,17 +291,9 @@ def scheduler_setup(
     """The profiles, registry and seed the options ask for; a UsageError / BadParameter
     naming the option for anything wrong, before anything runs."""
     gates = feature_gates_from_option(feature_gates)
-    loaded: list[type[Plugin]] = []
-    for target in plugins:
-        try:
-            loaded.append(load_plugin_path(target))
-        except Exception as exc:
-            raise click.BadParameter(f"{target}: {exc}", param_hint="--plugin") from None
-    try:
-        registry = default_registry(loaded)
-    except ValueError as exc:  # two plugins of one name
-        raise click.BadParameter(str(exc), param_hint="--plugin") from None
+    registry = plugin_registry(plugins)
     config_percentage = 0
+    extenders: list[ExtenderConfig] = []
     if config_path is not None:
         try:
             config = load_config(config_path, gates)
@@ -292,8 +301,50 @@ def scheduler_setup(
             raise click.BadParameter(str(exc), param_hint="--config") from None
         profiles = config.profiles
         config_percentage = config.percentage_of_nodes_to_score
+        extenders = config.extenders
     else:
         profiles = [ProfileConfig.default(name, gates) for name in SIMULATED_SCHEDULER_NAMES]
+    notes = apply_plugin_options(profiles, registry, enabled, disabled, config_path)
+    seeded = seed_value(seed)
+    chosen, given = (secrets.randbelow(2**31), False) if seeded is None else (seeded, True)
+    return SchedulerSetup(
+        profiles,
+        registry,
+        chosen,
+        given,
+        config_percentage if percentage is None else percentage,
+        config_path,
+        gates,
+        notes,
+        extenders,
+    )
+
+
+def plugin_registry(plugins: Sequence[str]) -> Registry:
+    """The default plugins and the --plugin classes; a BadParameter naming --plugin
+    for a class that does not load or a name registered twice."""
+    loaded: list[type[Plugin]] = []
+    for target in plugins:
+        try:
+            loaded.append(load_plugin_path(target))
+        except Exception as exc:
+            raise click.BadParameter(f"{target}: {exc}", param_hint="--plugin") from None
+    try:
+        return default_registry(loaded)
+    except ValueError as exc:  # two plugins of one name
+        raise click.BadParameter(str(exc), param_hint="--plugin") from None
+
+
+def apply_plugin_options(
+    profiles: Sequence[ProfileConfig],
+    registry: Registry,
+    enabled: Sequence[str],
+    disabled: Sequence[str],
+    config_path: str | None,
+) -> list[str]:
+    """--enable and --disable on every profile, then each profile checked as the
+    framework would (check_profile); what the options did not do, as notes. A
+    BadParameter naming the option (or --config, for a profile the file broke)."""
     notes: list[str] = []
     for spec in enabled:
         # A plugin that is not registered, or a weight that is not an int32
@@ -331,18 +382,7 @@ def scheduler_setup(
     hint = " / ".join(changed) if changed else "--config"
     for profile in profiles:
         check_profile(profile, registry, hint, config_path)
-    seeded = seed_value(seed)
-    chosen, given = (secrets.randbelow(2**31), False) if seeded is None else (seeded, True)
-    return SchedulerSetup(
-        profiles,
-        registry,
-        chosen,
-        given,
-        config_percentage if percentage is None else percentage,
-        config_path,
-        gates,
-        notes,
-    )
+    return notes
 
 
 def seed_value(text: str) -> int | None:
@@ -442,6 +482,7 @@ def world_of(
         state.workload_pod_groups,
         setup.gates,
         state.workload_selectors,
+        setup.extenders,
     )
 
 

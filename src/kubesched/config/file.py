@@ -18,7 +18,9 @@ import yaml
 
 from kubesched.api.bounded_yaml import YamlLimitError, load_bounded
 from kubesched.api.durations import DurationError, parse_go_duration
+from kubesched.config.extenders import apply_ignored_resources, parse_extenders
 from kubesched.config.plugin_args import decode_plugin_args
+from kubesched.framework.extender import ExtenderConfig
 from kubesched.framework.features import DEFAULT_GATES, FeatureGates
 from kubesched.framework.profile import (
     PluginRef,
@@ -118,7 +120,7 @@ class KubeSchedulerConfigurationV1(_Strict):
     pod_initial_backoff_seconds: int = 1
     pod_max_backoff_seconds: int = 10
     profiles: list[ProfileV1] = []
-    extenders: list[dict[str, Any]] = []
+    extenders: list[Any] = []
     delay_cache_until_active: bool = False
 
 
@@ -153,6 +155,11 @@ class SchedulerConfig:
     content_type: str = PROTOBUF_CONTENT
     accept_content_type: str = PROTOBUF_CONTENT
     raw: dict[str, Any] = field(default_factory=dict)
+    # The HTTP extenders every profile calls, ignorable ones last (buildExtenders).
+    extenders: list[ExtenderConfig] = field(default_factory=list)
+    # What the file asks for that kubesched accepts but does not do, one line each:
+    # the commands show them (notes in simulate, warnings in run's log).
+    warnings: list[str] = field(default_factory=list)
 
 
 def _plugin_set(value: PluginSetV1 | None) -> PluginSet:
@@ -251,13 +258,9 @@ def parse_config(
         path = match.group(1) if match else ""
         detail = text[: match.start()] if match else text
         raise ConfigError(f"{source}: {path + ': ' if path else ''}{detail}") from None
-    if cfg.extenders:
-        # Not supported yet: refused, not ignored, since a scheduler that skips its
-        # extenders places pods where the operator's policy would not.
-        raise ConfigError(
-            f"{source}: extenders: Unsupported value: kubesched does not call scheduler "
-            f"extenders; remove the {len(cfg.extenders)} extenders"
-        )
+    extenders, extender_errors = parse_extenders(cfg.extenders, source)
+    if extender_errors:
+        raise ConfigError("; ".join(extender_errors))
     if cfg.api_version != API_VERSION or cfg.kind != KIND:
         raise ConfigError(
             f"{source}: apiVersion/kind must be {API_VERSION}/{KIND}, "
@@ -286,11 +289,26 @@ def parse_config(
             "must be greater than or equal to podInitialBackoffSeconds"
         )
     content_type, accept = _wire_formats(cfg.client_connection, source)
+    if cfg.leader_election.resource_lock != "leases":
+        # client-go's resourcelock.New knows no other lock since Kubernetes 1.29.
+        raise ConfigError(
+            f"{source}: leaderElection.resourceLock: Unsupported value: "
+            f'{cfg.leader_election.resource_lock!r}: supported values: "leases"'
+        )
+    warnings = []
+    if cfg.delay_cache_until_active:
+        warnings.append(
+            f"{source}: delayCacheUntilActive: true has no effect: kubesched fills its "
+            "cache before it becomes the leader, so a new leader schedules at once"
+        )
     profiles = [_profile(p, i, source, gates) for i, p in enumerate(cfg.profiles or [ProfileV1()])]
     names = [p.scheduler_name for p in profiles]
     for i, name in enumerate(names):
         if name in names[:i]:
             raise ConfigError(f"{source}: profiles[{i}].schedulerName: Duplicate value: {name!r}")
+    apply_ignored_resources(
+        profiles, extenders, decode_plugin_args("NodeResourcesFit", {}, "NodeResourcesFit")
+    )
     le = cfg.leader_election
     return SchedulerConfig(
         profiles=profiles,
@@ -310,6 +328,10 @@ def parse_config(
         content_type=content_type,
         accept_content_type=accept,
         raw=data,
+        # Ignorable extenders go last, so a failure of theirs never hides another's
+        # verdict (buildExtenders in scheduler.go).
+        extenders=sorted(extenders, key=lambda e: e.ignorable),
+        warnings=warnings,
     )
 
 

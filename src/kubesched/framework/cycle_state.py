@@ -11,7 +11,28 @@ class CycleState:
     """A per-attempt scratch space keyed by plugin-chosen strings.
 
     PreFilter writes what Filter reads, PreScore what Score reads; a new one is
-    made for every attempt so nothing leaks between pods.
+    made for every attempt so nothing leaks between pods. `read(key, kind)` raises
+    KeyError when the key holds no `kind`.
+
+    Example:
+        ```python
+        from kubesched.framework.interfaces import NodeFilterPlugin, PreFilterPlugin
+        from kubesched.framework.status import Status
+
+        class Tier(PreFilterPlugin, NodeFilterPlugin):
+            # Pods go to nodes of their tier (label example.com/tier, default "general").
+            name = "Tier"
+
+            def pre_filter(self, state, pod, nodes):
+                state.write(self.name, pod.pod.metadata.labels.get("example.com/tier", "general"))
+                return None, Status.success()
+
+            def filter_node(self, state, pod, node):
+                tier = state.read(self.name, str)  # worked out once, read per node
+                if node.labels.get("example.com/tier", "general") != tier:
+                    return Status.unschedulable(f"node(s) are not of tier {tier}")
+                return Status.success()
+        ```
     """
 
     __slots__ = (

@@ -18,11 +18,16 @@ FailedScheduling line (FitError.Error).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 import msgspec
 
 from kubesched.framework.fit_error import Diagnosis
-from kubesched.framework.node_table import IntArray, Rows
+from kubesched.framework.node_table import IntArray, NodeTable, Rows
+
+if TYPE_CHECKING:
+    from kubesched.framework.cycle_state import CycleState
+    from kubesched.framework.types import PodInfo
 
 
 @dataclass(slots=True)
@@ -68,16 +73,52 @@ class _Record(msgspec.Struct, rename="camel", kw_only=True, omit_defaults=True):
     pass
 
 
+class NodeAmount(_Record):
+    """One node's side of a Shortfall: its allocatable (InsufficientResource's
+    Capacity), what the pods on it already request (Used), and what is free (below
+    0 when the node is overcommitted)."""
+
+    node: str
+    allocatable: int
+    used: int
+    free: int
+
+
+class Shortfall(_Record):
+    """A resource the pod asks for more of than some nodes have free, with the numbers
+    NodeResourcesFit's Filter compared (fitsRequest's InsufficientResource: Reason,
+    Requested, Used, Capacity), in the scheduler's units: milli-CPU, bytes, counts."""
+
+    resource: str
+    reason: str  # "Insufficient cpu", "Too many pods"
+    requested: int  # the pod's request
+    nodes: list[NodeAmount]
+
+
+@runtime_checkable
+class ReportsShortfalls(Protocol):
+    """A Filter plugin that can say, for an explanation, how much its rejected nodes
+    lack (NodeResourcesFit)."""
+
+    name: str
+
+    def shortfalls(
+        self, state: CycleState, pod: PodInfo, nodes: NodeTable, rows: Rows
+    ) -> list[Shortfall]: ...
+
+
 class RejectedNodes(_Record):
     """Nodes that share one filter verdict: the first plugin that rejected them
-    (findNodesThatPassFilters stops at it), its code and reasons, and what the
-    other filters would have said of the same nodes."""
+    (findNodesThatPassFilters stops at it), its code and reasons, what the other
+    filters would have said of the same nodes, and for each "Insufficient X" of
+    theirs the pod's request against what each node has free."""
 
     nodes: list[str]
     plugin: str
     code: str
     reasons: list[str]
     also_rejected_by: dict[str, list[str]] = {}
+    insufficient: list[Shortfall] = []
 
 
 class PluginScore(_Record):

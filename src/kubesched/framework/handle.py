@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -17,6 +17,7 @@ from kubesched.api.objects import (
 from kubesched.framework.client import ClusterClient
 from kubesched.framework.clock import Clock, SimClock
 from kubesched.framework.dra import DraState
+from kubesched.framework.extender import Extender
 from kubesched.framework.metrics_recorder import NO_METRICS, MetricsRecorder
 from kubesched.framework.node_table import NodeTable
 from kubesched.framework.nominated import NominatedPods, NoNominations
@@ -50,7 +51,24 @@ def run_in_background(coro: Coroutine[Any, Any, None]) -> None:
 class Listers:
     """The cluster objects plugins read besides nodes and pods (the informers' listers
     upstream), kept current in place by the source of truth: the in-memory cluster in
-    `simulate`, watches in `run`. The scheduler builds its Handle once from them."""
+    `simulate`, watches in `run`. The scheduler builds its Handle once from them.
+
+    Example:
+        ```python
+        from kubesched.framework.interfaces import PreFilterPlugin
+        from kubesched.framework.status import Status
+
+        class FrozenNamespaces(PreFilterPlugin):
+            # No new pods in namespaces labelled example.com/frozen=true.
+            name = "FrozenNamespaces"
+
+            def pre_filter(self, state, pod, nodes):
+                namespace = self.handle.listers.namespaces.get(pod.namespace)
+                if namespace and namespace.metadata.labels.get("example.com/frozen") == "true":
+                    return None, Status.unresolvable(f"namespace {pod.namespace} is frozen")
+                return None, Status.success()
+        ```
+    """
 
     # PVs, PVCs, StorageClasses and CSI objects, for the volume plugins.
     storage: StorageState = field(default_factory=StorageState)
@@ -73,7 +91,22 @@ class Listers:
 @dataclass
 class Handle:
     """What the framework lends to the plugins of one profile; built once, never
-    re-wired. Each profile's framework holds its own copy, with itself as `framework`."""
+    re-wired. Each profile's framework holds its own copy, with itself as `framework`.
+    A plugin reaches it as `self.handle`.
+
+    Example:
+        ```python
+        from kubesched.framework.interfaces import PostBindPlugin
+
+        class Welcome(PostBindPlugin):
+            # An Event on each pod it binds, naming the node.
+            name = "Welcome"
+
+            def post_bind(self, state, pod, node_name):
+                message = f"placed on {node_name} at {self.handle.clock.now():.0f}s"
+                self.handle.cluster.record_event(pod.pod, "Normal", "Welcome", message)
+        ```
+    """
 
     nodes: NodeTable
     clock: Clock = field(default_factory=SimClock)
@@ -103,6 +136,8 @@ class Handle:
     metrics: MetricsRecorder = NO_METRICS
     # The cache's pod group states (Handle.PodGroupManager().PodGroupStates() upstream).
     pod_group_states: PodGroupStates = field(default_factory=PodGroupStates)
+    # The scheduler's HTTP extenders (Handle.Extenders() upstream), for preemption.
+    extenders: Sequence[Extender] = ()
 
     # --- the listers, read through (one declaration each: Listers) -----------------
 

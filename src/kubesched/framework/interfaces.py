@@ -43,7 +43,24 @@ class ArgsDecoder(Protocol):
 
 
 class Plugin:
-    """Base of every plugin. `args` are the plugin's pluginConfig args (a mapping)."""
+    """Base of every plugin. `args` are the plugin's pluginConfig args (a mapping),
+    `handle` what the framework lends it (see Handle).
+
+    Example:
+        ```python
+        from kubesched.framework.interfaces import NodeFilterPlugin
+        from kubesched.framework.status import Status
+        class MaxPods(NodeFilterPlugin):
+            name = "MaxPods"
+            def __init__(self, args=None, handle=None):
+                super().__init__(args, handle)
+                self.limit = int(self.args.get("limit", 10))  # read once, when built
+            def filter_node(self, state, pod, node):
+                if node.pod_count >= self.limit:
+                    return Status.unschedulable(f"node(s) run {self.limit} pods already")
+                return Status.success()
+        ```
+    """
 
     name: ClassVar[str] = ""
     # Set by a built-in plugin with args (a staticmethod): the config file's
@@ -81,6 +98,18 @@ class NodeVerdicts:
     `reasons` pairs each reason text with a mask (aligned to rows) of the nodes
     it applies to. A node may carry several reasons (say, Insufficient cpu and
     Insufficient memory), and each counts in the FailedScheduling message.
+
+    Example:
+        ```python
+        from kubesched.framework.interfaces import FilterPlugin, NodeVerdicts
+        class BigNodes(FilterPlugin):
+            name = "BigNodes"
+            def filter(self, state, pod, nodes, rows):
+                cpu = nodes.allocatable[rows, nodes.resource_index["cpu"]]  # millicores
+                memory = nodes.allocatable[rows, nodes.resource_index["memory"]]
+                return NodeVerdicts.failing(len(rows), [("node(s) have < 8 CPUs", cpu < 8000),
+                                                        ("node(s) have < 32Gi", memory < 2**35)])
+        ```
     """
 
     codes: npt.NDArray[np.int8]
@@ -116,7 +145,21 @@ class NodeVerdicts:
 
 @dataclass(slots=True)
 class PreFilterResult:
-    """Nodes a PreFilter plugin already knows are the only candidates (None: all)."""
+    """Nodes a PreFilter plugin already knows are the only candidates (None: all).
+
+    Example:
+        ```python
+        from kubesched.framework.interfaces import PreFilterPlugin, PreFilterResult
+        from kubesched.framework.status import Status
+        class Pinned(PreFilterPlugin):
+            name = "Pinned"
+            def pre_filter(self, state, pod, nodes):
+                node = pod.pod.metadata.labels.get("example.com/node")
+                if node is None:
+                    return None, Status.skip()  # every node; Filter skips this plugin
+                return PreFilterResult({node}), Status.success()
+        ```
+    """
 
     node_names: set[str] | None = None
     # The plugins that narrowed the set, named when the other nodes are reported.
@@ -132,6 +175,21 @@ class PreFilterResult:
 
 @dataclass(slots=True)
 class PostFilterResult:
+    """`nominated_node_name`: the node a PostFilter plugin nominates the pod to ("":
+    clear its nomination). `message` is upstream's; kubesched shows the Status's.
+
+    Example:
+        ```python
+        from kubesched.framework.interfaces import PostFilterPlugin, PostFilterResult
+        from kubesched.framework.status import Status
+        class Overflow(PostFilterPlugin):
+            name = "Overflow"
+            def post_filter(self, state, pod, diagnosis):
+                # The autoscaler grows the overflow pool for pods nominated there.
+                return PostFilterResult(nominated_node_name="overflow"), Status.success()
+        ```
+    """
+
     nominated_node_name: str = ""
     message: str = ""
 
@@ -140,6 +198,17 @@ class PostFilterResult:
 
 
 class QueueingHint:
+    """A hint's answer: QUEUE (the event may help the pod: retry it) or SKIP (it cannot).
+
+    Example:
+        ```python
+        from kubesched.framework.interfaces import QueueingHint
+        def node_ready(pod, old_node, new_node):
+            ready = new_node.metadata.labels.get("example.com/ready") == "true"
+            return QueueingHint.QUEUE if ready else QueueingHint.SKIP
+        ```
+    """
+
     QUEUE = True
     SKIP = False
 
@@ -163,6 +232,21 @@ class HintIndex:
 
 @dataclass(frozen=True, slots=True)
 class ClusterEventWithHint:
+    """An event a plugin registers (EnqueueExtensions.events_to_register), with the hint
+    telling, for a pod it rejected and one such event, whether to retry the pod.
+
+    Example:
+        ```python
+        from kubesched.framework.interfaces import ClusterEventWithHint, QueueingHint
+        from kubesched.framework.types import ActionType, ClusterEvent, Resource
+        def gpu_came(pod, old_node, new_node):
+            gpu = "nvidia.com/gpu" in new_node.status.allocatable
+            return QueueingHint.QUEUE if gpu else QueueingHint.SKIP
+
+        NEW_GPU = ClusterEventWithHint(ClusterEvent(Resource.NODE, ActionType.ADD), gpu_came)
+        ```
+    """
+
     event: ClusterEvent
     hint: QueueingHintFn | None = None  # None: always worth a retry
     # With a hint only: the pods it can say Queue for (see HintIndex).
@@ -170,13 +254,46 @@ class ClusterEventWithHint:
 
 
 class EnqueueExtensions:
-    """Plugins that reject pods say which cluster events could change their mind."""
+    """Plugins that reject pods say which cluster events could change their mind: a
+    pod they rejected is retried after one of those (or after a long wait).
+
+    Example:
+        ```python
+        from kubesched.framework.interfaces import ClusterEventWithHint, EnqueueExtensions
+        from kubesched.framework.interfaces import NodeFilterPlugin
+        from kubesched.framework.status import Status
+        from kubesched.framework.types import ActionType, ClusterEvent, Resource
+        class Ready(NodeFilterPlugin, EnqueueExtensions):
+            name = "Ready"
+            def filter_node(self, state, pod, node):
+                ready = node.labels.get("example.com/ready") == "true"
+                return Status.success() if ready else Status.unschedulable("node(s) not ready")
+            def events_to_register(self):
+                action = ActionType.ADD | ActionType.UPDATE_NODE_LABEL
+                return [ClusterEventWithHint(ClusterEvent(Resource.NODE, action))]
+        ```
+    """
 
     def events_to_register(self) -> list[ClusterEventWithHint]:
         raise NotImplementedError
 
 
 class QueueSortPlugin(Plugin):
+    """Orders the active queue: `less(a, b)` is whether `a` goes first (one per profile).
+
+    Example:
+        ```python
+        from kubesched.framework.interfaces import QueueSortPlugin
+        class UrgentFirst(QueueSortPlugin):
+            name = "UrgentFirst"
+            def less(self, a, b):
+                def key(info):
+                    urgent = info.pod.metadata.labels.get("example.com/urgent") == "true"
+                    return (not urgent, info.timestamp, info.seq)  # then first come
+                return key(a) < key(b)
+        ```
+    """
+
     def less(self, a: QueuedPodInfo, b: QueuedPodInfo) -> bool:
         raise NotImplementedError
 
@@ -189,6 +306,21 @@ class QueueSortPlugin(Plugin):
 
 
 class PreEnqueuePlugin(Plugin):
+    """Whether a pod may enter the active queue; a pod held waits, never attempted.
+
+    Example:
+        ```python
+        from kubesched.framework.interfaces import PreEnqueuePlugin
+        from kubesched.framework.status import Status
+        class Approval(PreEnqueuePlugin):
+            name = "Approval"
+            def pre_enqueue(self, pod):
+                if pod.pod.metadata.labels.get("example.com/approved") == "true":
+                    return Status.success()
+                return Status.unresolvable("waiting for approval")
+        ```
+    """
+
     def pre_enqueue(self, pod: PodInfo) -> Status:
         raise NotImplementedError
 
@@ -197,6 +329,24 @@ class PreEnqueuePlugin(Plugin):
 
 
 class PreFilterPlugin(Plugin):
+    """Once per attempt before Filter: what Filter will need, the nodes, or a rejection.
+
+    Example:
+        ```python
+        from kubesched.framework.interfaces import PreFilterPlugin
+        from kubesched.framework.status import Status
+        class TeamQuota(PreFilterPlugin):
+            name = "TeamQuota"
+            def pre_filter(self, state, pod, nodes):
+                team = pod.pod.metadata.labels.get("example.com/team")
+                running = [p for row in nodes.order() for p in nodes.pods_on(row)
+                           if team and p.pod.metadata.labels.get("example.com/team") == team]
+                if len(running) >= int(self.args.get("limit", 2)):
+                    return None, Status.unresolvable(f"team {team} is at its quota")
+                return None, Status.success()
+        ```
+    """
+
     def pre_filter(
         self, state: CycleState, pod: PodInfo, nodes: NodeTable
     ) -> tuple[PreFilterResult | None, Status]:
@@ -208,7 +358,34 @@ class PreFilterExtensions:
 
     Preemption and nominated pods ask "what if this pod were added to / removed
     from that node?": the framework changes the node table, and these methods
-    bring the plugin's CycleState in line (upstream PreFilterExtensions)."""
+    bring the plugin's CycleState in line (upstream PreFilterExtensions).
+
+    Example:
+        ```python
+        import numpy as np
+        from kubesched.framework.interfaces import FilterPlugin, NodeVerdicts
+        from kubesched.framework.interfaces import PreFilterExtensions, PreFilterPlugin
+        from kubesched.framework.status import Status
+        def same_app(a, b):
+            return a.pod.metadata.labels.get("app") == b.pod.metadata.labels.get("app")
+
+        class OnePerNode(PreFilterPlugin, PreFilterExtensions, FilterPlugin):
+            name = "OnePerNode"  # one pod of an app per node
+            def pre_filter(self, state, pod, nodes):
+                count = {row: sum(same_app(pod, p) for p in nodes.pods_on(row))
+                         for row in nodes.order()}
+                state.write(self.name, count)
+                return None, Status.success()
+            def update_with_pod(self, state, pod, updated, nodes, row, delta):
+                if same_app(pod, updated):  # a new dict: what-if runs share the old one
+                    count = state.read(self.name, dict)
+                    state.write(self.name, {**count, row: count[row] + delta})
+                return Status.success()
+            def filter(self, state, pod, nodes, rows):
+                taken = np.array([state.read(self.name, dict)[row] > 0 for row in rows], bool)
+                return NodeVerdicts.failing(len(rows), [("node(s) run this app", taken)])
+        ```
+    """
 
     def add_pod(
         self, state: CycleState, pod: PodInfo, to_add: PodInfo, nodes: NodeTable, row: int
@@ -242,6 +419,19 @@ class FilterScope(enum.IntEnum):
     DefaultPreemption know when what-if changes to many nodes at once can be filtered
     in one run and still give each node the verdict it would get alone. kube-scheduler
     has no such notion: it filters node by node. Wider scopes include the narrower.
+
+    Example:
+        ```python
+        from kubesched.framework.interfaces import FilterScope, NodeFilterPlugin
+        from kubesched.framework.status import Status
+        class NoSpot(NodeFilterPlugin):
+            name = "NoSpot"
+            def filter_scope(self, pod):
+                return FilterScope.NODE  # reads the node's labels, not its pods
+            def filter_node(self, state, pod, node):
+                spot = node.labels.get("example.com/capacity") == "spot"
+                return Status.unschedulable("node(s) are spot") if spot else Status.success()
+        ```
     """
 
     NODE = 1  # the Node object only (name, labels, taints, allocatable), not its pods
@@ -251,6 +441,22 @@ class FilterScope(enum.IntEnum):
 
 
 class FilterPlugin(Plugin):
+    """Which candidate nodes can run the pod, all at once: `rows` index the NodeTable.
+
+    Example:
+        ```python
+        import numpy as np
+        from kubesched.framework.interfaces import FilterPlugin, NodeVerdicts
+        class SamePool(FilterPlugin):
+            name = "SamePool"
+            def filter(self, state, pod, nodes, rows):
+                want = pod.pod.metadata.labels.get("example.com/pool")
+                pools = [nodes.label_value(row, "example.com/pool") for row in rows]
+                other = np.array([want is not None and pool != want for pool in pools], bool)
+                return NodeVerdicts.failing(len(rows), [("node(s) in another pool", other)])
+        ```
+    """
+
     def filter(self, state: CycleState, pod: PodInfo, nodes: NodeTable, rows: Rows) -> NodeVerdicts:
         raise NotImplementedError
 
@@ -262,7 +468,20 @@ class FilterPlugin(Plugin):
 
 
 class NodeFilterPlugin(FilterPlugin):
-    """Filter one node at a time: implement `filter_node`."""
+    """Filter one node at a time: implement `filter_node`, which sees a NodeInfo.
+
+    Example:
+        ```python
+        from kubesched.framework.interfaces import NodeFilterPlugin
+        from kubesched.framework.status import Status
+        class NoMaintenance(NodeFilterPlugin):
+            name = "NoMaintenance"
+            def filter_node(self, state, pod, node):
+                if node.labels.get("example.com/maintenance") == "true":
+                    return Status.unresolvable("node(s) are in maintenance")
+                return Status.success()
+        ```
+    """
 
     def filter_node(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status:
         raise NotImplementedError
@@ -355,6 +574,19 @@ class FrameworkRunner(Protocol):
 
 
 class PostFilterPlugin(Plugin):
+    """Runs when no node fits (DefaultPreemption is one): make room, or say why not.
+
+    Example:
+        ```python
+        from kubesched.framework.interfaces import PostFilterPlugin
+        from kubesched.framework.status import Status
+        class Hint(PostFilterPlugin):
+            name = "Hint"
+            def post_filter(self, state, pod, diagnosis):
+                return None, Status.unschedulable("ask #platform for a bigger node pool")
+        ```
+    """
+
     @property
     def framework(self) -> FrameworkRunner | None:
         """The framework of the profile this instance runs in (its handle's)."""
@@ -367,6 +599,22 @@ class PostFilterPlugin(Plugin):
 
 
 class PreScorePlugin(Plugin):
+    """Once per attempt before Score, on the feasible nodes: what Score will need.
+
+    Example:
+        ```python
+        from kubesched.framework.interfaces import NodeScorePlugin, PreScorePlugin
+        from kubesched.framework.status import Status
+        class Headroom(PreScorePlugin, NodeScorePlugin):
+            name = "Headroom"
+            def pre_score(self, state, pod, nodes, rows):  # the most free CPU of the feasible
+                state.write(self.name, int(nodes.free[rows, nodes.resource_index["cpu"]].max()))
+                return Status.success()
+            def score_node(self, state, pod, node):
+                return node.free("cpu") * 100 // max(1, state.read(self.name, int))
+        ```
+    """
+
     def pre_score(self, state: CycleState, pod: PodInfo, nodes: NodeTable, rows: Rows) -> Status:
         raise NotImplementedError
 
@@ -376,7 +624,21 @@ Uniform = tuple[int, int]
 
 
 class ScorePlugin(Plugin):
-    """Score every candidate node 0..100 (after NormalizeScore, if any)."""
+    """Score every candidate node 0..100 (after NormalizeScore, if any), all at once.
+
+    Example:
+        ```python
+        from kubesched.framework.interfaces import ScorePlugin
+        class MostFreeCpu(ScorePlugin):
+            name = "MostFreeCpu"
+            def score(self, state, pod, nodes, rows):
+                return nodes.free[rows, nodes.resource_index["cpu"]].copy()
+            def normalize_scores(self, state, pod, scores):
+                top = scores.max(initial=0)
+                if top > 0:
+                    scores[:] = scores * 100 // top  # the freest node gets 100
+        ```
+    """
 
     def score(self, state: CycleState, pod: PodInfo, nodes: NodeTable, rows: Rows) -> IntArray:
         raise NotImplementedError
@@ -394,7 +656,17 @@ class ScorePlugin(Plugin):
 
 
 class NodeScorePlugin(ScorePlugin):
-    """Score one node at a time: implement `score_node`."""
+    """Score one node at a time: implement `score_node`, which sees a NodeInfo.
+
+    Example:
+        ```python
+        from kubesched.framework.interfaces import NodeScorePlugin
+        class FewestPods(NodeScorePlugin):
+            name = "FewestPods"
+            def score_node(self, state, pod, node):
+                return max(0, 100 - node.pod_count)
+        ```
+    """
 
     def score_node(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> int:
         raise NotImplementedError
@@ -408,6 +680,23 @@ class NodeScorePlugin(ScorePlugin):
 
 
 class ReservePlugin(Plugin):
+    """Keeps plugin state in step as a pod is assumed on a node; `unreserve` undoes it.
+
+    Example:
+        ```python
+        from kubesched.framework.interfaces import ReservePlugin
+        from kubesched.framework.status import Status
+        class Ledger(ReservePlugin):
+            name = "Ledger"
+            placed = {}  # pod key -> node, while reserved or bound
+            def reserve(self, state, pod, node_name):
+                self.placed[pod.key] = node_name
+                return Status.success()
+            def unreserve(self, state, pod, node_name):
+                self.placed.pop(pod.key, None)
+        ```
+    """
+
     def reserve(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
         raise NotImplementedError
 
@@ -417,7 +706,20 @@ class ReservePlugin(Plugin):
 
 class PermitPlugin(Plugin):
     def permit(self, state: CycleState, pod: PodInfo, node_name: str) -> tuple[Status, float]:
-        """Allow (success), reject, or Wait with a timeout in seconds."""
+        """Allow (success), reject, or Wait with a timeout in seconds.
+
+        Example:
+            ```python
+            from kubesched.framework.interfaces import PermitPlugin
+            from kubesched.framework.status import Status
+            class Freeze(PermitPlugin):
+                name = "Freeze"
+                def permit(self, state, pod, node_name):
+                    if pod.pod.metadata.labels.get("example.com/frozen") == "true":
+                        return Status.unschedulable("deployments are frozen"), 0.0
+                    return Status.success(), 0.0
+            ```
+        """
         raise NotImplementedError
 
 
@@ -425,17 +727,58 @@ class PermitPlugin(Plugin):
 
 
 class PreBindPlugin(Plugin):
+    """Prepares a node (a volume, a device) in the binding cycle, before the bind.
+
+    Example:
+        ```python
+        from kubesched.framework.interfaces import PreBindPlugin
+        from kubesched.framework.status import Status
+        class Announce(PreBindPlugin):
+            name = "Announce"
+            async def pre_bind(self, state, pod, node_name):
+                self.handle.cluster.record_event(pod.pod, "Normal", "Placing", f"to {node_name}")
+                return Status.success()
+        ```
+    """
+
     async def pre_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
         raise NotImplementedError
 
 
 class BindPlugin(Plugin):
     async def bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
-        """Bind, or return Skip to let the next Bind plugin do it."""
+        """Bind, or return Skip to let the next Bind plugin do it.
+
+        Example:
+            ```python
+            from kubesched.framework.interfaces import BindPlugin
+            from kubesched.framework.status import Status
+            class GpuBinder(BindPlugin):
+                name = "GpuBinder"
+                async def bind(self, state, pod, node_name):
+                    if "nvidia.com/gpu" not in pod.requests:
+                        return Status.skip()  # DefaultBinder binds the others
+                    await self.handle.cluster.bind(pod.pod, node_name)
+                    return Status.success()
+            ```
+        """
         raise NotImplementedError
 
 
 class PostBindPlugin(Plugin):
+    """Told after the pod is bound, for bookkeeping; it cannot fail.
+
+    Example:
+        ```python
+        from kubesched.framework.interfaces import PostBindPlugin
+        class Placements(PostBindPlugin):
+            name = "Placements"
+            log = []  # (pod key, node) in the order they bound
+            def post_bind(self, state, pod, node_name):
+                self.log.append((pod.key, node_name))
+        ```
+    """
+
     def post_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> None:
         raise NotImplementedError
 

@@ -182,7 +182,25 @@ def check_representable(node: Node) -> None:
 
 
 class NodeTable:
-    """All nodes of the cluster as columns, with the pods placed on them."""
+    """All nodes of the cluster as columns, with the pods placed on them.
+
+    A Filter or Score plugin gets the table and `rows`, the row numbers of the
+    candidate nodes. `names[row]` is a node's name; `allocatable`, `requested` and
+    `free` are arrays of row x resource (cpu in millicores, memory in bytes), their
+    columns given by `resource_index`; `label_value(row, key)` reads a label.
+
+    Example:
+        ```python
+        from kubesched.framework.interfaces import ScorePlugin
+
+        class MostFreeMemory(ScorePlugin):
+            name = "MostFreeMemory"
+
+            def score(self, state, pod, nodes, rows):
+                free = nodes.free[rows, nodes.resource_index["memory"]]
+                return free * 100 // max(1, int(free.max(initial=0)))
+        ```
+    """
 
     def __init__(self, capacity: int = 64) -> None:
         self.capacity = capacity

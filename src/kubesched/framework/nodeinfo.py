@@ -8,7 +8,24 @@ from kubesched.framework.types import PodInfo
 
 
 class NodeInfo:
-    """A light view of one row: the Node, its pods, and its amounts by resource name."""
+    """A light view of one row: the Node, its pods, and its amounts by resource name
+    (cpu in millicores, memory and storage in bytes, others as counted).
+
+    Example:
+        ```python
+        from kubesched.framework.interfaces import NodeFilterPlugin
+        from kubesched.framework.status import Status
+
+        class KeepHeadroom(NodeFilterPlugin):
+            # Leave a node at least one CPU free after the pod.
+            name = "KeepHeadroom"
+
+            def filter_node(self, state, pod, node):
+                if node.free("cpu") - pod.requests.get("cpu", 0) < 1000:
+                    return Status.unschedulable("node(s) would have under 1 CPU free")
+                return Status.success()
+        ```
+    """
 
     __slots__ = ("row", "table")
 

@@ -7,6 +7,26 @@ from dataclasses import dataclass, field
 
 
 class Code(enum.IntEnum):
+    """A Status's code. UNSCHEDULABLE: the pod may fit once the cluster changes;
+    UNSCHEDULABLE_AND_UNRESOLVABLE: preemption would not help; WAIT: Permit holds
+    the pod; SKIP: the plugin has nothing to do for the pod.
+
+    Example:
+        ```python
+        from kubesched.framework.interfaces import NodeFilterPlugin
+        from kubesched.framework.status import Code, Status
+
+        class NoArm(NodeFilterPlugin):
+            name = "NoArm"
+
+            def filter_node(self, state, pod, node):
+                if node.labels.get("kubernetes.io/arch") == "arm64":
+                    # Evicting pods would not turn the node into amd64.
+                    return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, ["node(s) are arm64"])
+                return Status(Code.SUCCESS)
+        ```
+    """
+
     SUCCESS = 0
     ERROR = 1
     UNSCHEDULABLE = 2
@@ -36,6 +56,26 @@ def code_name(code: int) -> str:
 
 @dataclass(slots=True)
 class Status:
+    """What a plugin says at an extension point: a Code and the reasons shown to
+    users (the FailedScheduling event, the pod's condition). Build one with the
+    class methods; `success()` and `skip()` are shared and never change.
+
+    Example:
+        ```python
+        from kubesched.framework.interfaces import NodeFilterPlugin
+        from kubesched.framework.status import Status
+
+        class DiskPressure(NodeFilterPlugin):
+            name = "DiskPressure"
+
+            def filter_node(self, state, pod, node):
+                for condition in node.node.status.conditions:
+                    if condition.type == "DiskPressure" and condition.status == "True":
+                        return Status.unschedulable("node(s) had disk pressure")
+                return Status.success()
+        ```
+    """
+
     code: Code = Code.SUCCESS
     reasons: list[str] = field(default_factory=list)
     plugin: str = ""

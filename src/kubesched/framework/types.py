@@ -17,7 +17,26 @@ class HostPort:
 
 
 class PodInfo:
-    """A pod with what every cycle needs computed once: requests, ports, priority."""
+    """A pod with what every cycle needs computed once: requests, ports, priority.
+
+    `pod` is the Pod object, `key` its "namespace/name", `requests` its effective
+    requests by resource name (cpu in millicores, memory in bytes).
+
+    Example:
+        ```python
+        from kubesched.framework.interfaces import NodeFilterPlugin
+        from kubesched.framework.status import Status
+
+        class ReservedForCritical(NodeFilterPlugin):
+            # Nodes labelled example.com/reserved take pods of priority 1000 and up.
+            name = "ReservedForCritical"
+
+            def filter_node(self, state, pod, node):
+                if "example.com/reserved" in node.labels and pod.priority < 1000:
+                    return Status.unschedulable("node(s) are reserved for critical pods")
+                return Status.success()
+        ```
+    """
 
     # __weakref__: caches of per-pod derived data (DefaultPreemption's amounts) key
     # on the PodInfo weakly, so they never outlive it.
@@ -179,7 +198,29 @@ class ActionType(enum.IntFlag):
 
 @dataclass(frozen=True, slots=True)
 class ClusterEvent:
-    """Something that changed in the cluster and may make pending pods schedulable."""
+    """Something that changed in the cluster and may make pending pods schedulable:
+    a Resource, an ActionType (flags: several actions at once), and a label for logs.
+
+    Example:
+        ```python
+        from kubesched.framework.interfaces import ClusterEventWithHint, EnqueueExtensions
+        from kubesched.framework.interfaces import NodeFilterPlugin
+        from kubesched.framework.status import Status
+        from kubesched.framework.types import ActionType, ClusterEvent, Resource
+
+        class Untainted(NodeFilterPlugin, EnqueueExtensions):
+            name = "Untainted"
+
+            def filter_node(self, state, pod, node):
+                tainted = bool(node.node.spec.taints)
+                return Status.unschedulable("node(s) are tainted") if tainted else Status.success()
+
+            def events_to_register(self):
+                # A node that comes, or loses a taint, may take the pod.
+                action = ActionType.ADD | ActionType.UPDATE_NODE_TAINT
+                return [ClusterEventWithHint(ClusterEvent(Resource.NODE, action, "NodeTaint"))]
+        ```
+    """
 
     resource: Resource
     action: ActionType

@@ -39,6 +39,10 @@ from kubesched.kube.informer import Handlers, Informer
 RESOURCE_API = "/apis/resource.k8s.io/v1"
 
 
+# The kinds dra_informers watches (`run` checks that the API server serves them).
+DRA_KINDS = (kinds.RESOURCE_CLAIM, kinds.RESOURCE_SLICE, kinds.DEVICE_CLASS)
+
+
 def dra_informers(client: KubeClient, dra: DraState) -> list[Informer[Any]]:
     """Claims by key, slices and classes by name (cluster-scoped)."""
 

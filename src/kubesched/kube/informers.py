@@ -17,10 +17,16 @@ from typing import Any
 from kubesched.api import kinds
 from kubesched.api.objects import Namespace, Node, Pod, PodDisruptionBudget
 from kubesched.framework.handle import Listers
-from kubesched.kube.claims import dra_informers
+from kubesched.kube.claims import DRA_KINDS, dra_informers
 from kubesched.kube.client import KubeClient
 from kubesched.kube.informer import Handlers, Informer
 from kubesched.kube.pod_groups import KubePodGroupWriter, pod_group_informer
+from kubesched.kube.startup_checks import (
+    NeededKind,
+    coscheduling_needs,
+    generic_workload_needs,
+    plugin_needs,
+)
 from kubesched.kube.storage import storage_informers
 from kubesched.kube.workload_pod_groups import (
     KubePodGroupConditionWriter,
@@ -53,16 +59,40 @@ def uses_storage(sched: Scheduler) -> bool:
     )
 
 
-def uses_dra(sched: Scheduler) -> bool:
-    return any(
-        name == "DynamicResources" or getattr(plugin, "uses_dra", False)
+def dra_plugins(sched: Scheduler) -> list[str]:
+    """The profiles' plugins that read the DRA kinds (DynamicResources, and
+    out-of-tree plugins that say `uses_dra`), by name."""
+    found = {
+        name
         for fw in sched.frameworks.values()
         for name, plugin in fw.instances.items()
-    )
+        if name == "DynamicResources" or getattr(plugin, "uses_dra", False)
+    }
+    return sorted(found)
+
+
+def uses_dra(sched: Scheduler) -> bool:
+    return bool(dra_plugins(sched))
 
 
 def uses_coscheduling(sched: Scheduler) -> bool:
     return any("Coscheduling" in fw.instances for fw in sched.frameworks.values())
+
+
+def needed_kinds(sched: Scheduler, *, generic_workload: bool) -> list[NeededKind]:
+    """The kinds scheduler_informers watches for a plugin or a gate that an API server
+    may not serve: a CRD (Coscheduling's PodGroups), an alpha API (the Workload API's
+    PodGroups), resource.k8s.io/v1 (from v1.34 on). The core, policy, apps and
+    storage kinds are GA in every API server v1.36.3 supports: not checked."""
+    needs: list[NeededKind] = []
+    if generic_workload:
+        needs.extend(generic_workload_needs())
+    dra = dra_plugins(sched)
+    if dra:
+        needs.extend(plugin_needs(DRA_KINDS, dra))
+    if uses_coscheduling(sched):
+        needs.extend(coscheduling_needs())
+    return needs
 
 
 def scheduler_informers(

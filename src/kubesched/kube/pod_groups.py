@@ -22,25 +22,6 @@ log = logging.getLogger("kubesched.podgroups")
 POD_GROUP_API = f"/apis/{POD_GROUP_API_VERSION}"
 
 
-class PodGroupApiMissing(Exception):
-    """Coscheduling is on, but the API server does not serve PodGroups."""
-
-
-async def require_pod_group_api(client: KubeClient) -> None:
-    """Refuse to start, with what to do, when the PodGroup CRD is not installed (the
-    informer would otherwise wait for it forever)."""
-    try:
-        await client.request("GET", POD_GROUP_API)
-    except ApiError as err:
-        if err.status != 404:
-            raise
-        raise PodGroupApiMissing(
-            f"a profile enables Coscheduling, but the API server does not serve "
-            f"{POD_GROUP_API_VERSION} PodGroups: install the CRD "
-            "(kubectl apply -f deploy/crds/scheduling.x-k8s.io_podgroups.yaml)"
-        ) from None
-
-
 def pod_group_informer(client: KubeClient, state: PodGroupState) -> Informer[PodGroup]:
     return Informer(
         client,

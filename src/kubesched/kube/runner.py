@@ -39,18 +39,16 @@ from kubesched.kube.explain_endpoint import DEFAULT_KEEP, ExplainStore
 from kubesched.kube.fence import Fence
 from kubesched.kube.inflight import AdaptiveLimiter
 from kubesched.kube.informer import Informer
-from kubesched.kube.informers import scheduler_informers, uses_coscheduling
+from kubesched.kube.informers import needed_kinds, scheduler_informers
 from kubesched.kube.leader import LeaderElectionConfig, LeaderElector
-from kubesched.kube.pod_groups import (
-    PodGroupApiMissing,
-    require_pod_group_api,
-)
+from kubesched.kube.startup_checks import StartupError, listen_error, require_served
 from kubesched.kube.storage import KubeVolumeWriter
 from kubesched.kube.writer import EventWriter, StatusWriter
 from kubesched.metrics import SchedulerMetrics
 from kubesched.plugins.registry import default_registry
 from kubesched.scheduler import Scheduler
 from kubesched.scheduler.batch_window import BatchOptions
+from kubesched.scheduler.extender import build_extenders
 from kubesched.scheduler.scheduler import freeze_after_sync
 from kubesched.server import CheckFailed, HealthServer
 from kubesched.server.auth import (
@@ -102,6 +100,9 @@ class RunOptions:
     explain: bool = False
     explain_keep: int = DEFAULT_KEEP
     registry: Registry | None = None  # None: the default one (`--plugin` adds to it)
+    # The configuration as the command line made it (--config with --enable and
+    # --disable applied); None: `config` is loaded (or the default one).
+    scheduler_config: SchedulerConfig | None = None
     gates: FeatureGates = DEFAULT_GATES  # --feature-gates
     # `--batch-window`: the batch placement fallback (scheduler/batch_window.py); off
     # (None) by default, which is kube-scheduler's behaviour.
@@ -197,15 +198,16 @@ class Runner:
         listers.storage.writer = KubeVolumeWriter(client)
         listers.dra.writer = KubeClaimWriter(client)
         self.scheduler = sched = self.new_scheduler(cluster, clock, listers)
-        if uses_coscheduling(sched):
-            try:
-                await require_pod_group_api(client)
-            except PodGroupApiMissing as err:
-                log.error("%s", err)
-                if self.api_worker is not None:
-                    await self.api_worker.stop()
-                await client.aclose()
-                return 1
+        try:
+            # Before any informer or the lease: a kind that is not served would
+            # keep the informers from syncing for ever.
+            await require_served(
+                client, needed_kinds(sched, generic_workload=self.options.gates.generic_workload)
+            )
+            await self.start_servers(client, leader_elect)
+        except StartupError:
+            await self._shutdown()
+            raise
         informers = scheduler_informers(
             client,
             sched,
@@ -223,7 +225,6 @@ class Runner:
         for informer in self.informers:
             informer.budget = self.budget
         self.metrics.set_cpu_budget(self.budget.read)
-        await self.start_servers(client, leader_elect)
 
         if self.events is not None and self.statuses is not None:
             self._spawn(self.events.run(), "events")
@@ -358,7 +359,15 @@ class Runner:
         first.add_check("shutdown", self.shutdown_check, ("readyz",))
         first.add_check("sched-handler-sync", self.handler_sync_check, ("readyz",))
         for server in servers:
-            await server.start()
+            try:
+                await server.start()
+            except OSError as exc:  # the port is taken, or the address is not this host's
+                flags = (
+                    "--secure-port, --bind-address"
+                    if server.ssl_context is not None
+                    else "--health-port, --health-address"
+                )
+                raise listen_error(server.host, server.port, flags, exc) from None
             self.servers.append(server)
 
     def leader_election_check(self) -> bool:
@@ -501,6 +510,7 @@ class Runner:
             gates=self.options.gates,
             batch=batch,
             batch_observer=self.metrics.observe_batch,
+            extenders=build_extenders(cfg.extenders),
         )
 
     def observe_permit_wait(self, status: Status, seconds: float) -> None:
@@ -581,14 +591,23 @@ class Runner:
             await self.lease_client.aclose()
 
 
+def scheduler_config(
+    path: str | None, gates: FeatureGates, registry: Registry | None = None
+) -> SchedulerConfig:
+    """The --config file (its plugins known to REGISTRY), or the default configuration;
+    a ConfigError naming the file."""
+    if not path:
+        return default_config(gates)
+    config = load_config(path, gates)
+    check_plugin_names(config, registry or default_registry(), path)
+    return config
+
+
 async def run(options: RunOptions) -> int:
-    config = (
-        load_config(options.config, options.gates)
-        if options.config
-        else default_config(options.gates)
-    )
-    if options.config:
-        check_plugin_names(config, options.registry or default_registry(), options.config)
+    """Run until stopped; the exit code. A StartupError when it cannot start."""
+    config = options.scheduler_config
+    if config is None:
+        config = scheduler_config(options.config, options.gates, options.registry)
     runner = Runner(options, config)
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
@@ -21,6 +22,7 @@ from kubesched.cache.cache import Cache
 from kubesched.framework.client import ClusterClient
 from kubesched.framework.clock import Clock
 from kubesched.framework.explain import Explanation
+from kubesched.framework.extender import Extender
 from kubesched.framework.features import FeatureGates
 from kubesched.framework.fit_error import Diagnosis
 from kubesched.framework.handle import Handle, Listers
@@ -100,6 +102,8 @@ class SchedulerBase:
     gates: FeatureGates  # the feature gates (framework/features.py)
     opportunistic_batching: bool  # the OpportunisticBatching gate
     batch: BatchWindow | None  # `run --batch-window`; None: kube-scheduler's behaviour
+    # The configuration's HTTP extenders, ignorable ones last (sched.Extenders).
+    extenders: Sequence[Extender]
 
     # --- metrics -------------------------------------------------------------------
 

@@ -9,6 +9,7 @@ handle_scheduling_failure: requeue, nominate, tell the user.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 
@@ -17,6 +18,7 @@ import msgspec
 from kubesched.api.objects import same_pod
 from kubesched.framework.client import BindConflict
 from kubesched.framework.cycle_state import CycleState
+from kubesched.framework.extender import ExtenderError
 from kubesched.framework.fit_error import Diagnosis
 from kubesched.framework.runtime import Framework
 from kubesched.framework.status import Code, Status
@@ -56,7 +58,7 @@ class BindingCycle(SchedulerBase):
         self.queue.scheduling_done(pod.key)
         status = await fw.run_pre_bind(state, pod, node)
         if status.is_success():
-            status = await fw.run_bind(state, pod, node)
+            status = await self.bind(fw, state, pod, node)
         if not status.is_success():
             self.fail_assumed(fw, state, qpi, node, status, started, "Binding")
             return
@@ -75,6 +77,26 @@ class BindingCycle(SchedulerBase):
             since = self.clock.now() - qpi.initial_attempt_timestamp
             self.observer.observe_pod_scheduled(qpi.attempts, since)
         fw.run_post_bind(state, pod, node)
+
+    async def bind(self, fw: Framework, state: CycleState, pod: PodInfo, node: str) -> Status:
+        """The first interested extender that binds does, else the bind plugins (bind
+        and extendersBinding in schedule_one.go). The extender's HTTP call runs in a
+        thread, so the event loop goes on meanwhile."""
+        for extender in self.extenders:
+            if not extender.is_binder or not extender.is_interested(pod.pod):
+                continue
+            try:
+                await asyncio.to_thread(extender.bind, pod.pod, node)
+            except ExtenderError as exc:
+                if extender.ignorable:
+                    log.info(
+                        "Skipping extender in bind as it returned error and has ignorable flag set",
+                        extra=kv(extender=extender.name, err=str(exc)),
+                    )
+                    continue
+                return Status.as_error(str(exc))
+            return Status.success()
+        return await fw.run_bind(state, pod, node)
 
     def fail_assumed(
         self,

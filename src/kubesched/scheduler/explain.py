@@ -21,7 +21,9 @@ from kubesched.framework.explain import (
     PostFilterOutcome,
     ProfilePlugins,
     RejectedNodes,
+    ReportsShortfalls,
     ScoredNodes,
+    Shortfall,
     TieBreak,
 )
 from kubesched.framework.node_table import NodeTable, Rows
@@ -163,6 +165,7 @@ def rejected_groups(
             reasons.setdefault(row, []).append(reason)
     others = other_rejections(table, fw, state, pod, diagnosis.rows, diagnosis.plugins)
     groups: dict[tuple[object, ...], RejectedNodes] = {}
+    group_rows: dict[tuple[object, ...], list[int]] = {}
     for row, code, plugin in zip(
         diagnosis.rows.tolist(), diagnosis.codes.tolist(), diagnosis.plugins, strict=True
     ):
@@ -177,7 +180,11 @@ def rejected_groups(
                 reasons=list(reasons.get(row, ())),
                 also_rejected_by={p: list(r) for p, r in sorted(also.items())},
             )
+            group_rows[key] = []
         group.nodes.append(names[row])
+        group_rows[key].append(row)
+    for grouped, group in groups.items():
+        group.insufficient = shortfalls(fw, state, pod, table, group, group_rows[grouped])
     found = sorted(groups.values(), key=lambda g: (-len(g.nodes), g.plugin, g.reasons))
     absent = diagnosis.absent_status
     if absent is not None and diagnosis.absent_count:
@@ -194,6 +201,25 @@ def rejected_groups(
                 reasons=list(absent.reasons),
             )
         )
+    return found
+
+
+def shortfalls(
+    fw: Framework,
+    state: CycleState,
+    pod: PodInfo,
+    table: NodeTable,
+    group: RejectedNodes,
+    rows: list[int],
+) -> list[Shortfall]:
+    """What the group's nodes lack, from the filters that rejected them and can say
+    (NodeResourcesFit: the pod's request against each node's free amount)."""
+    found: list[Shortfall] = []
+    for plugin in fw.filter:
+        if plugin.name != group.plugin and plugin.name not in group.also_rejected_by:
+            continue
+        if isinstance(plugin, ReportsShortfalls) and plugin.name not in state.skip_filter_plugins:
+            found.extend(plugin.shortfalls(state, pod, table, np.array(rows, dtype=np.intp)))
     return found
 
 

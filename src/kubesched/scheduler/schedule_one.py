@@ -16,11 +16,13 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from kubesched.api.objects import Node
 from kubesched.framework.batch import SortedNodes
 from kubesched.framework.cycle_state import CycleState
-from kubesched.framework.explain import CycleCapture
+from kubesched.framework.explain import CycleCapture, ScoreCapture
+from kubesched.framework.extender import EXTENDER_NAME, MAX_EXTENDER_PRIORITY, ExtenderError
 from kubesched.framework.fit_error import NO_NODES_AT_ALL, Diagnosis, fit_error_message
-from kubesched.framework.interfaces import PreFilterResult
+from kubesched.framework.interfaces import MAX_NODE_SCORE, PreFilterResult
 from kubesched.framework.node_table import IntArray, NodeTable, Rows
 from kubesched.framework.runtime import Framework, PluginError
 from kubesched.framework.signature import PodSignature
@@ -129,7 +131,9 @@ class SchedulingCycle(BindingCycle, Explaining):
             )
             self._observe("unschedulable", fw, started)
             return None
-        except (NoNodesError, PluginError) as exc:
+        except (NoNodesError, PluginError, ExtenderError) as exc:
+            # An extender that failed (and is not ignorable) fails the attempt as an
+            # error, as a plugin's error does: the pod goes to backoff.
             self._observe_algorithm(started)
             reason = "Unschedulable" if isinstance(exc, NoNodesError) else "SchedulerError"
             if isinstance(exc, PluginError):
@@ -312,6 +316,13 @@ class SchedulingCycle(BindingCycle, Explaining):
             self.next_start_node_index = (self.next_start_node_index + processed) % num_all
         if absent is not None:
             set_absent_nodes_status(diagnosis, absent, num_all - explicit)
+        if self.extenders:
+            passed = self.find_nodes_that_pass_extenders(state, pod, feasible, diagnosis)
+            if len(passed) != len(feasible):
+                # Extenders have no queueing hints: a pod they rejected nodes for is
+                # retried on any cluster event (findNodesThatFitPod upstream).
+                diagnosis.unschedulable_plugins.add(EXTENDER_NAME)
+            feasible = passed
         # The diagnosis starts with the plugins that narrowed the nodes (upstream sets
         # UnschedulablePlugins to RunPreFilterPlugins' pluginsWithNodes before the
         # filters add theirs): their events may retry the pod.
@@ -325,7 +336,10 @@ class SchedulingCycle(BindingCycle, Explaining):
         schedule_one.go): the row if it fits, and that node's verdict."""
         one = np.array([row], dtype=np.intp)
         with fw.timed_filter_pass():  # findNodesThatPassFilters records Filter upstream
-            return fw.run_filters_with_nominated_pods(state, pod, self.table, one)
+            fits, diagnosis = fw.run_filters_with_nominated_pods(state, pod, self.table, one)
+        if self.extenders and len(fits):
+            fits = self.find_nodes_that_pass_extenders(state, pod, fits, diagnosis)
+        return fits, diagnosis
 
     def find_nodes_that_pass_filters(
         self, fw: Framework, state: CycleState, pod: PodInfo, candidates: Rows
@@ -338,7 +352,7 @@ class SchedulingCycle(BindingCycle, Explaining):
         start = self.next_start_node_index % len(candidates) if len(candidates) else 0
         num_candidates = len(candidates)
         num_to_find = self.num_feasible_nodes_to_find(fw, num_candidates)
-        if not fw.score:
+        if not fw.score and not self.extenders_filter_or_score:
             num_to_find = 1  # with nothing to compare, the first feasible node will do
         # Upstream stops once it has found more than num_to_find feasible nodes.
         # Filter a prefix of the rotated order sized from how many nodes fitted
@@ -404,7 +418,105 @@ class SchedulingCycle(BindingCycle, Explaining):
         (prioritizeNodes in schedule_one.go)."""
         fw.run_pre_score(state, pod, self.table, feasible)
         totals, _ = fw.run_score(state, pod, self.table, feasible, per_plugin=False)
+        if self.extenders:
+            totals = totals + self.extender_scores(state, pod, feasible)
         return totals
+
+    # --- extenders -----------------------------------------------------------------
+
+    def find_nodes_that_pass_extenders(
+        self, state: CycleState, pod: PodInfo, feasible: Rows, diagnosis: Diagnosis
+    ) -> Rows:
+        """The feasible rows the extenders keep, each extender filtering what the one
+        before it kept; the nodes they reject join the diagnosis with their
+        messages (findNodesThatPassExtenders in schedule_one.go). Raises
+        ExtenderError when an extender that is not ignorable fails."""
+        table = self.table
+        for extender in self.extenders:
+            if not len(feasible):
+                break
+            if not extender.is_filter or not extender.is_interested(pod.pod):
+                continue
+            nodes = [table.node(r) for r in feasible.tolist()]
+            try:
+                result = extender.filter(pod.pod, nodes)
+            except ExtenderError as exc:
+                if extender.ignorable:
+                    log.info(
+                        "Skipping extender as it returned error and has ignorable flag set",
+                        extra=kv(extender=extender.name, err=str(exc)),
+                    )
+                    continue
+                raise
+            rejected: dict[int, tuple[Code, str]] = {}
+            for name, message in result.failed.items():
+                if name not in result.failed_and_unresolvable:
+                    rejected.setdefault(_row(table, name), (Code.UNSCHEDULABLE, message))
+            for name, message in result.failed_and_unresolvable.items():
+                rejected[_row(table, name)] = (Code.UNSCHEDULABLE_AND_UNRESOLVABLE, message)
+            rejected.pop(-1, None)  # a name the cluster does not have
+            if rejected:
+                diagnosis.extend(extender_diagnosis(extender.name, rejected))
+            feasible = np.array([table.row_of(n) for n in result.nodes], dtype=np.intp)
+        return feasible
+
+    def extender_scores(self, state: CycleState, pod: PodInfo, feasible: Rows) -> IntArray:
+        """What the extenders add to each feasible row's total: score × weight ×
+        MaxNodeScore / MaxExtenderPriority (prioritizeNodes in schedule_one.go). An
+        extender that fails gives no score, as upstream, where the others and the
+        plugins then decide."""
+        table = self.table
+        added = np.zeros(len(feasible), dtype=np.int64)
+        nodes: list[Node] | None = None
+        position = {table.names[r]: i for i, r in enumerate(feasible.tolist())}
+        for extender in self.extenders:
+            if not extender.is_prioritizer or not extender.is_interested(pod.pod):
+                continue
+            if nodes is None:
+                nodes = [table.node(r) for r in feasible.tolist()]
+            try:
+                scores, weight = extender.prioritize(pod.pod, nodes)
+            except ExtenderError as exc:
+                log.log(
+                    V(5),
+                    "Failed to run extender's priority function. No score given by this extender.",
+                    extra=kv(error=str(exc), pod=pod.key, extender=extender.name),
+                )
+                continue
+            raw = np.zeros(len(feasible), dtype=np.int64)
+            for host, score in scores.items():
+                index = position.get(host)
+                if index is not None:
+                    raw[index] = score
+            # On the plugins' scale: an extender's 0..10 becomes 0..100.
+            scaled = raw * (MAX_NODE_SCORE // MAX_EXTENDER_PRIORITY)
+            added += scaled * weight
+            if state.explain is not None:
+                name = f"{EXTENDER_NAME} {extender.name}"
+                state.explain.scores.append(ScoreCapture(name, weight, raw, scaled))
+        return added
+
+    @property
+    def extenders_filter_or_score(self) -> bool:
+        """hasExtenderFilters or an extender that prioritizes (hasScoring)."""
+        return any(e.is_filter or e.is_prioritizer for e in self.extenders)
+
+
+def _row(table: NodeTable, name: str) -> int:
+    row = table.row_of(name)
+    return -1 if row is None else row
+
+
+def extender_diagnosis(extender: str, rejected: dict[int, tuple[Code, str]]) -> Diagnosis:
+    """The nodes an extender rejected, as diagnosis rows: no plugin rejected them
+    (upstream's statuses name none), so "Extender URL" stands in its place."""
+    rows = np.fromiter(rejected, dtype=np.intp, count=len(rejected))
+    codes = np.array([int(code) for code, _ in rejected.values()], dtype=np.int8)
+    by_message: dict[str, list[int]] = {}
+    for row, (_, message) in rejected.items():
+        by_message.setdefault(message, []).append(row)
+    reasons = [(m, np.array(r, dtype=np.intp)) for m, r in by_message.items()]
+    return Diagnosis(rows, codes, [f"{EXTENDER_NAME} {extender}"] * len(rows), reasons)
 
 
 def select_host(totals: IntArray, rng: np.random.Generator) -> int:

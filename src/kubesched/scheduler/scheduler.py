@@ -22,6 +22,7 @@ from kubesched.api.objects import ObjectMeta, Pod
 from kubesched.cache.cache import Cache
 from kubesched.framework.client import ClusterClient
 from kubesched.framework.clock import Clock, SimClock
+from kubesched.framework.extender import Extender
 from kubesched.framework.features import DEFAULT_GATES, FeatureGates
 from kubesched.framework.handle import Handle, Listers
 from kubesched.framework.metrics_recorder import NO_METRICS
@@ -63,6 +64,7 @@ class Scheduler(EventHandlers, PodGroupCycle):
         gates: FeatureGates = DEFAULT_GATES,
         batch: BatchOptions | None = None,
         batch_observer: BatchObserver | None = None,
+        extenders: Sequence[Extender] = (),
     ) -> None:
         # v1.36.3's defaults with the caller's overrides (--feature-gates).
         self.opportunistic_batching = gates.opportunistic_batching
@@ -75,6 +77,7 @@ class Scheduler(EventHandlers, PodGroupCycle):
         self.waiting_pods = WaitingPods(self.clock) if waiting_pods is None else waiting_pods
         self.rng = np.random.default_rng(seed)
         self.listers = Listers() if listers is None else listers
+        self.extenders = tuple(extenders)
         # Built once, from the listers and the scheduler's own services; every
         # profile's framework takes a copy naming itself as the runner.
         self.handle = Handle(
@@ -91,6 +94,7 @@ class Scheduler(EventHandlers, PodGroupCycle):
             spawn=self._spawn,
             metrics=NO_METRICS if observer is None else observer,
             pod_group_states=self.cache.pod_group_states,
+            extenders=self.extenders,
         )
         registry = default_registry() if registry is None else registry
         self.frameworks = {}

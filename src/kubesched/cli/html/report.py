@@ -20,7 +20,7 @@ import jinja2
 from kubesched.api.objects import Node
 from kubesched.api.quantity import format_amount
 from kubesched.capacity import CapacityResult
-from kubesched.cli.explain_report import node_list, score_cell
+from kubesched.cli.explain_report import node_list, score_cell, shortfall_line
 from kubesched.cli.report import SIMULATED_TIME_NOTE, evictions, profile_line
 from kubesched.cli.workloads import (
     NO_ZONE,
@@ -55,6 +55,7 @@ _ENV = jinja2.Environment(
 )
 _ENV.filters["node_list"] = node_list
 _ENV.filters["score_cell"] = score_cell
+_ENV.filters["shortfall_line"] = shortfall_line
 
 
 @dataclass(slots=True)

@@ -15,6 +15,8 @@ from fractions import Fraction
 from functools import lru_cache
 
 from kubesched.api.names import (
+    is_extended_resource_name,
+    is_native_resource,
     qualified_name_errors,
 )
 from kubesched.api.objects import RawQuantity, ResourceRequirements
@@ -30,7 +32,6 @@ from kubesched.cluster.validation.field_errors import (
 )
 
 HUGEPAGES_PREFIX = "hugepages-"
-_DEFAULT_NAMESPACE = "kubernetes.io/"
 _REQUESTS_PREFIX = "requests."
 # helper.standardResources, for validateResourceName.
 _STANDARD_RESOURCES = frozenset(
@@ -77,17 +78,8 @@ def is_hugepages(name: str) -> bool:
     return name.startswith(HUGEPAGES_PREFIX)
 
 
-def is_native(name: str) -> bool:
-    """helper.IsNativeResource: unprefixed, or in the kubernetes.io namespace."""
-    return "/" not in name or _DEFAULT_NAMESPACE in name
-
-
-@lru_cache(maxsize=1024)
-def is_extended(name: str) -> bool:
-    """helper.IsExtendedResourceName."""
-    if is_native(name) or name.startswith(_REQUESTS_PREFIX):
-        return False
-    return not qualified_name_errors(_REQUESTS_PREFIX + name)
+is_native = is_native_resource
+is_extended = is_extended_resource_name
 
 
 def _is_standard(name: str) -> bool:

@@ -44,6 +44,7 @@ import numpy as np
 from kubesched.api.objects import PodDisruptionBudget
 from kubesched.api.pod_groups import pod_group_key
 from kubesched.framework.cycle_state import CycleState
+from kubesched.framework.extender import ExtenderError, Victims
 from kubesched.framework.fit_error import Diagnosis, fit_error_message
 from kubesched.framework.interfaces import (
     ClusterEventWithHint,
@@ -57,6 +58,7 @@ from kubesched.framework.node_table import NodeTable
 from kubesched.framework.nominated import nominated_by_row
 from kubesched.framework.status import Code, Status
 from kubesched.framework.types import ActionType, ClusterEvent, PodInfo, Resource
+from kubesched.logs import V, kv
 from kubesched.plugins.defaultpreemption.args import (
     ArgsError,
     DefaultPreemptionArgs,
@@ -194,6 +196,9 @@ class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin, EnqueueExtensions):
             return PostFilterResult(""), Status.unschedulable(
                 self.no_candidate_message(num_all, statuses)
             )
+        candidates, status = self.call_extenders(pod, candidates)
+        if not status.is_success():
+            return None, status
         best = self.select_candidate(candidates)
         if best is None or not best.name:
             return None, Status.unschedulable(NO_CANDIDATE)
@@ -419,6 +424,52 @@ class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin, EnqueueExtensions):
         if violating and non_violating:
             victims.sort(key=importance)
         return victims, violations, Status()
+
+    def call_extenders(
+        self, pod: PodInfo, candidates: list[Candidate]
+    ) -> tuple[list[Candidate], Status]:
+        """The candidates the extenders that preempt keep, with the victims they
+        agree to, each extender narrowing what the one before kept (callExtenders in
+        preemption.go)."""
+        extenders = [
+            e for e in self.handle.extenders if e.supports_preemption and e.is_interested(pod.pod)
+        ]
+        if not extenders or not candidates:
+            return candidates, Status()
+        table = self.handle.nodes
+        rows = {c.name: c.row for c in candidates}
+        victims = {
+            c.name: Victims([v.pod for v in c.victims], c.num_pdb_violations) for c in candidates
+        }
+        for extender in extenders:
+            on_node = {name: [p.pod for p in table.pods_on(row)] for name, row in rows.items()}
+            try:
+                answer = extender.process_preemption(pod.pod, victims, on_node)
+            except ExtenderError as exc:
+                if extender.ignorable:
+                    log.log(
+                        V(2),
+                        "Skipped extender as it returned error and has ignorable flag set",
+                        extra=kv(extender=extender.name, err=str(exc)),
+                    )
+                    continue
+                return [], Status.as_error(str(exc))
+            for name in [n for n, v in answer.items() if not v.pods]:
+                if not extender.ignorable:
+                    return [], Status.as_error(f'expected at least one victim pod on node "{name}"')
+                del answer[name]
+            victims = answer
+            if not victims:
+                break
+        chosen: list[Candidate] = []
+        for name, kept in victims.items():
+            row = rows[name] if name in rows else table.row_of(name)
+            if row is None:
+                continue
+            by_uid = {p.pod.metadata.uid: p for p in table.pods_on(row)}
+            pods = [by_uid[v.metadata.uid] for v in kept.pods if v.metadata.uid in by_uid]
+            chosen.append(Candidate(name, row, pods, kept.num_pdb_violations))
+        return chosen, Status()
 
     def select_candidate(self, candidates: Sequence[Candidate]) -> Candidate | None:
         if not candidates:

@@ -19,7 +19,7 @@ RequestedToCapacityRatio) over the configured resources.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -30,6 +30,7 @@ from kubesched.api.requests import Amounts, amounts, pod_requests
 from kubesched.api.resource import DeviceClass
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.dra import DEVICE_CLASS_PREFIX
+from kubesched.framework.explain import NodeAmount, Shortfall
 from kubesched.framework.interfaces import (
     MAX_NODE_SCORE,
     ClusterEventWithHint,
@@ -154,6 +155,55 @@ class _PreScoreState:
     pod_requests: tuple[int, ...]
 
 
+@dataclass(frozen=True, slots=True)
+class _Shortage:
+    """One check of fitsRequest over the candidate rows: the resource, the pod's
+    request, each node's allocatable and used amounts, which nodes fall short, and
+    which would fall short even empty (preemption cannot help those)."""
+
+    resource: str
+    reason: str
+    requested: int
+    allocatable: IntArray
+    used: IntArray
+    short: BoolArray
+    over_total: BoolArray
+
+
+def _shortages(pre: _PreFilterState, nodes: NodeTable, rows: Rows) -> Iterator[_Shortage]:
+    """fitsRequest's checks in its order: the pod count ("Too many pods", never
+    unresolvable), then each requested resource ("Insufficient NAME"). Filter
+    turns them into verdicts, an explanation into Shortfalls."""
+    count = len(rows)
+    pods_allocatable = nodes.allocatable[rows, PODS]
+    pods_used = nodes.requested[rows, PODS]
+    never: BoolArray = np.zeros(count, dtype=np.bool_)
+    too_many = pods_used + 1 > pods_allocatable
+    yield _Shortage("pods", "Too many pods", 1, pods_allocatable, pods_used, too_many, never)
+    for name, amount in pre.request:
+        col = nodes.resource_index.get(name)
+        if col is None:
+            if name in pre.dra_backed:
+                # shouldDelegateResourceToDRA: no node advertises it, DynamicResources
+                # allocates devices for it instead.
+                continue
+            # No node has any: everything falls short, and for good.
+            none = np.zeros(count, dtype=np.int64)
+            short: BoolArray = np.full(count, amount > 0, dtype=np.bool_)
+            yield _Shortage(name, f"Insufficient {name}", amount, none, none, short, short)
+            continue
+        allocatable = nodes.allocatable[rows, col]
+        used = nodes.requested[rows, col]
+        short = amount > allocatable - used
+        over_total: BoolArray = short & (amount > allocatable)
+        if name in pre.dra_backed:
+            # shouldDelegateResourceToDRA: where no device plugin advertises the
+            # resource, DynamicResources allocates devices for it instead.
+            short = short & (allocatable > 0)
+            over_total = over_total & short
+        yield _Shortage(name, f"Insufficient {name}", amount, allocatable, used, short, over_total)
+
+
 # --- the plugin ------------------------------------------------------------------------
 
 
@@ -237,31 +287,45 @@ class NodeResourcesFit(
             return NodeVerdicts.passing(count)
         verdicts = NodeVerdicts.passing(count)
         unresolvable = np.zeros(count, dtype=np.bool_)
-
-        too_many = nodes.requested[rows, PODS] + 1 > nodes.allocatable[rows, PODS]
-        verdicts.add("Too many pods", too_many)
-        for name, amount in pre.request:
-            col = nodes.resource_index.get(name)
-            if col is None:
-                # No node has any: everything falls short, and for good.
-                short: BoolArray = np.full(count, amount > 0, dtype=np.bool_)
-                over_total: BoolArray = short
-            else:
-                allocatable = nodes.allocatable[rows, col]
-                short = amount > allocatable - nodes.requested[rows, col]
-                over_total = short & (amount > allocatable)
-            if name in pre.dra_backed:
-                # shouldDelegateResourceToDRA: where no device plugin advertises the
-                # resource, DynamicResources allocates devices for it instead.
-                if col is None:
-                    continue
-                short = short & (allocatable > 0)
-                over_total = over_total & short
-            verdicts.add(f"Insufficient {name}", short)
-            unresolvable |= over_total
+        for shortage in _shortages(pre, nodes, rows):
+            verdicts.add(shortage.reason, shortage.short)
+            unresolvable |= shortage.over_total
         if unresolvable.any():
             verdicts.codes[unresolvable] = Code.UNSCHEDULABLE_AND_UNRESOLVABLE
         return verdicts
+
+    def shortfalls(
+        self, state: CycleState, pod: PodInfo, nodes: NodeTable, rows: Rows
+    ) -> list[Shortfall]:
+        """For an explanation: what the rejected ROWS lack, with the numbers Filter
+        compared (fitsRequest's InsufficientResource list)."""
+        pre = state.get(PRE_FILTER_STATE_KEY)
+        if not isinstance(pre, _PreFilterState):
+            return []
+        names = nodes.names
+        found: list[Shortfall] = []
+        for shortage in _shortages(pre, nodes, rows):
+            short = shortage.short
+            if not short.any():
+                continue
+            amounts = zip(
+                rows[short].tolist(),
+                shortage.allocatable[short].tolist(),
+                shortage.used[short].tolist(),
+                strict=True,
+            )
+            found.append(
+                Shortfall(
+                    resource=shortage.resource,
+                    reason=shortage.reason,
+                    requested=shortage.requested,
+                    nodes=[
+                        NodeAmount(node=names[row], allocatable=a, used=u, free=a - u)
+                        for row, a, u in amounts
+                    ],
+                )
+            )
+        return found
 
     # --- PreScore / Score --------------------------------------------------------------
 

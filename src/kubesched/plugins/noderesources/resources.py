@@ -10,48 +10,20 @@
 
 from __future__ import annotations
 
-import re
 from functools import lru_cache
+
+from kubesched.api.names import is_extended_resource_name
+
+__all__ = ["is_extended_resource_name", "is_scalar_resource_name"]
 
 DEFAULT_NAMESPACE_PREFIX = "kubernetes.io/"
 REQUESTS_PREFIX = "requests."
 HUGEPAGES_PREFIX = "hugepages-"
 ATTACHABLE_VOLUMES_PREFIX = "attachable-volumes-"
 
-_QUALIFIED_NAME = re.compile(r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]")
-_DNS1123_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
-_QUALIFIED_NAME_MAX = 63
-_DNS1123_SUBDOMAIN_MAX = 253
-
-
-def is_qualified_name(value: str) -> bool:
-    """validation.IsQualifiedName: an optional DNS-subdomain prefix and a short name."""
-    parts = value.split("/")
-    if len(parts) == 1:
-        name = parts[0]
-    elif len(parts) == 2:
-        prefix, name = parts
-        if (
-            not prefix
-            or len(prefix) > _DNS1123_SUBDOMAIN_MAX
-            or _DNS1123_SUBDOMAIN.fullmatch(prefix) is None
-        ):
-            return False
-    else:
-        return False
-    return (
-        bool(name)
-        and len(name) <= _QUALIFIED_NAME_MAX
-        and _QUALIFIED_NAME.fullmatch(name) is not None
-    )
-
 
 def is_prefixed_native_resource(name: str) -> bool:
     return DEFAULT_NAMESPACE_PREFIX in name
-
-
-def is_native_resource(name: str) -> bool:
-    return "/" not in name or is_prefixed_native_resource(name)
 
 
 def is_hugepage_resource_name(name: str) -> bool:
@@ -60,13 +32,6 @@ def is_hugepage_resource_name(name: str) -> bool:
 
 def is_attachable_volume_resource_name(name: str) -> bool:
     return name.startswith(ATTACHABLE_VOLUMES_PREFIX)
-
-
-@lru_cache(maxsize=1024)
-def is_extended_resource_name(name: str) -> bool:
-    if is_native_resource(name) or name.startswith(REQUESTS_PREFIX):
-        return False
-    return is_qualified_name(REQUESTS_PREFIX + name)
 
 
 @lru_cache(maxsize=1024)

@@ -1,0 +1,77 @@
+"""Commands the docs show that run for many minutes or hours (`make diff`), checked
+without their full run: make expands each into the harness's command line, and the
+harness's option parser takes it. The harness itself runs at CI size in
+tests/differential/test_differential.py (`pytest -m integration tests/differential`)."""
+
+from __future__ import annotations
+
+import shlex
+import subprocess
+import sys
+
+import pytest
+
+from tests.docs.doc_commands import REPO_ROOT, command_lines, load_page
+
+PAGE = "docs/explanation/differential.md"
+
+
+def _make_diff_lines() -> list[str]:
+    page = load_page(PAGE)
+    lines = [
+        line
+        for block in page.blocks
+        if block.marker is not None and block.marker.kind == "by"
+        for line in command_lines(block)
+    ]
+    return [line for line in lines if line.startswith("make diff")]
+
+
+def expanded(line: str) -> list[str]:
+    """The harness's command line that `make` runs for LINE (make -n, not run)."""
+    words = shlex.split(line, comments=True)
+    out = subprocess.run(
+        ["make", "-n", "--no-print-directory", "-C", str(REPO_ROOT), *words[1:]],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    ).stdout
+    command = next(
+        c for c in out.replace("\\\n", " ").splitlines() if "tests.differential.run" in c
+    )
+    tokens = shlex.split(command)
+    return tokens[tokens.index("tests.differential.run") + 1 :]
+
+
+def test_the_documented_make_diff_commands_are_valid() -> None:
+    """Each `make diff ...` of the page expands to options the harness accepts (its
+    parser checks them, then --help stops it before any control plane starts); the
+    page's `pytest -m integration tests/differential` is the CI-size run itself."""
+    lines = _make_diff_lines()
+    assert len(lines) >= 4
+    for line in lines:
+        args = expanded(line)
+        if "N=" in line:
+            assert args[args.index("-n") + 1] == line.split("N=")[1].split()[0]
+        result = subprocess.run(
+            [sys.executable, "-m", "tests.differential.run", *args, "--help"],
+            capture_output=True,
+            text=True,
+            cwd=REPO_ROOT,
+            timeout=120,
+        )
+        assert result.returncode == 0, f"{line}: {result.stderr}"
+
+
+@pytest.mark.parametrize("bad", ["make diff DIFF_SIZE=enormous"])
+def test_an_invalid_documented_option_would_be_caught(bad: str) -> None:
+    args = expanded(bad)
+    result = subprocess.run(
+        [sys.executable, "-m", "tests.differential.run", *args, "--help"],
+        capture_output=True,
+        text=True,
+        cwd=REPO_ROOT,
+        timeout=120,
+    )
+    assert result.returncode == 2 and "invalid choice: 'enormous'" in result.stderr
