@@ -345,3 +345,21 @@ def test_every_command_calls_the_configurations_extenders(tmp_path: Path, comman
         assert out["specs"][0]["nodes"] == {"n1": 3}
     else:
         assert "rejected by the test extender" in result.output
+
+
+def test_no_extenders_leaves_them_out_and_the_report_says_so(tmp_path: Path) -> None:
+    ext = TestExtender(verbs={"filter": lambda args: filter_answer(args, lambda n: n == "n1")})
+    cluster = tmp_path / "cluster.yaml"
+    cluster.write_text(_manifest([("Node", make_node("n0")), ("Pod", make_pod("p"))]))
+    with serve_extender(ext):
+        cfg = tmp_path / "sched.yaml"
+        extender = {"urlPrefix": ext.url, "filterVerb": "filter", "bindVerb": "bind"}
+        cfg.write_text(yaml.safe_dump({**HEADER, "extenders": [extender]}))
+        base = ["simulate", "-f", str(cluster), "--config", str(cfg), "-o", "json"]
+        called = CliRunner().invoke(main, base)
+        left_out = CliRunner().invoke(main, [*base, "--no-extenders"])
+    assert json.loads(called.output)["placements"]["default/p"] is None  # n0 refused
+    assert f"extender {ext.url} called (filter); its bind verb is not" in called.output
+    assert json.loads(left_out.output)["placements"]["default/p"] == "n0"
+    assert "--no-extenders: the 1 extender(s) of" in left_out.output
+    assert len(ext.calls("filter")) == 1  # the first run's only

@@ -183,6 +183,7 @@ def scheduler_options(fn: F) -> F:
         percentage_of_nodes_to_score: int | None,
         feature_gates: str,
         verbosity: int,
+        no_extenders: bool,
         **kwargs: Any,
     ) -> Any:
         if verbosity:
@@ -196,6 +197,7 @@ def scheduler_options(fn: F) -> F:
             seed,
             percentage_of_nodes_to_score,
             feature_gates,
+            no_extenders,
         )
         return fn(*args, setup=setup, **kwargs)
 
@@ -227,6 +229,13 @@ def scheduler_options(fn: F) -> F:
                 help="Override percentageOfNodesToScore (default: the configuration's, or 0).",
             ),
             feature_gates_option,
+            click.option(
+                "--no-extenders",
+                is_flag=True,
+                default=False,
+                help="Leave out the configuration's extenders (otherwise they are called "
+                "over HTTP as `run` calls them, except their bind verb); the report says so.",
+            ),
             click.option(
                 "-v",
                 "--v",
@@ -287,6 +296,7 @@ def scheduler_setup(
     seed: str,
     percentage: int | None,
     feature_gates: str = "",
+    no_extenders: bool = False,
 ) -> SchedulerSetup:
     """The profiles, registry and seed the options ask for; a UsageError / BadParameter
     naming the option for anything wrong, before anything runs."""
@@ -294,6 +304,7 @@ def scheduler_setup(
     registry = plugin_registry(plugins)
     config_percentage = 0
     extenders: list[ExtenderConfig] = []
+    warnings: list[str] = []
     if config_path is not None:
         try:
             config = load_config(config_path, gates)
@@ -302,9 +313,13 @@ def scheduler_setup(
         profiles = config.profiles
         config_percentage = config.percentage_of_nodes_to_score
         extenders = config.extenders
+        warnings = config.warnings
     else:
         profiles = [ProfileConfig.default(name, gates) for name in SIMULATED_SCHEDULER_NAMES]
-    notes = apply_plugin_options(profiles, registry, enabled, disabled, config_path)
+    notes = [*warnings, *apply_plugin_options(profiles, registry, enabled, disabled, config_path)]
+    notes += extender_notes(extenders, no_extenders, config_path)
+    if no_extenders:
+        extenders = []
     seeded = seed_value(seed)
     chosen, given = (secrets.randbelow(2**31), False) if seeded is None else (seeded, True)
     return SchedulerSetup(
@@ -318,6 +333,36 @@ def scheduler_setup(
         notes,
         extenders,
     )
+
+
+def extender_notes(
+    extenders: Sequence[ExtenderConfig], left_out: bool, config_path: str | None
+) -> list[str]:
+    """What the report says of the configuration's extenders: left out with
+    --no-extenders, or called, with the verbs a simulation does not call."""
+    if not extenders:
+        return []
+    if left_out:
+        return [
+            f"--no-extenders: the {len(extenders)} extender(s) of {config_path} are left out: "
+            "their filters, scores and preemption verdicts are not applied"
+        ]
+    notes = []
+    for ext in extenders:
+        verbs = [
+            verb
+            for verb, name in (
+                ("filter", ext.filter_verb),
+                ("prioritize", ext.prioritize_verb),
+                ("preempt", ext.preempt_verb),
+            )
+            if name
+        ]
+        line = f"extender {ext.url_prefix} called ({', '.join(verbs) or 'no verb'})"
+        if ext.bind_verb:
+            line += "; its bind verb is not: a simulation binds in memory and writes nothing"
+        notes.append(line)
+    return notes
 
 
 def plugin_registry(plugins: Sequence[str]) -> Registry:

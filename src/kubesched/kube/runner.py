@@ -608,6 +608,10 @@ async def run(options: RunOptions) -> int:
     config = options.scheduler_config
     if config is None:
         config = scheduler_config(options.config, options.gates, options.registry)
+    for warning in config.warnings:
+        log.warning("%s", warning)
+    for extender in config.extenders:
+        log.info("Using extender %s", extender.url_prefix)
     runner = Runner(options, config)
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):
