@@ -82,6 +82,11 @@ def test_the_dockerfile_copies_what_the_build_needs() -> None:
 def test_kubesched_runs_from_the_image_venv_in_cluster(
     image_venv: Path, control_plane: ControlPlane, api: AdminApi, namespace: str, tmp_path: Path
 ) -> None:
+    """What `docker build -f deploy/Dockerfile --build-arg PLUGIN_PACKAGES=...
+    --build-context plugins=...` makes (docs/how-to/deploy.md), run as the Deployment
+    runs it. No container engine runs on the project's machines, so the image's venv is
+    built here by the Dockerfile's own steps (the image_venv fixture), with the plugin
+    package the build context names."""
     api.apply_file(DEPLOY_DIR / "rbac.yaml")
     api.request("DELETE", LEASE, ok=(404,))
     secrets = tmp_path / "serviceaccount"
