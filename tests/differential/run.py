@@ -3,6 +3,8 @@
     python -m tests.differential.run -n 50 --seed 1 [--features spread,affinity|none]
     python -m tests.differential.run -n 50 --seed 60 --features gangs   (opt-in: the
         Workload API, on a control plane serving it, both schedulers with its gates)
+    python -m tests.differential.run -n 100 --seed 70 --features extenders,preemption
+        (opt-in: scheduler extenders, served on loopback by the harness for each run)
         [--size small|normal|large] [--profile NAME] [--shrink] [--jobs K]
         [--cluster-env DIR/env ...]
 
@@ -189,7 +191,8 @@ def main(argv: list[str] | None = None) -> int:
         help=f"comma list of {','.join(gen.FEATURES)} (default: all of them; "
         f"'{gen.NO_FEATURES}': none, their plugins disabled), and of the opt-in "
         f"{','.join(gen.OPT_IN_FEATURES)} (gangs: Workload API gangs; batching: runs of "
-        "identical pods for OpportunisticBatching)",
+        "identical pods for OpportunisticBatching; extenders: scheduler extenders the "
+        "harness serves on loopback)",
     )
     parser.add_argument(
         "--force",

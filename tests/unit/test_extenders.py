@@ -20,7 +20,7 @@ from kubesched.config.file import ConfigError, SchedulerConfig, parse_config
 from kubesched.plugins.noderesources.args import NodeResourcesFitArgs
 from kubesched.simulator import SimulationResult, simulate
 from kubesched.testing import make_node, make_pod
-from tests.extender_server import TestExtender, filter_answer, node_names, serve_extender
+from tests.extender_server import TestExtender, filter_answer, node_names, pod_name, serve_extender
 
 HEADER = {"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration"}
 
@@ -363,3 +363,50 @@ def test_no_extenders_leaves_them_out_and_the_report_says_so(tmp_path: Path) -> 
     assert json.loads(left_out.output)["placements"]["default/p"] == "n0"
     assert "--no-extenders: the 1 extender(s) of" in left_out.output
     assert len(ext.calls("filter")) == 1  # the first run's only
+
+
+def test_a_pod_an_extender_rejected_is_retried_on_any_cluster_event() -> None:
+    """Extenders have no queueing hints: kube-scheduler registers every event for
+    "Extender" (NewFramework's defaultEnqueueExtension), so the pod is tried again
+    when another pod binds, and the extender, which changed its mind, lets it in."""
+    refused: list[str] = []
+
+    def filter_verb(args: dict[str, Any]) -> dict[str, Any]:
+        if pod_name(args) == "picky" and not refused:
+            refused.append("once")
+            return filter_answer(args, lambda n: False, "node(s) are not ready yet")
+        return filter_answer(args, lambda n: True)
+
+    ext = TestExtender(verbs={"filter": filter_verb})
+    with serve_extender(ext):
+        cfg = config({"urlPrefix": ext.url, "filterVerb": "filter", "nodeCacheCapable": True})
+        result = run(cfg, [make_pod("picky", cpu="1"), make_pod("other", cpu="1")])
+    assert result.placements["default/picky"] is not None
+    picky = [a for a in ext.calls("filter") if a["Pod"]["metadata"]["name"] == "picky"]
+    assert len(picky) == 2
+    assert result.outcomes["default/picky"].attempts == 2
+
+
+def test_nodes_answered_whole_are_scored_as_new_node_infos_as_upstream_does() -> None:
+    """An extender that is not nodeCacheCapable answers with Node objects, and
+    kube-scheduler scores the NodeInfos it makes of them: no pods, no images
+    (HTTPExtender.Filter: NewNodeInfo + SetNode). n0 holds the pod's image, which
+    ImageLocality favours; through such an extender only the free room counts."""
+    image = "registry.example.com/app:1"
+    nodes = [
+        make_node("n0", cpu="4", images=[([image], 800 * 1024 * 1024)]),
+        make_node("n1", cpu="8"),
+    ]
+    pods = [make_pod("p", cpu="1", image=image)]
+    plain = simulate(nodes, pods, config().profiles, seed=1)
+    ext = TestExtender(verbs={"filter": lambda args: filter_answer(args, lambda n: True)})
+    with serve_extender(ext):
+        by_name = run(
+            config({"urlPrefix": ext.url, "filterVerb": "filter", "nodeCacheCapable": True}),
+            pods,
+            nodes,
+        )
+        whole = run(config({"urlPrefix": ext.url, "filterVerb": "filter"}), pods, nodes)
+    assert plain.placements["default/p"] == "n0"
+    assert by_name.placements["default/p"] == "n0"  # names only: the real NodeInfos
+    assert whole.placements["default/p"] == "n1"

@@ -80,6 +80,10 @@ class FilterResult:
     nodes: list[str]
     failed: dict[str, str] = field(default_factory=dict)
     failed_and_unresolvable: dict[str, str] = field(default_factory=dict)
+    # The answer listed whole Nodes (an extender that is not nodeCacheCapable):
+    # upstream then goes on with new NodeInfos made from them, without their pods
+    # or images, and scores those (HTTPExtender.Filter's NewNodeInfo + SetNode).
+    as_new_nodes: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -104,6 +104,8 @@ class SchedulerBase:
     batch: BatchWindow | None  # `run --batch-window`; None: kube-scheduler's behaviour
     # The configuration's HTTP extenders, ignorable ones last (sched.Extenders).
     extenders: Sequence[Extender]
+    # This cycle's feasible nodes are new NodeInfos from an extender's Nodes answer.
+    extender_new_nodes: bool
 
     # --- metrics -------------------------------------------------------------------
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from kubesched.api.objects import Node, Pod
 from kubesched.api.scheduling import PodGroup
+from kubesched.framework.extender import EXTENDER_NAME
 from kubesched.framework.types import (
     EVENT_ASSIGNED_POD_ADD,
     EVENT_ASSIGNED_POD_DELETE,
@@ -17,6 +18,7 @@ from kubesched.framework.types import (
     ActionType,
     ClusterEvent,
     PodInfo,
+    QueuedPodInfo,
     Resource,
 )
 from kubesched.queue.pod_events import pod_scheduling_properties_change
@@ -37,6 +39,11 @@ class EventHandlers(SchedulerBase):
     installs, in eventhandlers.go)."""
 
     # --- which pods are ours -------------------------------------------------------
+
+    def _rejected_by_extender(self, key: str) -> bool:
+        """Whether the pending pod's last attempt failed with an extender among its
+        rejectors (its unschedulable plugins hold "Extender")."""
+        return bool(self.extenders) and _extender_rejected(self.queue.find(key))
 
     def responsible_for(self, pod: Pod) -> bool:
         """responsibleForPod in eventhandlers.go: one of our profiles schedules it."""
@@ -127,9 +134,15 @@ class EventHandlers(SchedulerBase):
                 return
             if key not in self.queue.in_flight:
                 self.nominator.update(old or new, new)
-            if old is not None and not _scheduling_relevant_change(old, new):
+            if (
+                old is not None
+                and not _scheduling_relevant_change(old, new)
+                and not self._rejected_by_extender(key)
+            ):
                 # Our own status writes come back as updates: they change nothing
-                # the scheduler decides on, so they must not trigger a retry.
+                # the scheduler decides on, so they must not trigger a retry. Except
+                # for a pod an extender rejected nodes for: upstream's Update hands
+                # every update to the hints, and "Extender" takes any event.
                 self.queue.refresh(PodInfo(new))
             else:
                 self.queue.update(PodInfo(new), old)
@@ -190,6 +203,10 @@ def replaced(old_uid: str, new_uid: str) -> bool:
     """Whether an update is really another object under the same name: both UIDs
     known and different."""
     return bool(old_uid) and bool(new_uid) and old_uid != new_uid
+
+
+def _extender_rejected(qpi: QueuedPodInfo | None) -> bool:
+    return qpi is not None and EXTENDER_NAME in qpi.unschedulable_plugins
 
 
 def _scheduling_relevant_change(old: Pod, new: Pod) -> bool:

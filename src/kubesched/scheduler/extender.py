@@ -182,6 +182,8 @@ class HTTPExtender:
             _messages(
                 _get(answer, "FailedAndUnresolvableNodes"), "FailedAndUnresolvableNodes", self.name
             ),
+            as_new_nodes=not (self.config.node_cache_capable and node_names is not None)
+            and node_list is not None,
         )
 
     def prioritize(self, pod: Pod, nodes: Sequence[Node]) -> tuple[dict[str, int], int]:

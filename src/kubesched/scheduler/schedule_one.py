@@ -12,6 +12,8 @@ import asyncio
 import itertools
 import logging
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -271,6 +273,7 @@ class SchedulingCycle(BindingCycle, Explaining):
         table = self.table
         order = table.order()
         num_all = len(order)
+        self.extender_new_nodes = False
         pre_result, status = fw.run_pre_filter(state, pod, table)
         if not status.is_success():
             diagnosis = pre_filter_diagnosis(status, num_all)
@@ -416,8 +419,15 @@ class SchedulingCycle(BindingCycle, Explaining):
     ) -> IntArray:
         """PreScore, then Score: the weighted total per feasible row
         (prioritizeNodes in schedule_one.go)."""
-        fw.run_pre_score(state, pod, self.table, feasible)
-        totals, _ = fw.run_score(state, pod, self.table, feasible, per_plugin=False)
+        if self.extenders and self.extender_new_nodes:
+            # Upstream scores the NodeInfos an extender's Nodes answer was made into:
+            # no pods, no images (HTTPExtender.Filter). So does this, to decide alike.
+            with as_new_nodes(self.table, feasible):
+                fw.run_pre_score(state, pod, self.table, feasible)
+                totals, _ = fw.run_score(state, pod, self.table, feasible, per_plugin=False)
+        else:
+            fw.run_pre_score(state, pod, self.table, feasible)
+            totals, _ = fw.run_score(state, pod, self.table, feasible, per_plugin=False)
         if self.extenders:
             totals = totals + self.extender_scores(state, pod, feasible)
         return totals
@@ -458,6 +468,7 @@ class SchedulingCycle(BindingCycle, Explaining):
             if rejected:
                 diagnosis.extend(extender_diagnosis(extender.name, rejected))
             feasible = np.array([table.row_of(n) for n in result.nodes], dtype=np.intp)
+            self.extender_new_nodes |= result.as_new_nodes
         return feasible
 
     def extender_scores(self, state: CycleState, pod: PodInfo, feasible: Rows) -> IntArray:
@@ -500,6 +511,35 @@ class SchedulingCycle(BindingCycle, Explaining):
     def extenders_filter_or_score(self) -> bool:
         """hasExtenderFilters or an extender that prioritizes (hasScoring)."""
         return any(e.is_filter or e.is_prioritizer for e in self.extenders)
+
+
+@contextmanager
+def as_new_nodes(table: NodeTable, rows: Rows) -> Iterator[None]:
+    """The rows as NodeInfos new from their Node objects look for the block: nothing
+    requested and no images (framework.NewNodeInfo + SetNode, which HTTPExtender.Filter
+    makes of an extender's Nodes answer); then as they were."""
+    requested = table.requested[rows].copy()
+    non_zero = table.non_zero_requested[rows].copy()
+    free = table.free[rows].copy()
+    wanted = set(rows.tolist())
+    images = [
+        (holders, row, holders.pop(row))
+        for holders in table.images.values()
+        for row in wanted & holders.keys()
+    ]
+    table.requested[rows] = 0
+    table.non_zero_requested[rows] = 0
+    table.free[rows] = table.allocatable[rows]
+    table.generation += 1  # what plugins cached of the rows does not hold meanwhile
+    try:
+        yield
+    finally:
+        table.requested[rows] = requested
+        table.non_zero_requested[rows] = non_zero
+        table.free[rows] = free
+        for holders, row, size in images:
+            holders[row] = size
+        table.generation += 1
 
 
 def _row(table: NodeTable, name: str) -> int:

@@ -22,14 +22,21 @@ from kubesched.api.objects import ObjectMeta, Pod
 from kubesched.cache.cache import Cache
 from kubesched.framework.client import ClusterClient
 from kubesched.framework.clock import Clock, SimClock
-from kubesched.framework.extender import Extender
+from kubesched.framework.extender import EXTENDER_NAME, Extender
 from kubesched.framework.features import DEFAULT_GATES, FeatureGates
 from kubesched.framework.handle import Handle, Listers
+from kubesched.framework.interfaces import ClusterEventWithHint
 from kubesched.framework.metrics_recorder import NO_METRICS
 from kubesched.framework.profile import ProfileConfig
 from kubesched.framework.registry import Registry
 from kubesched.framework.runtime import Framework
-from kubesched.framework.types import PodInfo, QueuedPodInfo
+from kubesched.framework.types import (
+    ActionType,
+    ClusterEvent,
+    PodInfo,
+    QueuedPodInfo,
+    Resource,
+)
 from kubesched.framework.waiting import WaitingPods
 from kubesched.plugins.registry import default_registry
 from kubesched.queue.nominator import Nominator
@@ -78,6 +85,7 @@ class Scheduler(EventHandlers, PodGroupCycle):
         self.rng = np.random.default_rng(seed)
         self.listers = Listers() if listers is None else listers
         self.extenders = tuple(extenders)
+        self.extender_new_nodes = False
         # Built once, from the listers and the scheduler's own services; every
         # profile's framework takes a copy naming itself as the runner.
         self.handle = Handle(
@@ -108,7 +116,7 @@ class Scheduler(EventHandlers, PodGroupCycle):
                     # the plugin's own less: the heap calls it ~20 times a pop
                     fw.queue_sort[0].less,
                     fw.run_pre_enqueue,
-                    fw.events_to_register(),
+                    self._events_to_register(fw),
                     fw.queue_sort[0].sort_rank(),
                 )
                 for name, fw in self.frameworks.items()
@@ -133,6 +141,18 @@ class Scheduler(EventHandlers, PodGroupCycle):
         self.explain_observer = explain_observer
         # `run --batch-window`: off (None) unless asked.
         self.batch = None if batch is None else BatchWindow(self, batch, batch_observer)
+
+    def _events_to_register(self, fw: Framework) -> dict[str, list[ClusterEventWithHint]]:
+        """The profile's plugins' events and, with extenders, any event at all for
+        "Extender": extenders have no queueing hints, so a pod they rejected nodes
+        for is retried on every cluster event (the defaultEnqueueExtension that
+        NewFramework registers for ExtenderName)."""
+        events = fw.events_to_register()
+        if self.extenders:
+            events[EXTENDER_NAME] = [
+                ClusterEventWithHint(ClusterEvent(Resource.WILDCARD, ActionType.ALL))
+            ]
+        return events
 
     def _activate(self, keys: list[str]) -> None:
         self.queue.activate(keys)

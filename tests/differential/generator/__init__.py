@@ -18,7 +18,9 @@ run needs, in creation order:
   ``dra`` (DeviceClasses, ResourceSlices, ResourceClaims and templates; see dra.py),
   ``gangs`` (PodGroups of the Workload API and their pods; opt-in, see gangs.py),
   ``workloads`` (Services, ReplicationControllers/ReplicaSets/StatefulSets that
-  pods name in ``owner``, RuntimeClasses pods name; see workloads.py).
+  pods name in ``owner``, RuntimeClasses pods name; see workloads.py),
+  ``extenders`` (scheduler extenders as rules over logical node and pod names,
+  which the harness serves; opt-in, see extenders.py).
 
 ``generate(seed, index)`` is a pure function of its arguments: the same seed and
 index give the same scenario on every machine.
@@ -36,6 +38,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from tests.differential.generator.dra import dra_objects, slices_of
+from tests.differential.generator.extenders import extender_configs, extenders
 from tests.differential.generator.features import _pdbs, _replicas, _volumes
 from tests.differential.generator.gangs import (
     GANG_GATES,
@@ -155,6 +158,9 @@ def generate(
     if objects is not None:
         count_replicas(objects, pods)
         scenario["workloads"] = objects
+    if "extenders" in features:
+        # Last, so that the scenario's other parts come from the same draws as ever.
+        scenario["extenders"] = extenders(rng, nodes, pods)
     return scenario
 
 
@@ -187,6 +193,8 @@ __all__ = [
     "dra_cluster_manifests",
     "dra_namespace_manifests",
     "dra_objects",
+    "extender_configs",
+    "extenders",
     "gangs",
     "generate",
     "kubesched_plugins",

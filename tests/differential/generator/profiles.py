@@ -8,6 +8,7 @@ import copy
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from tests.differential.generator.extenders import extender_configs
 from tests.differential.generator.vocabulary import GPU
 
 CONFIG_API_VERSION = "kubescheduler.config.k8s.io/v1"
@@ -59,8 +60,10 @@ FEATURES = tuple(FEATURE_PLUGINS)
 # - batching needs no plugin of its own: it makes runs of identical pods and has
 #   PodTopologySpread add no cluster-default constraints (defaultingType: List),
 #   without which v1.36.3 signs no pod, so OpportunisticBatching (on by default in
-#   both schedulers) has pods to batch.
-OPT_IN_FEATURES = ("gangs", "batching")
+#   both schedulers) has pods to batch;
+# - extenders needs no plugin either: the configuration file gets `extenders:`, served
+#   by the harness on loopback for the scenario's runs (generator/extenders.py).
+OPT_IN_FEATURES = ("gangs", "batching", "extenders")
 # `--features none` (make diff FEATURES=none): only the plugins no feature covers.
 NO_FEATURES = "none"
 
@@ -232,9 +235,14 @@ def profile_config(profile: str, features: Iterable[str]) -> dict[str, Any]:
 
 
 def scheduler_config(
-    scenario: Mapping[str, Any], scheduler_name: str, kubeconfig: str = ""
+    scenario: Mapping[str, Any],
+    scheduler_name: str,
+    kubeconfig: str = "",
+    extender_urls: Sequence[str] = (),
 ) -> dict[str, Any]:
-    """The KubeSchedulerConfiguration file both schedulers run with."""
+    """The KubeSchedulerConfiguration file both schedulers run with; EXTENDER_URLS:
+    where the scenario's extenders are served (one each, in order), which only the
+    run knows (harness/extenders.py)."""
     profile = {"schedulerName": scheduler_name, **copy.deepcopy(scenario["config"])}
     config: dict[str, Any] = {
         "apiVersion": CONFIG_API_VERSION,
@@ -244,4 +252,9 @@ def scheduler_config(
     }
     if kubeconfig:
         config["clientConnection"] = {"kubeconfig": kubeconfig}
+    specs = scenario.get("extenders") or []
+    if specs:
+        # Without their URLs the extenders cannot be called: leaving them out would
+        # quietly schedule as if there were none.
+        config["extenders"] = extender_configs(specs, extender_urls)
     return config

@@ -146,6 +146,7 @@ def _predict(
         logical,
         run.objects,
         dra_objects=_dra_objects(scenario, run, step, names),
+        extender_urls=run.extender_urls,
     )
 
 
@@ -269,8 +270,17 @@ def _against(
         prediction
     )
     problems: list[tuple[str, Any, Any, str]] = []
-    if step.outcome in ("rejected", "timeout", "error"):
-        return [("error", "-", step.outcome, detail + " " + step.message)], None, None
+    if step.outcome == "error" and prediction.error:
+        # An extender failed: the attempt's error text is its message.
+        if step.message != prediction.message:
+            problems.append(("message", prediction.message, step.message, detail))
+        return problems, not problems, None
+    if step.outcome in ("rejected", "timeout", "error") or prediction.error:
+        return (
+            [("error", prediction.message or "-", step.outcome, detail + " " + step.message)],
+            None,
+            None,
+        )
     bound = step.outcome == "bound"
     if bound != bool(prediction.choices):
         seen = step.node if bound else step.message

@@ -9,6 +9,7 @@ from __future__ import annotations
 import copy
 import json
 from collections.abc import Mapping, Sequence
+from contextlib import nullcontext
 from typing import Any
 
 import msgspec
@@ -23,6 +24,7 @@ from kubesched.cluster.memory import InMemoryCluster
 from kubesched.config.file import parse_config
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.dra import DraState
+from kubesched.framework.extender import ExtenderError
 from kubesched.framework.handle import Listers
 from kubesched.framework.status import Code
 from kubesched.framework.storage import StorageState
@@ -32,7 +34,8 @@ from kubesched.kube.workload_selectors import _keep as keep_selector
 from kubesched.plugins.defaultpreemption.candidates import pick_one_node_for_preemption
 from kubesched.plugins.defaultpreemption.plugin import DefaultPreemption
 from kubesched.scheduler import Scheduler
-from kubesched.scheduler.schedule_one import FitError
+from kubesched.scheduler.extender import build_extenders
+from kubesched.scheduler.schedule_one import FitError, as_new_nodes
 from kubesched.simulator import simulate as run_simulation
 from tests.differential import generator as gen
 from tests.differential.harness.records import (
@@ -52,6 +55,7 @@ def score_step(
     logical: Mapping[str, str],
     namespace_state: Sequence[Mapping[str, Any]] = (),
     dra_objects: Sequence[Mapping[str, Any]] = (),
+    extender_urls: Sequence[str] = (),
 ) -> Prediction:
     """Run kubesched's framework for POD on NODES with the BOUND pods (API objects)
     exactly as Scheduler.schedule_pod does, and return the score totals; when no
@@ -63,7 +67,9 @@ def score_step(
     them, not to the manifest loader, which would expand the controllers into pods)
     and the RuntimeClasses (the pods already carry what admission took from them).
     DRA_OBJECTS: the DeviceClasses, ResourceSlices, templates and claims (as they
-    were before the step) the DynamicResources plugin reads through Listers.dra."""
+    were before the step) the DynamicResources plugin reads through Listers.dra.
+    EXTENDER_URLS: where the run's extenders are served (Run.extender_urls); they
+    are called as the run called them."""
     docs: list[tuple[str, int, object]] = []
     selecting = [o for o in namespace_state if o.get("kind") in _SELECTING_TYPES]
     objects: list[Mapping[str, Any]] = [
@@ -78,7 +84,7 @@ def score_step(
     state = load_documents(docs)
     if state.problems:
         raise HarnessError("in-process state: " + "; ".join(map(str, state.problems)))
-    config = parse_config(gen.scheduler_config(scenario, SCHEDULER_NAME))
+    config = parse_config(gen.scheduler_config(scenario, SCHEDULER_NAME, "", extender_urls))
     cluster = InMemoryCluster()
     name = pod["metadata"]["name"]
     pending = None
@@ -100,14 +106,30 @@ def score_step(
         dra=dra_state(dra_objects),
         workload_selectors=workload_selectors(selecting),
     )
-    sched = Scheduler(config.profiles, cluster, seed=0, listers=listers)
+    extenders = build_extenders(config.extenders)
+    try:
+        sched = Scheduler(config.profiles, cluster, seed=0, listers=listers, extenders=extenders)
+        return _predict(sched, cluster, pending, logical)
+    finally:
+        for extender in extenders:
+            extender.close()
+
+
+def _predict(
+    sched: Scheduler, cluster: InMemoryCluster, pending: Any, logical: Mapping[str, str]
+) -> Prediction:
+    """score_step's part once the scheduler is built: PENDING's attempt."""
     fw = sched.frameworks[SCHEDULER_NAME]
     # Preemption's evictions (if it finds victims) must not happen: drop them.
     fw.handle.spawn = lambda coro: coro.close()
     cluster.watch(sched)
     cycle = CycleState()
     info = PodInfo(pending)
-    feasible, diagnosis, _, _ = sched.find_nodes_that_fit(fw, cycle, info)
+    try:
+        feasible, diagnosis, _, _ = sched.find_nodes_that_fit(fw, cycle, info)
+    except ExtenderError as exc:
+        # A failing extender (not ignorable): the attempt is a SchedulerError.
+        return Prediction([], {}, [], str(exc), error=True)
     table = sched.table
     names = [logical.get(table.names[int(r)], table.names[int(r)]) for r in feasible]
     if len(feasible) == 0:
@@ -124,8 +146,16 @@ def score_step(
         return prediction
     if len(feasible) == 1:
         return Prediction(names, {names[0]: 0}, names)
-    fw.run_pre_score(cycle, info, table, feasible)
-    totals, plugin_scores = fw.run_score(cycle, info, table, feasible)
+    # As Scheduler.prioritize_nodes scores: nodes an extender answered whole are
+    # scored as new NodeInfos (no pods, no images), as upstream's extender.go makes them.
+    with as_new_nodes(table, feasible) if sched.extender_new_nodes else nullcontext():
+        fw.run_pre_score(cycle, info, table, feasible)
+        totals, plugin_scores = fw.run_score(cycle, info, table, feasible)
+    if sched.extenders:
+        # As Scheduler.prioritize_nodes adds them (score × weight, on the plugins' scale).
+        added = sched.extender_scores(cycle, info, feasible)
+        totals = totals + added
+        plugin_scores = {**plugin_scores, "extenders": added}
     by_node = {n: int(t) for n, t in zip(names, totals, strict=True)}
     by_plugin = {
         plugin: {n: int(v) for n, v in zip(names, scores, strict=True)}
@@ -151,6 +181,10 @@ def _preemption_choices(
     candidates, _ = plugin.dry_run_preemption(
         cycle, info, potential, plugin.handle.pdbs, 0, len(potential)
     )
+    # The extenders that preempt narrow the candidates before one is picked.
+    candidates, status = plugin.call_extenders(info, candidates)
+    if not status.is_success():
+        return [], {}
     tied = [
         c
         for c in candidates

@@ -97,6 +97,9 @@ class Run:
     # the scheduler's "Attempting to schedule pod" log lines (attempts_in_log); None
     # if the log was not read or not verbose enough (ATTEMPT_VERBOSITY).
     attempts: dict[str, list[float]] | None = None
+    # Where the scenario's extenders were served during the run (harness/extenders.py),
+    # in the specs' order: the in-process re-run calls the same servers.
+    extender_urls: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -128,6 +131,9 @@ class Prediction:
     # (kube-scheduler tries a pod's nominated node first).
     preemption: list[str] = field(default_factory=list)
     victims: dict[str, list[str]] = field(default_factory=dict)
+    # The attempt fails as an error (an extender that is not ignorable failed):
+    # message is the error's text, the pod's SchedulerError condition.
+    error: bool = False
 
     @property
     def choices(self) -> list[str]:

@@ -23,7 +23,7 @@ import httpx
 import yaml
 
 from tests.differential import generator as gen
-from tests.differential.harness import dra, workloads
+from tests.differential.harness import dra, extenders, workloads
 from tests.differential.harness.compare import compare
 from tests.differential.harness.inprocess import namespace_objects
 from tests.differential.harness.records import (
@@ -121,12 +121,20 @@ class Harness:
 
     # ----------------------------------------------------------------- one scenario
     def run(self, scenario: Mapping[str, Any]) -> Comparison:
+        # The extenders (if any) serve both runs and the comparison's in-process
+        # re-runs, and stop with the scenario.
+        with extenders.serving(scenario.get("extenders") or []) as servers:
+            return self._run(scenario, [s.url for s in servers])
+
+    def _run(self, scenario: Mapping[str, Any], extender_urls: list[str]) -> Comparison:
         prefix = unique_prefix()
         names = {n["name"]: f"{prefix}-{n['name']}" for n in scenario["nodes"]}
         work = self.workdir / f"{scenario['name']}-{prefix}"
         work.mkdir(parents=True, exist_ok=True)
         (work / "scenario.yaml").write_text(yaml.safe_dump(dict(scenario), sort_keys=False))
-        config = gen.scheduler_config(scenario, SCHEDULER_NAME, str(self.cp.scheduler_kubeconfig))
+        config = gen.scheduler_config(
+            scenario, SCHEDULER_NAME, str(self.cp.scheduler_kubeconfig), extender_urls
+        )
         config_path = work / "config.yaml"
         config_path.write_text(yaml.safe_dump(config, sort_keys=False))
         paths = {KUBE: config_path, KUBESCHED: config_path}
@@ -152,6 +160,7 @@ class Harness:
                 ns = f"{prefix}-{'kube' if side == KUBE else 'ks'}"
                 runs[side] = self._run_side(side, scenario, ns, prefix, names, paths[side], work)
                 runs[side].nodes = nodes
+                runs[side].extender_urls = list(extender_urls)
                 # What RuntimeClass admission read (for the in-process re-run).
                 runs[side].objects += runtime_classes
         finally:

@@ -33,8 +33,10 @@ MODE_SIMULATE = "kube-scheduler vs kubesched simulate, pods one at a time"
 NAMESPACE = "default"
 # Scenario parts whose objects the in-process simulation here does not load (volumes
 # and DRA objects come from controllers on the cluster; workloads' Services change
-# PodTopologySpread's default constraints; gangs are placed by the pod group cycle).
-UNSUPPORTED = ("volumes", "dra", "workloads", "gangs")
+# PodTopologySpread's default constraints; gangs are placed by the pod group cycle;
+# extenders are served only while the harness runs the scenario, and a failing one's
+# retries come on the error backoff's timer).
+UNSUPPORTED = ("volumes", "dra", "workloads", "gangs", "extenders")
 
 
 Stepped = tuple[list[dict[str, int]], list[dict[str, str | None]], dict[str, str]]
