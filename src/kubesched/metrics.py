@@ -569,6 +569,31 @@ class SchedulerMetrics:
             )
         )
 
+    def enable_extender_server_metrics(self) -> None:
+        """kubesched's own metrics of `kubesched extender` (kube-scheduler serves no
+        extender verbs): each verb's request latency, by HTTP code, and its errors,
+        by reason (bad_request, too_large, not_ready, plugin_error, internal)."""
+        self.extender_request_duration = Histogram(
+            "kubesched_extender_request_duration_seconds",
+            _help("ALPHA", "Latency of extender verb requests, by verb and HTTP code."),
+            ["verb", "code"],
+            buckets=(0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0),
+            registry=self.registry,
+        )
+        self.extender_request_errors = Counter(
+            "kubesched_extender_request_errors",
+            _help("ALPHA", "Extender verb requests that failed, by verb and reason."),
+            ["verb", "reason"],
+            registry=self.registry,
+        )
+
+    def observe_extender_request(self, verb: str, code: int, seconds: float, error: str) -> None:
+        """One extender verb request answered with CODE in SECONDS; ERROR is the
+        reason it failed ("" if it did not)."""
+        self._labels(self.extender_request_duration, verb, str(code)).observe(seconds)
+        if error:
+            self._labels(self.extender_request_errors, verb, error).inc()
+
     # --- exposition ------------------------------------------------------------
 
     def render(self) -> bytes:

@@ -28,6 +28,7 @@ PAGE = Path(__file__).resolve().parents[2] / "docs" / "reference" / "metrics.md"
 CONDITIONAL: dict[str, str] = {
     "enable_pod_group_metrics": "only with the GenericWorkload feature gate on",
     "set_cpu_budget": "only in `kubesched run`",
+    "enable_extender_server_metrics": "only in `kubesched extender`",
 }
 
 _STABILITY = re.compile(r"^\[(STABLE|BETA|ALPHA)\] ")
@@ -104,6 +105,7 @@ def metric_docs() -> list[MetricDoc]:
     steps: dict[str, Callable[[], None]] = {
         "enable_pod_group_metrics": metrics.enable_pod_group_metrics,
         "set_cpu_budget": lambda: metrics.set_cpu_budget(dict),
+        "enable_extender_server_metrics": metrics.enable_extender_server_metrics,
     }
     for method, condition in CONDITIONAL.items():
         steps[method]()

@@ -17,6 +17,7 @@ def test_every_served_metric_is_documented() -> None:
     metrics = SchedulerMetrics()
     metrics.enable_pod_group_metrics()
     metrics.set_cpu_budget(lambda: {"scheduling": 1.0})
+    metrics.enable_extender_server_metrics()
     served = {
         family.name + ("_total" if family.type == "counter" else "")
         for family in metrics.registry.collect()

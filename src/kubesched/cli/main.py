@@ -458,6 +458,154 @@ def run_command(
     sys.exit(code)
 
 
+@main.command("extender", cls=_KlogFlags)
+@click.option(
+    "--kubeconfig",
+    type=click.Path(exists=True, dir_okay=False),
+    default=None,
+    help="kubeconfig file (default: $KUBECONFIG, ~/.kube/config, or in-cluster).",
+)
+@click.option("--context", default=None, help="kubeconfig context to use.")
+@click.option(
+    "--config",
+    "config_path",
+    type=click.Path(exists=True, dir_okay=False),
+    default=None,
+    help="KubeSchedulerConfiguration file (its profiles' plugins answer the verbs).",
+)
+@click.option(
+    "--bind-address",
+    default="127.0.0.1",
+    show_default=True,
+    help="The address the secure port listens on (default: kube-scheduler in the same pod).",
+)
+@click.option(
+    "--secure-port",
+    type=click.IntRange(1, 65535),
+    # Not kube-scheduler's 10259: both may run in one pod.
+    default=10260,
+    show_default=True,
+    help="HTTPS port of /scheduler/filter, /scheduler/prioritize, the health "
+    "endpoints and /metrics.",
+)
+@click.option(
+    "--tls-cert-file",
+    type=click.Path(exists=True, dir_okay=False),
+    default=None,
+    help="Serving certificate (chain) PEM; without it a self-signed one is made in memory.",
+)
+@click.option(
+    "--tls-private-key-file",
+    type=click.Path(exists=True, dir_okay=False),
+    default=None,
+    help="The private key of --tls-cert-file.",
+)
+@click.option(
+    "--authentication-kubeconfig",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="kubeconfig for TokenReviews (default: the extender's own connection).",
+)
+@click.option(
+    "--authorization-kubeconfig",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="kubeconfig for SubjectAccessReviews (default: the extender's own connection).",
+)
+@click.option(
+    "--authorization-always-allow-paths",
+    default="/healthz,/readyz,/livez,/scheduler/*",
+    show_default=True,
+    help="Comma-separated paths served without authorization ('*' at the end: a "
+    "prefix); kube-scheduler calls the verbs without credentials.",
+)
+@feature_gates_option
+@click.option(
+    "--logging-format", type=click.Choice(["text", "json"]), default="text", show_default=True
+)
+@click.option("-v", "--v", "verbosity", type=int, default=0, help="Log verbosity, as klog's -v.")
+@plugin_options
+def extender_command(
+    kubeconfig: str | None,
+    context: str | None,
+    config_path: str | None,
+    bind_address: str,
+    secure_port: int,
+    tls_cert_file: str | None,
+    tls_private_key_file: str | None,
+    authentication_kubeconfig: str | None,
+    authorization_kubeconfig: str | None,
+    authorization_always_allow_paths: str,
+    feature_gates: str,
+    logging_format: str,
+    verbosity: int,
+    plugins: tuple[str, ...],
+    enabled: tuple[str, ...],
+    disabled: tuple[str, ...],
+) -> None:
+    """Serve the profile's Filter and Score plugins to a stock kube-scheduler, over
+    the scheduler extender protocol (filter and prioritize verbs)."""
+    import asyncio
+
+    from kubesched.config import ConfigError
+    from kubesched.framework.registry import UnknownPluginError
+    from kubesched.kube.config import KubeConfigError
+    from kubesched.kube.extender_server import serve
+    from kubesched.kube.runner import RunOptions, scheduler_config
+    from kubesched.kube.startup_checks import StartupError
+    from kubesched.logs import configure_logging
+    from kubesched.plugins.helpers.args import ArgsError
+    from kubesched.server.auth import always_allow_path_matcher
+
+    gates = feature_gates_from_option(feature_gates)
+    if bool(tls_cert_file) != bool(tls_private_key_file):
+        raise click.BadParameter(
+            "--tls-cert-file and --tls-private-key-file go together",
+            param_hint="--tls-cert-file",
+        )
+    always_allow = tuple(
+        p.strip() for p in authorization_always_allow_paths.split(",") if p.strip()
+    )
+    try:
+        always_allow_path_matcher(always_allow)
+    except ValueError as exc:
+        raise click.BadParameter(
+            str(exc), param_hint="--authorization-always-allow-paths"
+        ) from None
+    configure_logging("json" if logging_format == "json" else "text", verbosity)
+    registry = plugin_registry(plugins)
+    try:
+        config = scheduler_config(config_path, gates, registry)
+    except ConfigError as exc:
+        raise click.ClickException(str(exc)) from None
+    for note in apply_plugin_options(config.profiles, registry, enabled, disabled, config_path):
+        logging.getLogger("kubesched.extender").warning("%s", note)
+    options = RunOptions(
+        kubeconfig=kubeconfig,
+        context=context,
+        config=config_path,
+        leader_elect=False,
+        bind_address=bind_address,
+        secure_port=secure_port,
+        tls_cert_file=tls_cert_file,
+        tls_private_key_file=tls_private_key_file,
+        authentication_kubeconfig=authentication_kubeconfig,
+        authorization_kubeconfig=authorization_kubeconfig,
+        authorization_always_allow_paths=always_allow,
+        registry=registry,
+        scheduler_config=config,
+        gates=gates,
+        api_worker=False,
+        logging_format=logging_format,
+        verbosity=verbosity,
+    )
+    try:
+        code = asyncio.run(serve(options))
+    except (ConfigError, KubeConfigError, UnknownPluginError, ArgsError, StartupError) as exc:
+        raise click.ClickException(str(exc)) from None
+    sys.exit(code)
+
+
 main.add_command(explain_command)
 main.add_command(capacity_command)
 
