@@ -135,7 +135,9 @@ def test_pending_pod_drill_down_shows_its_verdicts(
     assert cells[0] == "4"
     # More cpu than any node's allocatable: preemption cannot help (upstream's code).
     assert cells[1] == "NodeResourcesFit (unresolvable)"
-    assert cells[2] == "Insufficient cpu"
+    # The reason, then what the pod requests against what is free (issue #31).
+    assert cells[2].startswith("Insufficient cpu")
+    assert "cpu: requested" in cells[2] and "free" in cells[2]
     assert "Unschedulable" in drill.find_element(By.TAG_NAME, "summary").text
     assert _console_errors(browser) == []
 
