@@ -291,9 +291,7 @@ async def _simulate(
 def close_extenders(scheduler: Scheduler) -> None:
     """Close the HTTP connections of the session's extenders."""
     for extender in scheduler.extenders:
-        close = getattr(extender, "close", None)
-        if close is not None:
-            close()
+        extender.close()
 
 
 def start_session(

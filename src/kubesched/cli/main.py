@@ -33,6 +33,7 @@ from kubesched.cli.options import (
     plugin_options,
     plugin_registry,
     scheduler_options,
+    secure_serving_options,
     seed_note,
     seed_value,
     world_of,
@@ -263,30 +264,7 @@ def _duration(text: str, flag: str) -> float:
     show_default=True,
     help="HTTPS port of /healthz, /livez, /readyz and /metrics (0: none).",
 )
-@click.option(
-    "--tls-cert-file",
-    type=click.Path(exists=True, dir_okay=False),
-    default=None,
-    help="Serving certificate (chain) PEM; without it a self-signed one is made in memory.",
-)
-@click.option(
-    "--tls-private-key-file",
-    type=click.Path(exists=True, dir_okay=False),
-    default=None,
-    help="The private key of --tls-cert-file.",
-)
-@click.option(
-    "--authentication-kubeconfig",
-    type=click.Path(dir_okay=False),
-    default=None,
-    help="kubeconfig for TokenReviews (default: the scheduler's own connection).",
-)
-@click.option(
-    "--authorization-kubeconfig",
-    type=click.Path(dir_okay=False),
-    default=None,
-    help="kubeconfig for SubjectAccessReviews (default: the scheduler's own connection).",
-)
+@secure_serving_options
 @click.option(
     "--authorization-always-allow-paths",
     default="/healthz,/readyz,/livez",
@@ -488,30 +466,7 @@ def run_command(
     help="HTTPS port of /scheduler/filter, /scheduler/prioritize, the health "
     "endpoints and /metrics.",
 )
-@click.option(
-    "--tls-cert-file",
-    type=click.Path(exists=True, dir_okay=False),
-    default=None,
-    help="Serving certificate (chain) PEM; without it a self-signed one is made in memory.",
-)
-@click.option(
-    "--tls-private-key-file",
-    type=click.Path(exists=True, dir_okay=False),
-    default=None,
-    help="The private key of --tls-cert-file.",
-)
-@click.option(
-    "--authentication-kubeconfig",
-    type=click.Path(dir_okay=False),
-    default=None,
-    help="kubeconfig for TokenReviews (default: the extender's own connection).",
-)
-@click.option(
-    "--authorization-kubeconfig",
-    type=click.Path(dir_okay=False),
-    default=None,
-    help="kubeconfig for SubjectAccessReviews (default: the extender's own connection).",
-)
+@secure_serving_options
 @click.option(
     "--authorization-always-allow-paths",
     default="/healthz,/readyz,/livez,/scheduler/*",

@@ -167,6 +167,42 @@ def plugin_options(fn: F) -> F:
     return fn
 
 
+def secure_serving_options(fn: F) -> F:
+    """The secure port's certificate and delegated authentication, the same on
+    `run` and `extender` (kube-scheduler's SecureServing and Authentication flags)."""
+    for option in reversed(
+        [
+            click.option(
+                "--tls-cert-file",
+                type=click.Path(exists=True, dir_okay=False),
+                default=None,
+                help="Serving certificate (chain) PEM; without it a self-signed one is made "
+                "in memory.",
+            ),
+            click.option(
+                "--tls-private-key-file",
+                type=click.Path(exists=True, dir_okay=False),
+                default=None,
+                help="The private key of --tls-cert-file.",
+            ),
+            click.option(
+                "--authentication-kubeconfig",
+                type=click.Path(dir_okay=False),
+                default=None,
+                help="kubeconfig for TokenReviews (default: the command's own connection).",
+            ),
+            click.option(
+                "--authorization-kubeconfig",
+                type=click.Path(dir_okay=False),
+                default=None,
+                help="kubeconfig for SubjectAccessReviews (default: the command's own connection).",
+            ),
+        ]
+    ):
+        fn = option(fn)
+    return fn
+
+
 def scheduler_options(fn: F) -> F:
     """--config, --plugin, --enable, --disable, --seed, --percentage-of-nodes-to-score
     and --feature-gates, handed to the command as one `setup: SchedulerSetup` (built

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import dataclasses
 
 import msgspec
 
@@ -162,8 +161,8 @@ def apply_ignored_resources(
         return
     for profile in profiles:
         args = profile.plugin_config.get("NodeResourcesFit", default_args)
-        if dataclasses.is_dataclass(args) or isinstance(args, msgspec.Struct):
+        # The file's args were decoded into NodeResourcesFitArgs (a msgspec struct).
+        if isinstance(args, msgspec.Struct):
             profile.plugin_config["NodeResourcesFit"] = msgspec.structs.replace(
-                args,  # type: ignore[type-var]
-                ignored_resources=ignored,
+                args, ignored_resources=ignored
             )

@@ -125,6 +125,10 @@ class Extender(Protocol):
         """True unless the extender manages resources and the pod requests none of them."""
         ...
 
+    def close(self) -> None:
+        """Release its connections (the scheduler that used it is done)."""
+        ...
+
     def filter(self, pod: Pod, nodes: Sequence[Node]) -> FilterResult:
         """The nodes of `nodes` the pod may go to. Raises ExtenderError."""
         ...

@@ -212,14 +212,8 @@ class ExtenderRunner(Runner):
             may_write_pod_groups=lambda: False,
         )
         self.informers = informers.all
-        self._spawn(informers.nodes.run(), "informer-nodes")
-        for informer in informers.others:
-            self._spawn(informer.run(), f"informer-{informer.name}")
-        self._spawn(informers.pods.run(), "informer-pods")
-        for informer in self.informers:
-            await self._until(informer.synced.wait())
-        if all(informer.synced.is_set() for informer in self.informers):
-            self.handlers_synced.set()
+        await self.start_informers(informers)
+        if self.handlers_synced.is_set():
             log.info("Informers synced: serving the extender verbs")
         await self._until()
         await self._shutdown()

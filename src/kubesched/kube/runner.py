@@ -39,7 +39,7 @@ from kubesched.kube.explain_endpoint import DEFAULT_KEEP, ExplainStore
 from kubesched.kube.fence import Fence
 from kubesched.kube.inflight import AdaptiveLimiter
 from kubesched.kube.informer import Informer
-from kubesched.kube.informers import needed_kinds, scheduler_informers
+from kubesched.kube.informers import SchedulerInformers, needed_kinds, scheduler_informers
 from kubesched.kube.leader import LeaderElectionConfig, LeaderElector
 from kubesched.kube.startup_checks import StartupError, listen_error, require_served
 from kubesched.kube.storage import KubeVolumeWriter
@@ -229,17 +229,7 @@ class Runner:
         if self.events is not None and self.statuses is not None:
             self._spawn(self.events.run(), "events")
             self._spawn(self.statuses.run(), "statuses")
-        # Nodes first, so that pods arriving find their nodes (as upstream waits for sync).
-        self._spawn(nodes.run(), "informer-nodes")
-        for informer in informers.others:
-            self._spawn(informer.run(), f"informer-{informer.name}")
-        await self._until(nodes.synced.wait())
-        for informer in informers.others:
-            await self._until(informer.synced.wait())
-        self._spawn(pods.run(), "informer-pods")
-        await self._until(pods.synced.wait())
-        if all(informer.synced.is_set() for informer in self.informers):
-            self.handlers_synced.set()
+        await self.start_informers(informers)
         # The listed nodes and pods stay for long: out of the collector's way, as
         # simulate does (scheduler.freeze_after_sync; large clusters only).
         freeze_after_sync(len(nodes.store) + len(pods.store))
@@ -512,6 +502,21 @@ class Runner:
             batch_observer=self.metrics.observe_batch,
             extenders=build_extenders(cfg.extenders),
         )
+
+    async def start_informers(self, informers: SchedulerInformers) -> None:
+        """Start the informers and wait for them to sync: nodes first, so that pods
+        arriving find their nodes (as upstream waits for sync), then the other kinds,
+        then pods; handlers_synced is set once all have listed."""
+        self._spawn(informers.nodes.run(), "informer-nodes")
+        for informer in informers.others:
+            self._spawn(informer.run(), f"informer-{informer.name}")
+        await self._until(informers.nodes.synced.wait())
+        for informer in informers.others:
+            await self._until(informer.synced.wait())
+        self._spawn(informers.pods.run(), "informer-pods")
+        await self._until(informers.pods.synced.wait())
+        if all(informer.synced.is_set() for informer in informers.all):
+            self.handlers_synced.set()
 
     def observe_permit_wait(self, status: Status, seconds: float) -> None:
         self.metrics.observe_permit_wait(code_name(status.code), seconds)
