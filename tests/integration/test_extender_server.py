@@ -26,12 +26,32 @@ pytestmark = pytest.mark.integration
 PROFILE = "with-extender"
 
 
-def start_extender(cp: ControlPlane, workdir: Path, *args: str) -> KubeschedProcess:
-    """`kubesched extender` with the example package's plugins, on a free port."""
+EXAMPLE_PLUGINS = (
+    "--config",
+    str(PLUGIN_PACKAGE / "example" / "scheduler-config.yaml"),
+    "--plugin",
+    "kubesched_team_plugins:TeamNodes",
+    "--plugin",
+    "kubesched_team_plugins.prefer_node_label:PreferNodeLabel",
+)
+
+
+def start_extender(
+    cp: ControlPlane,
+    workdir: Path,
+    *args: str,
+    plugins: tuple[str, ...] = EXAMPLE_PLUGINS,
+    site: Path | None = None,
+) -> KubeschedProcess:
+    """`kubesched extender` with PLUGINS' options (the example package's by default;
+    SITE is put on the PYTHONPATH too), on a free port."""
     port = free_port()
     log_path = workdir / f"extender-{port}.log"
     path = os.pathsep.join(
-        filter(None, [str(PLUGIN_PACKAGE / "src"), os.environ.get("PYTHONPATH")])
+        filter(
+            None,
+            [str(site or ""), str(PLUGIN_PACKAGE / "src"), os.environ.get("PYTHONPATH")],
+        )
     )
     command = [
         sys.executable,
@@ -44,12 +64,7 @@ def start_extender(cp: ControlPlane, workdir: Path, *args: str) -> KubeschedProc
         str(port),
         "-v",
         "2",
-        "--config",
-        str(PLUGIN_PACKAGE / "example" / "scheduler-config.yaml"),
-        "--plugin",
-        "kubesched_team_plugins:TeamNodes",
-        "--plugin",
-        "kubesched_team_plugins.prefer_node_label:PreferNodeLabel",
+        *plugins,
         *args,
     ]
     with log_path.open("wb") as out:
@@ -163,3 +178,117 @@ def test_bad_requests_get_400_and_no_traceback(
         assert "Traceback" not in extender.log()
     finally:
         assert extender.stop() == 0, extender.log()[-3000:]
+
+
+QUIET_PLUGIN = """
+from kubesched.framework.interfaces import NodeFilterPlugin
+from kubesched.framework.status import Status
+
+
+class Quiet(NodeFilterPlugin):
+    # Resolvable: the neighbour may leave. It is not a victim below, being of
+    # higher priority than the preemptor.
+    name = "Quiet"
+
+    def filter_node(self, state, pod, node):
+        if any(p.pod.metadata.labels.get("example.com/noisy") for p in node.pods):
+            return Status.unschedulable("node(s) had a noisy neighbour")
+        return Status.success()
+"""
+
+
+@pytest.mark.parametrize("preempt_verb", ["preempt", ""], ids=["with-verb", "without-verb"])
+def test_preemption_asks_the_extender_which_candidates_its_plugins_accept(
+    preempt_verb: str,
+    control_plane: ControlPlane,
+    api: AdminApi,
+    namespace: str,
+    kube_scheduler: Callable[..., KubeSchedulerProcess],
+    tmp_path: Path,
+) -> None:
+    """Two full nodes. On "loud", a low-priority pod sits beside a noisy one of high
+    priority; on "calm" a pod of middle priority. kube-scheduler's preemption
+    prefers evicting the low-priority pod on "loud" (the lowest highest-priority
+    victim, pickOneNodeForPreemption), but the served plugin Quiet still rejects
+    "loud" with the noisy pod there. With the preempt verb the extender drops
+    "loud": only the pod on "calm" is evicted. Without it, kube-scheduler evicts
+    the low-priority pod for nothing, and then the one on "calm" as well."""
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "quiet_plugin.py").write_text(QUIET_PLUGIN)
+    group = unique_name("ext-preempt")
+    mine = {"example.com/ext-group": group}
+    loud, calm = unique_name("loud"), unique_name("calm")
+    for node in (loud, calm):
+        api.create_node(node, cpu="1", labels=mine)
+    classes = {"noisy": 1000, "preemptor": 100, "calm": 10}
+    names = {role: f"{namespace}-{role}" for role in classes}
+    for role, value in classes.items():
+        api.post(
+            "/apis/scheduling.k8s.io/v1/priorityclasses",
+            {
+                "apiVersion": "scheduling.k8s.io/v1",
+                "kind": "PriorityClass",
+                "metadata": {"name": names[role]},
+                "value": value,
+            },
+        )
+    extender = start_extender(
+        control_plane,
+        tmp_path,
+        plugins=("--plugin", "quiet_plugin:Quiet", "--enable", "Quiet"),
+        site=site,
+    )
+    try:
+        # Placed directly (nodeName), so that only the preemptor is scheduled.
+        api.create_pod(
+            namespace,
+            "noisy",
+            cpu="100m",
+            labels={"example.com/noisy": "true"},
+            priorityClassName=names["noisy"],
+            nodeName=loud,
+        )
+        api.create_pod(namespace, "low", cpu="900m", nodeName=loud)
+        api.create_pod(namespace, "calm", cpu="1", priorityClassName=names["calm"], nodeName=calm)
+        extender.wait_ready()
+        verbs = (
+            {"filterVerb": "filter", "preemptVerb": preempt_verb}
+            if preempt_verb
+            else {"filterVerb": "filter"}
+        )
+        kube_scheduler(
+            {
+                "apiVersion": "kubescheduler.config.k8s.io/v1",
+                "kind": "KubeSchedulerConfiguration",
+                "leaderElection": {"leaderElect": False},
+                "profiles": [{"schedulerName": PROFILE}],
+                "extenders": [
+                    {
+                        "urlPrefix": f"https://127.0.0.1:{extender.port}/scheduler",
+                        **verbs,
+                        "nodeCacheCapable": True,
+                        "enableHTTPS": True,
+                    }
+                ],
+            }
+        )
+        api.create_pod(
+            namespace,
+            "preemptor",
+            cpu="900m",
+            scheduler_name=PROFILE,
+            priorityClassName=names["preemptor"],
+            nodeSelector=mine,
+        )
+        assert api.wait_for_node_name(namespace, "preemptor", timeout=60) == calm
+        left = {p["metadata"]["name"] for p in api.list_pods(namespace)}
+        assert "calm" not in left
+        if preempt_verb:
+            assert {"noisy", "low"} <= left, left
+        else:
+            assert "low" not in left, left
+    finally:
+        assert extender.stop() == 0, extender.log()[-3000:]
+        for name in names.values():
+            api.request("DELETE", f"/apis/scheduling.k8s.io/v1/priorityclasses/{name}", ok=(404,))

@@ -10,6 +10,7 @@ from typing import Any
 
 import aiohttp
 import msgspec
+import pytest
 
 from kubesched.framework.profile import ProfileConfig
 from kubesched.kube.extender_server import (
@@ -185,3 +186,110 @@ def test_the_verbs_answer_503_until_the_informers_synced() -> None:
     assert asyncio.run(main()) == (503, 200)
     errors = "kubesched_extender_request_errors_total"
     assert metrics.value(errors, {"verb": "filter", "reason": "not_ready"}) == 1
+
+
+def _with_uid(pod: Any, uid: str) -> Any:
+    pod.metadata.uid = uid
+    return pod
+
+
+def _preemption_verbs() -> ExtenderVerbs:
+    """Two 4-cpu nodes in zone a, one in zone b; each holds a low-priority pod of 3
+    cpu (uids lo-a1, lo-a2, lo-b) and "a2" a second of 1 cpu (uid lo-a2-small)."""
+    sched = Scheduler([ProfileConfig.default("kubesched")], ReadOnlyCluster(), seed=1)
+    for name, zone in (("a1", "a"), ("a2", "a"), ("b", "b")):
+        sched.on_node_add(make_node(name, cpu="4", labels={"zone": zone}))
+        sched.on_pod_add(
+            _with_uid(make_pod(f"lo-{name}", cpu="3", node_name=name, priority=0), f"lo-{name}")
+        )
+    small = make_pod("lo-a2-small", cpu="1", node_name="a2", priority=0)
+    sched.on_pod_add(_with_uid(small, "lo-a2-small"))
+    return ExtenderVerbs(sched)
+
+
+def _preempt_body(pod: Any, victims: dict[str, list[str]], *, meta: bool = True) -> bytes:
+    if meta:
+        return msgspec.json.encode(
+            {
+                "Pod": pod,
+                "NodeNameToMetaVictims": {
+                    node: {"Pods": [{"UID": uid} for uid in uids], "NumPDBViolations": 1}
+                    for node, uids in victims.items()
+                },
+            }
+        )
+    # Whole Pods, as a kube-scheduler sends them to an extender that is not
+    # nodeCacheCapable; only their UIDs matter.
+    return msgspec.json.encode(
+        {
+            "Pod": pod,
+            "NodeNameToVictims": {
+                node: {
+                    "Pods": [_with_uid(make_pod(uid, cpu="3"), uid) for uid in uids],
+                    "NumPDBViolations": 1,
+                }
+                for node, uids in victims.items()
+            },
+        }
+    )
+
+
+@pytest.mark.parametrize("meta", [True, False], ids=["meta-victims", "victims"])
+def test_preempt_keeps_the_candidates_the_plugins_accept_once_the_victims_left(
+    meta: bool,
+) -> None:
+    pod = make_pod("hi", cpu="3", priority=100, spec={"nodeSelector": {"zone": "a"}})
+    victims = {
+        "a1": ["lo-a1"],  # 4 cpu free once it is gone: kept
+        "a2": ["lo-a2-small"],  # lo-a2 still holds 3 of 4: Insufficient cpu, dropped
+        "b": ["lo-b"],  # room enough, but the node selector still rejects it: dropped
+        "ghost": ["x"],  # a node the cache does not have: dropped
+    }
+    result = _call(_preemption_verbs(), "preempt", _preempt_body(pod, victims, meta=meta))
+    # The victims are kube-scheduler's, kept as they came, with its PDB count.
+    assert result == {
+        "NodeNameToMetaVictims": {"a1": {"Pods": [{"UID": "lo-a1"}], "NumPDBViolations": 1}}
+    }
+
+
+def test_preempt_drops_a_node_whose_victims_the_cache_does_not_have_there() -> None:
+    pod = make_pod("hi", cpu="3", priority=100)
+    # lo-b is on node b, not a1; and a node sent without victims is no candidate.
+    result = _call(_preemption_verbs(), "preempt", _preempt_body(pod, {"a1": ["lo-b"], "a2": []}))
+    assert result == {"NodeNameToMetaVictims": {}}
+
+
+def test_preempt_with_all_the_victims_the_plugins_need() -> None:
+    pod = make_pod("hi", cpu="4", priority=100)
+    result = _call(
+        _preemption_verbs(), "preempt", _preempt_body(pod, {"a2": ["lo-a2", "lo-a2-small"]})
+    )
+    kept = result["NodeNameToMetaVictims"]["a2"]["Pods"]
+    assert kept == [{"UID": "lo-a2"}, {"UID": "lo-a2-small"}]
+
+
+def test_preempt_leaves_the_cache_as_it_was() -> None:
+    verbs = _preemption_verbs()
+    table = verbs.sched.table
+    before = {
+        name: sorted(p.pod.metadata.uid for p in table.pods_on(table.row_of(name) or 0))
+        for name in ("a1", "a2", "b")
+    }
+    pod = make_pod("hi", cpu="3", priority=100)
+    _call(verbs, "preempt", _preempt_body(pod, {"a1": ["lo-a1"], "a2": ["lo-a2"]}))
+    after = {
+        name: sorted(p.pod.metadata.uid for p in table.pods_on(table.row_of(name) or 0))
+        for name in ("a1", "a2", "b")
+    }
+    assert after == before
+    # And the pod is then placed by filter as if nothing had been evicted.
+    result = _call(verbs, "filter", _args(pod, ["a1", "a2", "b"]))
+    assert result["NodeNames"] == []
+
+
+def test_bad_preemption_bodies_get_400() -> None:
+    verbs = _preemption_verbs()
+    for body in (b"[", b'{"NodeNameToMetaVictims": {}}', b'{"Pod": {}, "NodeNameToVictims": 3}'):
+        answer = handle_verb(verbs, "preempt", body)
+        assert answer.status == 400, answer.body
+        assert answer.body.startswith(b"invalid ExtenderPreemptionArgs")

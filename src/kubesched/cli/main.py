@@ -463,8 +463,8 @@ def run_command(
     # Not kube-scheduler's 10259: both may run in one pod.
     default=10260,
     show_default=True,
-    help="HTTPS port of /scheduler/filter, /scheduler/prioritize, the health "
-    "endpoints and /metrics.",
+    help="HTTPS port of /scheduler/filter, /scheduler/prioritize, /scheduler/preempt, "
+    "the health endpoints and /metrics.",
 )
 @secure_serving_options
 @click.option(
@@ -499,7 +499,7 @@ def extender_command(
     disabled: tuple[str, ...],
 ) -> None:
     """Serve the profile's Filter and Score plugins to a stock kube-scheduler, over
-    the scheduler extender protocol (filter and prioritize verbs)."""
+    the scheduler extender protocol (filter, prioritize and preempt verbs)."""
     import asyncio
 
     from kubesched.config import ConfigError

@@ -4,7 +4,8 @@ The Scheduler is built as `run` builds it (Runner.new_scheduler) and its cache
 fed by the same informers (scheduler_informers), so a nodeCacheCapable
 kube-scheduler may send node names only; its queue is never popped and nothing
 is bound or written. The verbs (kube/extender_verbs.py) are POSTed to
-``/scheduler/filter`` and ``/scheduler/prioritize`` on the secure port, which
+``/scheduler/filter``, ``/scheduler/prioritize`` and ``/scheduler/preempt`` on
+the secure port, which
 also serves /healthz, /livez, /readyz (ready once the informers synced) and
 /metrics, as `run`'s.
 
@@ -40,7 +41,12 @@ from kubesched.framework.handle import Listers
 from kubesched.framework.runtime import PluginError
 from kubesched.kube.client import KubeClient
 from kubesched.kube.config import load_connection
-from kubesched.kube.extender_verbs import BadRequest, ExtenderVerbs, decode_args
+from kubesched.kube.extender_verbs import (
+    BadRequest,
+    ExtenderVerbs,
+    decode_args,
+    decode_preemption_args,
+)
 from kubesched.kube.informers import needed_kinds, scheduler_informers
 from kubesched.kube.runner import Runner, RunOptions, scheduler_config
 from kubesched.kube.startup_checks import StartupError, listen_error, require_served
@@ -96,9 +102,13 @@ def handle_verb(verbs: ExtenderVerbs, verb: str, body: bytes) -> _Answer:
     one-line reason; a plugin's failure is the filter result's Error (as the
     protocol carries it) or, for prioritize, which has no error field, a 500."""
     try:
+        if verb == "preempt":
+            return _Answer(200, _encode(verbs.preempt(decode_preemption_args(body))))
         request = decode_args(body)
     except BadRequest as exc:
         return _Answer(400, str(exc).encode(), "bad_request")
+    except PluginError as exc:
+        return _Answer(500, str(exc).encode(), "plugin_error")
     try:
         if verb == "filter":
             result = verbs.filter(request)
@@ -137,7 +147,7 @@ class ExtenderServer(HealthServer):
 
     def app(self) -> web.Application:
         app = super().app()
-        for verb in ("filter", "prioritize"):
+        for verb in ("filter", "prioritize", "preempt"):
             app.router.add_post(f"{PATH_PREFIX}/{verb}", self._verb(verb))
         return app
 

@@ -17,8 +17,14 @@ popped):
   Score plugins PreScore did not skip, × MaxNodeScore),
   answered as HostPriorityList.
 
-There is no preempt verb: kube-scheduler's own PostFilter keeps its candidates
-when the extender does not support preemption (preemptVerb left empty).
+* preempt: kube-scheduler's preemption candidates (ExtenderPreemptionArgs: each
+  node with the victims its dry run chose) narrowed to the nodes where the
+  profile's PreFilter and Filter plugins pass once those victims are gone
+  (SelectVictimsOnNode's check, run by this profile's plugins), answered as
+  ExtenderPreemptionResult. The victims themselves are kept as kube-scheduler
+  chose them: they are the fewest its own plugins need, and its PDB count stands.
+  A node where this profile's plugins would need more victims is dropped, not
+  given more (upstream's callExtenders then picks among the rest).
 
 What an extender cannot do that a plugin can: the verbs do not share a
 CycleState (prioritize runs PreFilter again for PreScore's sake), there is no
@@ -57,6 +63,38 @@ class _NodeList(msgspec.Struct):
     items: list[Node] = msgspec.field(default_factory=list)
 
 
+class _MetaPod(msgspec.Struct, rename={"uid": "UID"}):
+    uid: str = ""
+
+
+class _Victims(msgspec.Struct, rename={"pods": "Pods", "num_pdb_violations": "NumPDBViolations"}):
+    # extenderv1.Victims and MetaVictims in one: full Pods or MetaPods carry a UID.
+    pods: list[Pod] | None = None
+    num_pdb_violations: int = 0
+
+
+class _MetaVictims(
+    msgspec.Struct, rename={"pods": "Pods", "num_pdb_violations": "NumPDBViolations"}
+):
+    pods: list[_MetaPod] | None = None
+    num_pdb_violations: int = 0
+
+
+class _PreemptionArgs(
+    msgspec.Struct,
+    rename={
+        "pod": "Pod",
+        "victims": "NodeNameToVictims",
+        "meta_victims": "NodeNameToMetaVictims",
+    },
+):
+    # extenderv1.ExtenderPreemptionArgs: NodeNameToMetaVictims for a
+    # nodeCacheCapable extender, NodeNameToVictims otherwise (HTTPExtender.ProcessPreemption).
+    pod: Pod | None = None
+    victims: dict[str, _Victims | None] | None = None
+    meta_victims: dict[str, _MetaVictims | None] | None = None
+
+
 class _Args(msgspec.Struct, rename={"pod": "Pod", "nodes": "Nodes", "node_names": "NodeNames"}):
     # extenderv1.ExtenderArgs; encoding/json's exact field names, as
     # HTTPExtender.send writes them.
@@ -66,6 +104,7 @@ class _Args(msgspec.Struct, rename={"pod": "Pod", "nodes": "Nodes", "node_names"
 
 
 _args_decoder = msgspec.json.Decoder(_Args)
+_preemption_decoder = msgspec.json.Decoder(_PreemptionArgs)
 
 
 @dataclass(slots=True)
@@ -92,8 +131,40 @@ def decode_args(body: bytes) -> Request:
     return Request(args.pod, [n.metadata.name for n in nodes], list(nodes))
 
 
+@dataclass(slots=True)
+class PreemptionRequest:
+    """Decoded ExtenderPreemptionArgs: the pod, and per candidate node the victims'
+    UIDs and the PDB violations kube-scheduler counted."""
+
+    pod: Pod
+    victims: dict[str, tuple[list[str], int]]
+
+
+def decode_preemption_args(body: bytes) -> PreemptionRequest:
+    """ExtenderPreemptionArgs from a request body; BadRequest with a one-line reason."""
+    try:
+        args = _preemption_decoder.decode(body)
+    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+        raise BadRequest(f"invalid ExtenderPreemptionArgs: {str(exc).splitlines()[0]}") from None
+    if args.pod is None:
+        raise BadRequest("invalid ExtenderPreemptionArgs: no Pod")
+    victims: dict[str, tuple[list[str], int]] = {}
+    for name, full in (args.victims or {}).items():
+        if full is None:
+            victims[name] = ([], 0)
+        else:
+            uids = [p.metadata.uid for p in full.pods or []]
+            victims[name] = (uids, full.num_pdb_violations)
+    for name, meta in (args.meta_victims or {}).items():
+        if meta is None:
+            victims[name] = ([], 0)
+        else:
+            victims[name] = ([m.uid for m in meta.pods or []], meta.num_pdb_violations)
+    return PreemptionRequest(args.pod, victims)
+
+
 class ExtenderVerbs:
-    """filter and prioritize over SCHED's cache and frameworks."""
+    """filter, prioritize and preempt over SCHED's cache and frameworks."""
 
     def __init__(self, sched: Scheduler) -> None:
         self.sched = sched
@@ -210,6 +281,52 @@ class ExtenderVerbs:
             for name, total in zip(known, totals.tolist(), strict=True):
                 scores[name] = to_extender_priority(int(total), maximum)
         return [{"Host": name, "Score": scores[name]} for name in request.names]
+
+    def preempt(self, request: PreemptionRequest) -> dict[str, Any]:
+        """ExtenderPreemptionResult for the request: the candidates this profile's
+        plugins accept the pod on once their victims are gone, with those victims.
+        Raises PluginError."""
+        fw = self.framework_for(request.pod)
+        table = self.sched.table
+        pod = PodInfo(request.pod)
+        state = CycleState()
+        kept: dict[str, Any] = {}
+        _, status = fw.run_pre_filter(state, pod, table)
+        if status.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
+            # No eviction changes an unresolvable PreFilter verdict: no candidate.
+            return {"NodeNameToMetaVictims": kept}
+        for name, (uids, violations) in request.victims.items():
+            row = table.row_of(name)
+            # Upstream's callExtenders refuses an answer naming a node without
+            # victims; a node kube-scheduler sent with none is not kept.
+            if row is None or not uids:
+                continue
+            if self._fits_without(fw, state.clone(), pod, row, set(uids)):
+                kept[name] = {
+                    "Pods": [{"UID": uid} for uid in uids],
+                    "NumPDBViolations": violations,
+                }
+        return {"NodeNameToMetaVictims": kept}
+
+    def _fits_without(
+        self, fw: Framework, state: CycleState, pod: PodInfo, row: int, uids: set[str]
+    ) -> bool:
+        """Whether the pod passes the Filter plugins on ROW with the pods of UIDS
+        removed (SelectVictimsOnNode's removal and check; the row is restored). A
+        victim the cache does not have on the row is not kube-scheduler's view of
+        the node: the node is not kept."""
+        table = self.sched.table
+        victims = [p for p in table.pods_on(row) if p.pod.metadata.uid in uids]
+        if len(victims) != len(uids):
+            return False
+        saved = table.save_row(row)
+        try:
+            for victim in victims:
+                table.remove_pod(victim, row)
+                fw.run_pre_filter_extension_remove_pod(state, pod, victim, table, row)
+            return fw.filter_status_with_nominated_pods(state, pod, table, row).is_success()
+        finally:
+            table.restore_row(saved)
 
 
 def max_total(fw: Framework, skipped: Collection[str] = ()) -> int:
