@@ -10,8 +10,10 @@ from click.testing import CliRunner
 from kubesched.cli.main import main
 from kubesched.config import ConfigError, load_config
 from kubesched.config.file import merge_plugin_sets, parse_config
-from kubesched.framework.profile import DEFAULT_MULTI_POINT, PluginRef, PluginSet
+from kubesched.framework.interfaces import EXTENSION_POINTS
+from kubesched.framework.profile import DEFAULT_MULTI_POINT, PluginRef, PluginSet, resolve
 from kubesched.plugins.noderesources import NodeResourcesFitArgs
+from kubesched.plugins.registry import default_registry
 
 HEAD = {"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration"}
 
@@ -72,6 +74,24 @@ def test_disable_all_then_enable() -> None:
         PluginSet([PluginRef("C")], [PluginRef("*")]),
     )
     assert merged.enabled == [PluginRef("C")]
+
+
+def test_multi_point_disabled_all_keeps_what_multi_point_enables(tmp_path: Path) -> None:
+    """kube-scheduler v1.36.3 with `multiPoint: {disabled: ["*"], enabled: [...]}` runs
+    the enabled ones: multiPoint's disabled list only drops defaults (mergePluginSet);
+    expandMultiPointPlugins reads each point's own disabled list, not multiPoint's."""
+    path = tmp_path / "config.yaml"
+    path.write_text(
+        "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n"
+        "profiles:\n- schedulerName: s\n  plugins:\n    multiPoint:\n"
+        "      disabled: [{name: '*'}]\n"
+        "      enabled: [{name: PrioritySort}, {name: DefaultBinder}, {name: NodeName}]\n"
+    )
+    profile = load_config(path).profiles[0]
+    points = resolve(profile, EXTENSION_POINTS, default_registry()).points
+    assert points["queueSort"] == ["PrioritySort"]
+    assert points["bind"] == ["DefaultBinder"]
+    assert points["filter"] == ["NodeName"]
 
 
 @pytest.mark.parametrize(
