@@ -149,6 +149,20 @@ bench-html: $(STAMP) browser-deps
 bench-gangs: $(STAMP)
 	$(BIN)/python -m bench.gangs --gangs 100 --size 8 --singles 800 --nodes 90 --repeat 3
 
+# kube-scheduler with and without `kubesched extender` (bench/extender.py): its pods/s,
+# the latency the extender adds per pod (p50, p99) and the extender's own request
+# durations, at EXT_NODES nodes, EXT_PODS pods per run, median of EXT_REPEAT; on a
+# control plane of its own. EXT_ARGS: more options (e.g. --whole-nodes-at 500,5000).
+# 10-15 minutes on 2 cores. Results in bench-results/extender-<timestamp>.json.
+EXT_NODES  ?= 500,5000
+EXT_PODS   ?= 1000
+EXT_REPEAT ?= 3
+EXT_ARGS   ?=
+.PHONY: bench-extender
+bench-extender: $(STAMP)
+	hack/build-k8s.sh >/dev/null && hack/build-etcd.sh >/dev/null
+	$(BIN)/python -m bench.extender --nodes $(EXT_NODES) --pods $(EXT_PODS) --repeat $(EXT_REPEAT) $(EXT_ARGS)
+
 # Differential run against the real kube-scheduler (docs/explanation/differential.md): N generated
 # scenarios of series SEED on a control plane of its own; agreement rates, and each
 # disagreement written to tests/differential/regressions/. Every generator feature is on

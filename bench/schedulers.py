@@ -19,6 +19,7 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import httpx
 import yaml
@@ -145,13 +146,15 @@ def start_scheduler(
     seed: int = 1,
     kubesched_src: Path | None = None,
     feature_gates: str = "",
+    extenders: list[dict[str, Any]] | None = None,
 ) -> SchedulerProcess:
     """Start KIND against the cluster with the benchmark configuration. The
     config and log go in WORKDIR (which should be inside the cluster dir: the pid
     file there lets hack/cluster-down.sh stop a scheduler a crashed run left).
     KUBESCHED_SRC: run kubesched from that directory (holding the ``kubesched``
     package) instead of the installed one. FEATURE_GATES: both schedulers'
-    --feature-gates ("A=true,B=true"; "" none)."""
+    --feature-gates ("A=true,B=true"; "" none). EXTENDERS: the configuration's
+    `extenders:` entries (bench/extender.py)."""
     if kind not in SCHEDULERS:
         raise ValueError(f"unknown scheduler {kind!r}")
     port = free_port()
@@ -160,6 +163,8 @@ def start_scheduler(
     kubeconfig = str(cp.scheduler_kubeconfig)
     config = workdir / "config.yaml"
     document = scheduler_config(PROFILE_NAMES[kind], required_plugins, kubeconfig)
+    if extenders:
+        document["extenders"] = extenders
     if kind == KUBESCHED and KUBESCHED_CONTENT_TYPE:
         # BENCH_KUBESCHED_CONTENT_TYPE: kubesched's wire format (kube-scheduler keeps
         # its default, protobuf).
