@@ -219,7 +219,15 @@ def _profile(
         for attr, point in _POINTS.items():
             custom = _plugin_set(getattr(profile.plugins, attr))
             base = plugins.get(point, PluginSet())
-            plugins[point] = merge_plugin_sets(base, custom) if point == "multiPoint" else custom
+            if point == "multiPoint":
+                # multiPoint's disabled list only drops defaults (mergePluginSet);
+                # upstream's framework then reads each point's own disabled list,
+                # never multiPoint's (expandMultiPointPlugins), so what multiPoint
+                # enables runs even beside `disabled: ["*"]`. Applied here, it is
+                # not kept for resolve() to apply again.
+                plugins[point] = PluginSet(merge_plugin_sets(base, custom).enabled)
+            else:
+                plugins[point] = custom
     args: dict[str, object] = {}
     errors: list[str] = []
     refused: list[str] = []

@@ -104,10 +104,8 @@ def resolve(
         specific_names = [p.name for p in specific.enabled]
         multi_names = []
         for ref in multi.enabled:
-            # Only the point's own disabled list counts here (expandMultiPointPlugins):
-            # multiPoint's was applied to the defaults when the file was read
-            # (mergePluginSet), and never drops what multiPoint itself enables.
-            if specific.disables(ref.name) or ref.name in specific_names:
+            skipped = multi.disables(ref.name) or specific.disables(ref.name)
+            if skipped or ref.name in specific_names:
                 continue
             if issubclass(registry[ref.name], base):
                 multi_names.append(ref.name)
