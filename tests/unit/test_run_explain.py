@@ -70,4 +70,4 @@ def test_explanations_served_on_the_health_port() -> None:
 def test_off_by_default() -> None:
     runner = scheduled_runner(explain=False)
     assert runner.explained is None
-    assert runner.scheduler is not None and runner.scheduler.explain_observer is None
+    assert runner.scheduler is not None and runner.scheduler.listeners.explain is None

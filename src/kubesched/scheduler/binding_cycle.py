@@ -68,14 +68,12 @@ class BindingCycle(SchedulerBase):
         log.log(V(2), "Successfully bound pod to node", extra=kv(pod=pod.key, node=node))
         self._observe("scheduled", fw, started)
         self.last_failures.pop(pod.key, None)
-        if self.outcome_observer is not None:
-            self.outcome_observer.pod_scheduled(pod.key, node)
         self.cluster.record_event(
             pod.pod, "Normal", "Scheduled", f"Successfully assigned {pod.key} to {node}"
         )
-        if self.observer is not None and qpi.initial_attempt_timestamp is not None:
-            since = self.clock.now() - qpi.initial_attempt_timestamp
-            self.observer.observe_pod_scheduled(qpi.attempts, since)
+        first = qpi.initial_attempt_timestamp
+        since = None if first is None else self.clock.now() - first
+        self.listeners.pod_bound(pod.key, node, qpi.attempts, since)
         fw.run_post_bind(state, pod, node)
 
     async def bind(self, fw: Framework, state: CycleState, pod: PodInfo, node: str) -> Status:
@@ -187,8 +185,7 @@ class BindingCycle(SchedulerBase):
             # its in-flight tracking ends here, as handleSchedulingFailure calls Done
             # for a pod gone from the informer cache.
             self.queue.done(key)
-        if self.outcome_observer is not None:
-            self.outcome_observer.pod_failed(key, reason, message, diagnosis)
+        self.listeners.pod_failed(key, reason, message, diagnosis)
         pod = qpi.pod
         node = pod.status.nominated_node_name if nominated is None else nominated
         self.cluster.record_event(pod, "Warning", "FailedScheduling", message)

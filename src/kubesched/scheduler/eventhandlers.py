@@ -88,8 +88,7 @@ class EventHandlers(SchedulerBase):
             self.queue.on_event(EVENT_ASSIGNED_POD_ADD, None, pod)
         elif self.responsible_for(pod) and pod.metadata.deletion_timestamp is None:
             info = PodInfo(pod)
-            if self.outcome_observer is not None:
-                self.outcome_observer.pod_pending(info.key)
+            self.listeners.pod_pending(info.key)
             # addPodToSchedulingQueue: the group learns of its pod first, so that
             # PreEnqueue counts it.
             self.cache.pod_group_states.add_pod(pod)

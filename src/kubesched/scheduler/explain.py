@@ -68,16 +68,14 @@ class Explaining(SchedulerBase):
         result: str,
         message: str,
     ) -> None:
-        if self.explain_observer is not None:
-            explanation = self._explanation(fw, state, qpi, capture, result, message)
-            self.explain_observer.explained(explanation)
+        if self.listeners.explaining():
+            self.listeners.explained(self._explanation(fw, state, qpi, capture, result, message))
 
     def _explained(self, capture: CycleCapture | None) -> None:
         """The attempt's explanation to its observer, once the scheduling cycle is
         over (a failure at Reserve or Permit has said so in it: fail_assumed)."""
-        observer = self.explain_observer
-        if observer is not None and capture is not None and capture.explanation is not None:
-            observer.explained(capture.explanation)
+        if capture is not None and capture.explanation is not None:
+            self.listeners.explained(capture.explanation)
 
 
 def explain_binding_failure(state: CycleState, point: str, status: Status) -> None:

@@ -109,13 +109,11 @@ class PodGroupAlgorithm(SchedulingCycle):
         that is preemption, included), assume and reserve it, and ask Permit."""
         state = CycleState()
         state.pod_group_cycle = True
-        if self.observer is not None:
-            state.record_plugin_metrics = self.observer.should_sample_plugins()
+        state.record_plugin_metrics = self.listeners.sample_plugins()
         started = time.perf_counter()
         pod = qpi.pod_info
         result = PodResult(qpi, state, started)
-        if self.outcome_observer is not None:
-            self.outcome_observer.pod_attempted(pod.key, qpi.attempts)
+        self.listeners.pod_attempted(pod.key, qpi.attempts)
         qpi.tried_at_generation = self.table.generation
         try:
             node = self.schedule_pod(fw, state, pod).node_name

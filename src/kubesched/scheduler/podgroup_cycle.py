@@ -21,7 +21,6 @@ import asyncio
 import logging
 import time
 from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
 
 from kubesched.api.scheduling import (
     POD_GROUP_REASON_SCHEDULED,
@@ -43,15 +42,6 @@ from kubesched.scheduler.podgroup_algorithm import (
 )
 
 log = logging.getLogger("kubesched.scheduler")
-
-
-@runtime_checkable
-class PodGroupMetrics(Protocol):
-    """The pod group metrics (podgroup_schedule_attempts_total and the two latency
-    histograms), which upstream registers only with GenericWorkload on."""
-
-    def observe_pod_group_attempt(self, result: str, profile: str, seconds: float) -> None: ...
-    def observe_pod_group_algorithm(self, seconds: float) -> None: ...
 
 
 @dataclass(slots=True)
@@ -261,12 +251,10 @@ class PodGroupCycle(PodGroupAlgorithm):
     # --- metrics -------------------------------------------------------------------
 
     def _observe_group_attempt(self, result: str, profile: str, seconds: float) -> None:
-        if isinstance(self.observer, PodGroupMetrics):
-            self.observer.observe_pod_group_attempt(result, profile, seconds)
+        self.listeners.pod_group_attempt(result, profile, seconds)
 
     def _observe_group_algorithm(self, seconds: float) -> None:
-        if isinstance(self.observer, PodGroupMetrics):
-            self.observer.observe_pod_group_algorithm(seconds)
+        self.listeners.pod_group_algorithm(seconds)
 
 
 def _rejected_by_group(pod_result: PodResult) -> Status:

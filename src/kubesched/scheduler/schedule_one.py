@@ -87,14 +87,12 @@ class SchedulingCycle(BindingCycle, Explaining):
             log.log(_V3, "Attempting to schedule pod", extra=kv(pod=pod.key))
         started = time.perf_counter()
         state = CycleState()
-        if self.observer is not None:
-            # ScheduleOne samples the cycles whose plugin durations are observed
-            # (state.SetRecordPluginMetrics); the framework reads it off the state,
-            # in this pod's binding cycle too.
-            state.record_plugin_metrics = self.observer.should_sample_plugins()
-        if self.outcome_observer is not None:
-            self.outcome_observer.pod_attempted(pod.key, qpi.attempts)
-        if self.explain_observer is not None and self.explain_observer.wants(pod.key):
+        # ScheduleOne samples the cycles whose plugin durations are observed
+        # (state.SetRecordPluginMetrics); the framework reads it off the state, in
+        # this pod's binding cycle too.
+        state.record_plugin_metrics = self.listeners.sample_plugins()
+        self.listeners.pod_attempted(pod.key, qpi.attempts)
+        if self.listeners.wants_explanation(pod.key):
             state.explain = CycleCapture()
         qpi.tried_at_generation = self.table.generation
         node = self.scheduling_cycle(fw, state, qpi, started)
@@ -197,13 +195,13 @@ class SchedulingCycle(BindingCycle, Explaining):
         pod = qpi.pod_info
         if qpi.signed is pod:
             return qpi.signature
-        if self.observer is None:
+        if not self.listeners.times_extension_points:
             signature = fw.signer.sign(pod)
         else:
             started = time.perf_counter()
             signature = fw.signer.sign(pod)
             seconds = time.perf_counter() - started
-            self.observer.observe_extension_point("Sign", "Success", fw.profile_name, seconds)
+            self.listeners.extension_point("Sign", "Success", fw.profile_name, seconds)
         qpi.signature, qpi.signed = signature, pod
         return signature
 

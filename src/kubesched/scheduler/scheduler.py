@@ -41,10 +41,15 @@ from kubesched.framework.waiting import WaitingPods
 from kubesched.plugins.registry import default_registry
 from kubesched.queue.nominator import Nominator
 from kubesched.queue.scheduling_queue import QueueProfile, SchedulingQueue
-from kubesched.scheduler.base import ExplainObserver, Observer, OutcomeObserver
 from kubesched.scheduler.batch_window import BatchObserver, BatchOptions, BatchWindow
 from kubesched.scheduler.binding_cycle import set_nominated_node_name
 from kubesched.scheduler.eventhandlers import EventHandlers
+from kubesched.scheduler.listeners import (
+    ExplainObserver,
+    Observer,
+    OutcomeObserver,
+    SchedulingListeners,
+)
 from kubesched.scheduler.podgroup_cycle import PodGroupCycle
 
 
@@ -136,9 +141,7 @@ class Scheduler(EventHandlers, PodGroupCycle):
         # PodScheduled condition shows them: clearing a nomination rewrites that
         # condition unchanged. Forgotten once the pod is bound or deleted.
         self.last_failures = {}
-        self.observer = observer
-        self.outcome_observer = outcome_observer
-        self.explain_observer = explain_observer
+        self.listeners = SchedulingListeners(observer, outcome_observer, explain_observer)
         # `run --batch-window`: off (None) unless asked.
         self.batch = None if batch is None else BatchWindow(self, batch, batch_observer)
 
