@@ -163,6 +163,17 @@ bench-extender: $(STAMP)
 	hack/build-k8s.sh >/dev/null && hack/build-etcd.sh >/dev/null
 	$(BIN)/python -m bench.extender --nodes $(EXT_NODES) --pods $(EXT_PODS) --repeat $(EXT_REPEAT) $(EXT_ARGS)
 
+# What-if at scale (docs/develop/benchmarks.md "Sweeps"): `kubesched sweep` of SWEEP_VARIATIONS
+# variations of a SWEEP_NODES-node cluster in one process, on local workers and on a local
+# Ray cluster (bench/sweep.py); wall times, medians of SWEEP_REPEAT, and scaling efficiency.
+SWEEP_NODES      ?= 1000
+SWEEP_VARIATIONS ?= 100
+SWEEP_REPEAT     ?= 3
+.PHONY: bench-plan
+bench-plan: $(STAMP)
+	$(BIN)/python -m bench.sweep --nodes $(SWEEP_NODES) --variations $(SWEEP_VARIATIONS) \
+		--repeat $(SWEEP_REPEAT)
+
 # Differential run against the real kube-scheduler (docs/explanation/differential.md): N generated
 # scenarios of series SEED on a control plane of its own; agreement rates, and each
 # disagreement written to tests/differential/regressions/. Every generator feature is on

@@ -80,8 +80,9 @@ def copy_name(template: Pod, index: int) -> str:
     return f"{base}-{index}"
 
 
-def make_copy(template: Pod, index: int) -> Pod:
-    """A pending copy of the template: its own name and UID, never preempting."""
+def make_copy(template: Pod, index: int, *, preemption_policy: str | None = "Never") -> Pod:
+    """A pending copy of the template: its own name and UID, and PREEMPTION_POLICY
+    (capacity's copies never preempt; None keeps the template's)."""
     meta = msgspec.structs.replace(
         template.metadata,
         name=copy_name(template, index),
@@ -89,7 +90,8 @@ def make_copy(template: Pod, index: int) -> Pod:
         uid=_copy_uid(template, index),
         resource_version="",
     )
-    spec = msgspec.structs.replace(template.spec, node_name="", preemption_policy="Never")
+    policy = template.spec.preemption_policy if preemption_policy is None else preemption_policy
+    spec = msgspec.structs.replace(template.spec, node_name="", preemption_policy=policy)
     status = msgspec.structs.replace(
         template.status, nominated_node_name="", resource_claim_statuses=[]
     )

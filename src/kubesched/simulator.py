@@ -21,6 +21,7 @@ from kubesched.api.resource import ResourceClaim
 from kubesched.api.scheduling import PodGroup as WorkloadPodGroup
 from kubesched.cluster.claim_controller import ResourceClaimController
 from kubesched.cluster.claim_writer import InMemoryClaimWriter
+from kubesched.cluster.manifests import ClusterState
 from kubesched.cluster.memory import InMemoryCluster, RecordedEvent
 from kubesched.cluster.volume_writer import InMemoryVolumeWriter
 from kubesched.cluster.workload_pod_group_writer import InMemoryPodGroupConditionWriter
@@ -254,6 +255,37 @@ class World:
     # The configuration's HTTP extenders, called as `run` calls them; their bind
     # verb is not (a simulation binds in memory and writes nothing to a cluster).
     extenders: Sequence[ExtenderConfig] = ()
+
+    @classmethod
+    def of_state(
+        cls,
+        state: ClusterState,
+        profiles: Sequence[ProfileConfig],
+        *,
+        registry: Registry | None = None,
+        gates: FeatureGates = DEFAULT_GATES,
+        extenders: Sequence[ExtenderConfig] = (),
+        nodes: Sequence[Node] | None = None,
+        pods: Sequence[Pod] | None = None,
+    ) -> World:
+        """The manifests' objects under a scheduler configuration; `nodes` and `pods`
+        replace the manifests' where given (capacity leaves excluded nodes out,
+        simulate puts running pods first, a sweep adds nodes and scales pods)."""
+        return cls(
+            state.nodes if nodes is None else nodes,
+            state.pods if pods is None else pods,
+            profiles,
+            state.pdbs,
+            state.storage,
+            state.namespaces,
+            registry,
+            state.dra,
+            state.pod_groups,
+            state.workload_pod_groups,
+            gates,
+            state.workload_selectors,
+            extenders,
+        )
 
 
 @dataclass(slots=True)

@@ -245,17 +245,30 @@ class EphemeralVolumeSource(_Api):
     volume_claim_template: VolumeClaimTemplate | None = None
 
 
+class EmptyDirVolumeSource(_Api):
+    medium: str = ""  # "" (the node's disk) or "Memory" (tmpfs)
+
+
+class HostPathVolumeSource(_Api):
+    path: str = ""
+    type: str | None = None
+
+
 class Volume(_Api):
     name: str = ""
     persistent_volume_claim: PersistentVolumeClaimVolumeSource | None = None
     # The sources the volume plugins look at (VolumeBinding, VolumeRestrictions,
-    # NodeVolumeLimits); the others (configMap, secret, emptyDir, ...) are skipped.
+    # NodeVolumeLimits); the others (configMap, secret, ...) are skipped.
     ephemeral: EphemeralVolumeSource | None = None
     gce_persistent_disk: GCEPersistentDiskVolumeSource | None = None
     aws_elastic_block_store: AWSElasticBlockStoreVolumeSource | None = None
     iscsi: ISCSIVolumeSource | None = None
     rbd: RBDVolumeSource | None = None
     csi: CSIVolumeSource | None = None
+    # Local storage, which only `kubesched plan --remove-nodes` reads: a pod with it
+    # blocks its node's removal (cluster-autoscaler's drain rules).
+    empty_dir: EmptyDirVolumeSource | None = None
+    host_path: HostPathVolumeSource | None = None
 
 
 class PodResourceClaim(_Api):

@@ -38,7 +38,9 @@ from kubesched.cli.options import (
     seed_value,
     world_of,
 )
+from kubesched.cli.plan import plan_command
 from kubesched.cli.report import as_document, print_report
+from kubesched.cli.sweep import sweep_command
 from kubesched.cli.workloads import explained_pods_of, node_zones
 from kubesched.cluster.manifests import pending_pods, running_pods
 from kubesched.simulator import simulate_world
@@ -563,6 +565,8 @@ def extender_command(
 
 main.add_command(explain_command)
 main.add_command(capacity_command)
+main.add_command(plan_command)
+main.add_command(sweep_command)
 
 if __name__ == "__main__":
     main()

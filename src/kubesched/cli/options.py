@@ -550,20 +550,14 @@ def world_of(
     """What a simulation starts from: the manifests' objects with the command's
     configuration; `nodes` and `pods` replace the manifests' where given (capacity
     leaves excluded nodes out, simulate puts running pods first)."""
-    return World(
-        state.nodes if nodes is None else nodes,
-        state.pods if pods is None else pods,
+    return World.of_state(
+        state,
         setup.profiles,
-        state.pdbs,
-        state.storage,
-        state.namespaces,
-        setup.registry,
-        state.dra,
-        state.pod_groups,
-        state.workload_pod_groups,
-        setup.gates,
-        state.workload_selectors,
-        setup.extenders,
+        registry=setup.registry,
+        gates=setup.gates,
+        extenders=setup.extenders,
+        nodes=nodes,
+        pods=pods,
     )
 
 

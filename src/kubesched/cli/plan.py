@@ -1,0 +1,581 @@
+"""`kubesched plan`: which new nodes the pending pods need (`--add-nodes POOLS`), or
+which nodes can go without leaving a pod homeless (`--remove-nodes`).
+
+The command has one mode per question, the two exclusive, each with the same
+outputs: text, `-o json` and `--html FILE`.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Sequence
+from decimal import Decimal
+from pathlib import Path
+
+import click
+import jinja2
+import msgspec
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from kubesched.api.objects import Pod
+from kubesched.cli.optimize_report import parse_timeout
+from kubesched.cli.options import (
+    ManifestInput,
+    SchedulerSetup,
+    html_option,
+    load_manifests,
+    manifest_options,
+    scheduler_options,
+    seed_note,
+    world_of,
+)
+from kubesched.cluster.manifests import pending_pods, running_pods
+from kubesched.plan import (
+    PlanResult,
+    PoolsError,
+    RemovalResult,
+    load_pools,
+    plan_add_nodes,
+    plan_remove_nodes,
+)
+from kubesched.plan.planner import Answer
+
+
+@click.command("plan")
+@click.option(
+    "--add-nodes",
+    "pools_path",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    default=None,
+    metavar="POOLS",
+    help="A NodePools file (kubesched.io/v1alpha1): the node templates new nodes may "
+    "be made from, with their price and maximum count.",
+)
+@click.option(
+    "--remove-nodes",
+    is_flag=True,
+    default=False,
+    help="Which existing nodes can be removed without leaving a pod homeless: the "
+    "largest set (the most expensive one with --pools), in drain order, verified by "
+    "simulation. Exclusive with --add-nodes.",
+)
+@click.option(
+    "--pools",
+    "price_pools",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    default=None,
+    metavar="POOLS",
+    help="With --remove-nodes: a NodePools file whose prices price the existing nodes "
+    "(a node costs the price of the first pool whose template's labels it all has).",
+)
+@manifest_options
+@scheduler_options
+@click.option(
+    "--timeout",
+    default="5s",
+    show_default=True,
+    help="The solver's time limit (e.g. 5s, 500ms); the estimator's answer is kept "
+    "when the solver finds nothing better in time.",
+)
+@click.option(
+    "-o", "--output", type=click.Choice(["text", "json"]), default="text", show_default=True
+)
+@html_option
+def plan_command(
+    pools_path: Path | None,
+    remove_nodes: bool,
+    price_pools: Path | None,
+    manifests: ManifestInput,
+    setup: SchedulerSetup,
+    timeout: str,
+    output: str,
+    html: Path | None,
+) -> None:
+    """With --add-nodes POOLS: how many new nodes, of which pools, the pending pods
+    need: the cheapest set (the fewest nodes when no pool has a price) with which
+    every pending pod schedules, solved with CP-SAT beside cluster-autoscaler's
+    estimate, then verified by simulating the cluster with those nodes.
+
+    With --remove-nodes: which nodes can go, cluster-autoscaler's drain rules
+    deciding which pods block a node and the profile's filters where the others
+    go, in drain order, then verified by simulating the cluster without them."""
+    if pools_path is not None and remove_nodes:
+        raise click.UsageError("--add-nodes and --remove-nodes are exclusive: give one of them")
+    if remove_nodes:
+        _remove_nodes(price_pools, manifests, setup, output, html)
+        return
+    if pools_path is None:
+        raise click.UsageError(
+            "give --add-nodes POOLS (which new nodes the pending pods need) or "
+            "--remove-nodes (which nodes can go)"
+        )
+    if price_pools is not None:
+        raise click.UsageError(
+            "--pools prices the nodes of --remove-nodes; --add-nodes takes POOLS"
+        )
+    try:
+        seconds = parse_timeout(timeout)
+    except click.BadParameter as exc:
+        raise click.BadParameter(exc.message, param_hint="--timeout") from None
+    try:
+        pools = load_pools(pools_path)
+    except PoolsError as exc:
+        raise click.BadParameter(str(exc), param_hint="--add-nodes") from None
+    state = load_manifests(manifests)
+    err = Console(stderr=True)
+    for problem in state.problems:
+        err.print(Text(f"error: {problem}"), soft_wrap=True)
+    pods = [*running_pods(state), *pending_pods(state)]
+    world = world_of(state, setup, pods=pods)
+    result = plan_add_nodes(
+        world,
+        pools,
+        timeout=seconds,
+        seed=setup.seed,
+        percentage_of_nodes_to_score=setup.percentage_of_nodes_to_score,
+    )
+    notes = [*state.notes, *setup.notes, seed_note(setup), *plan_notes(state.pods, result)]
+    if html is not None:
+        html.write_text(plan_page(result, notes, _bound(result)), encoding="utf-8")
+    if output == "json":
+        document = {**msgspec.to_builtins(result), "notes": notes}
+        json.dump(document, sys.stdout, indent=2)
+        sys.stdout.write("\n")
+        return
+    print_plan(Console(), result, notes)
+
+
+def _remove_nodes(
+    price_pools: Path | None,
+    manifests: ManifestInput,
+    setup: SchedulerSetup,
+    output: str,
+    html: Path | None,
+) -> None:
+    """`plan --remove-nodes`: the search, then the report in the asked-for forms."""
+    pools = None
+    if price_pools is not None:
+        try:
+            pools = load_pools(price_pools)
+        except PoolsError as exc:
+            raise click.BadParameter(str(exc), param_hint="--pools") from None
+    state = load_manifests(manifests)
+    err = Console(stderr=True)
+    for problem in state.problems:
+        err.print(Text(f"error: {problem}"), soft_wrap=True)
+    pods = [*running_pods(state), *pending_pods(state)]
+    world = world_of(state, setup, pods=pods)
+    result = plan_remove_nodes(
+        world,
+        pools,
+        seed=setup.seed,
+        percentage_of_nodes_to_score=setup.percentage_of_nodes_to_score,
+    )
+    notes = [*state.notes, *setup.notes, seed_note(setup), *removal_notes(result)]
+    if html is not None:
+        html.write_text(removal_page(result, notes), encoding="utf-8")
+    if output == "json":
+        document = {**msgspec.to_builtins(result), "notes": notes}
+        json.dump(document, sys.stdout, indent=2)
+        sys.stdout.write("\n")
+        return
+    print_removal(Console(), result, notes)
+
+
+def removal_notes(result: RemovalResult) -> list[str]:
+    """What the removal plan does not cover, said plainly."""
+    notes: list[str] = []
+    if result.pending:
+        notes.append(
+            f"{len(result.pending)} pending pod(s) fit nowhere before any removal: "
+            "they are not planned for"
+        )
+    if result.preempted:
+        notes.append(
+            f"the pending pods preempted {len(result.preempted)} running pod(s) "
+            f"({', '.join(result.preempted)}) before the removal was planned"
+        )
+    if not result.priced:
+        notes.append("no prices: every node costs 1, and the plan removes the most nodes")
+    return notes
+
+
+def _percent(fraction: float) -> str:
+    return f"{fraction * 100:.1f}%"
+
+
+def _moved(moved: dict[str, str]) -> str:
+    return ", ".join(f"{pod} -> {node}" for pod, node in moved.items()) or "-"
+
+
+def print_removal(console: Console, result: RemovalResult, notes: list[str]) -> None:
+    for note in notes:
+        console.print(f"[dim]note: {note}[/dim]", highlight=False)
+    check = result.verification
+    savings = "" if result.savings is None else f", savings {result.savings}"
+    console.print(
+        f"{result.nodes} node(s): {check.verified} can be removed{savings}, "
+        f"{len(result.blocked)} blocked",
+        highlight=False,
+    )
+    if result.removed:
+        table = Table(title="Drain order", title_justify="left")
+        table.add_column("#", justify="right")
+        table.add_column("node")
+        if result.priced:
+            table.add_column("pool")
+            table.add_column("price", justify="right")
+        table.add_column("used", justify="right")
+        table.add_column("pods moved (pod -> node)")
+        # DaemonSet and mirror pods go with the node (their names are in the JSON).
+        table.add_column("leaving", justify="right")
+        for node in result.removed:
+            gone = node.node in check.given_back
+            cells = [str(node.step), node.node + (" (given back)" if gone else "")]
+            if result.priced:
+                cells += [node.pool or "-", node.price or "-"]
+            cells += [_percent(node.utilization), _moved(node.moved), str(len(node.leaving))]
+            table.add_row(*cells, style="dim" if gone else None)
+        console.print(table)
+    if result.blocked:
+        blocked = Table(title="Blocked nodes", title_justify="left")
+        blocked.add_column("node")
+        blocked.add_column("reason")
+        blocked.add_column("why")
+        for stays in result.blocked:
+            # BlockedByPod's own reason (the rule) says more than BlockedByPod.
+            blocked.add_row(stays.node, stays.rule or stays.reason, Text(stays.message))
+        console.print(blocked)
+    if check.scheduled and not check.given_back:
+        line = (
+            f"verified: every pod of the {check.verified} removed node(s) scheduled "
+            f"elsewhere ({check.rounds} simulation(s))"
+        )
+    elif check.scheduled:
+        line = (
+            f"verified: {check.verified} of the {check.planned} planned node(s) can go; "
+            f"the simulation left pods pending until {', '.join(check.given_back)} "
+            f"was given back ({check.rounds} simulation(s))"
+        )
+    else:
+        line = f"verified: {len(check.pending)} pod(s) still pending: {_pods(check.pending)}"
+    console.print(line, highlight=False, markup=False)
+
+
+def plan_notes(pods: Sequence[Pod], result: PlanResult) -> list[str]:
+    """What the answer does not cover, said plainly."""
+    notes: list[str] = []
+    if result.not_packed:
+        notes.append(
+            f"{len(result.not_packed)} pod(s) are not in the packing (a constraint it does "
+            "not model); the verification schedules them and adds nodes for them"
+        )
+    if result.preempted:
+        notes.append(
+            f"the pending pods preempted {len(result.preempted)} running pod(s) on the "
+            f"existing nodes ({', '.join(result.preempted)}); no node is planned for them"
+        )
+    if result.gated:
+        notes.append(f"{len(result.gated)} pod(s) wait for scheduling gates: no node is planned")
+    daemons = [p for p in pods if any(o.kind == "DaemonSet" for o in p.metadata.owner_references)]
+    if daemons:
+        notes.append(
+            "DaemonSet pods are not added to the new nodes: leave their requests out of "
+            "the pools' allocatable"
+        )
+    return notes
+
+
+def _answer_line(name: str, answer: Answer) -> str:
+    cost = "" if answer.total_cost is None else f", cost {answer.total_cost}"
+    left = f", {len(answer.left_out)} pod(s) left out" if answer.left_out else ""
+    return f"{name}: {answer.total_nodes} node(s){cost}{left}"
+
+
+def print_plan(console: Console, result: PlanResult, notes: list[str]) -> None:
+    for note in notes:
+        console.print(f"[dim]note: {note}[/dim]", highlight=False)
+    need = result.demand - len(result.unplaceable) - len(result.gated)
+    console.print(
+        f"{result.pending} pending pod(s): {len(result.placed_on_existing)} fit on the "
+        f"existing nodes, {need} need new nodes, {len(result.unplaceable)} fit no pool",
+        highlight=False,
+    )
+    answer = result.solver
+    bound = _bound(result)
+    console.print(f"New nodes: solver {result.solver_status}{bound}", highlight=False)
+    table = Table()
+    table.add_column("pool")
+    table.add_column("nodes", justify="right")
+    table.add_column("price", justify="right")
+    table.add_column("cost", justify="right")
+    for use in answer.pools:
+        table.add_row(use.pool, str(use.nodes), use.price or "-", use.cost or "-")
+    table.add_row("total", str(answer.total_nodes), "", answer.total_cost or "-", style="bold")
+    console.print(table)
+    console.print(_answer_line("solver", answer), highlight=False)
+    console.print(
+        _answer_line("cluster-autoscaler's estimator (first-fit decreasing)", result.estimator),
+        highlight=False,
+    )
+    if answer.left_out:
+        console.print(
+            f"left out (the pools' maximums): {', '.join(answer.left_out)}", highlight=False
+        )
+    if answer.nodes:
+        pods = Table(title="Pods per new node", title_justify="left")
+        pods.add_column("node")
+        pods.add_column("pods")
+        for node in answer.nodes:
+            pods.add_row(node.name, ", ".join(node.pods))
+        console.print(pods)
+    check = result.verification
+    if check.scheduled:
+        line = f"verified: every pod scheduled on the planned nodes ({check.rounds} simulation(s))"
+    else:
+        line = f"verified: {len(check.pending)} pod(s) still pending: {', '.join(check.pending)}"
+    console.print(line, highlight=False)
+    if check.added:
+        console.print(
+            f"the verification added {', '.join(check.added)}: "
+            + _answer_line("verified answer", result.verified),
+            highlight=False,
+        )
+    # Identical pods have identical reasons: one paragraph per reason.
+    groups: dict[str, list[str]] = {}
+    reasons: dict[str, dict[str, list[str]]] = {}
+    for pod in result.unplaceable:
+        key = json.dumps([pod.message, pod.reasons])
+        groups.setdefault(key, []).append(pod.pod)
+        reasons[key] = pod.reasons
+    for key, names in groups.items():
+        message = json.loads(key)[0]
+        verb = "fits" if len(names) == 1 else "fit"
+        console.print(f"{_pods(names)} {verb} no pool: {message}", highlight=False, markup=False)
+        for pool, why in reasons[key].items():
+            console.print(f"  {pool}: {', '.join(why)}", highlight=False, markup=False)
+    held: dict[str, list[str]] = {}
+    for left in result.not_packed:
+        held.setdefault(left.reason, []).append(left.pod)
+    for reason, names in held.items():
+        console.print(f"not packed: {_pods(names)}: {reason}", highlight=False, markup=False)
+
+
+def _bound(result: PlanResult) -> str:
+    """The better of the two lower bounds, with both."""
+    known = {
+        name: Decimal(value)
+        for name, value in (("CP-SAT", result.lower_bound), ("linear relaxation", result.lp_bound))
+        if value is not None
+    }
+    if not known:
+        return ""
+    best = max(known.values())
+    both = ", ".join(f"{name} {format(value.normalize(), 'f')}" for name, value in known.items())
+    return f"; lower bound {format(best.normalize(), 'f')} ({both})"
+
+
+def _pods(names: Sequence[str], shown: int = 3) -> str:
+    """The first few pod names, and how many more."""
+    more = f" and {len(names) - shown} more" if len(names) > shown else ""
+    return ", ".join(names[:shown]) + more
+
+
+# The page: the report's style (report.css, shipped with the other templates), the
+# answers side by side, the pods per new node, and the pods no pool hosts.
+_PAGE = """<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+{# Nothing is fetched: no external script, style, font or image may load. #}
+<meta http-equiv="Content-Security-Policy"
+  content="default-src 'none'; style-src 'unsafe-inline'">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>kubesched plan --add-nodes</title>
+<style>
+{% include "report.css" %}
+</style>
+</head>
+<body>
+<header>
+  <h1>kubesched plan --add-nodes</h1>
+  {% for note in notes %}<p class="note">note: {{ note }}</p>{% endfor %}
+</header>
+<main>
+<section id="summary">
+  <div class="figures">
+    <div><b>{{ r.pending }}</b> pending</div>
+    <div><b>{{ r.placed_on_existing | length }}</b> fit on existing nodes</div>
+    <div><b>{{ r.solver.total_nodes }}</b> new node(s)</div>
+    {% if r.solver.total_cost %}<div>cost <b>{{ r.solver.total_cost }}</b></div>{% endif %}
+    {% if r.verification.scheduled %}<div class="ok">verified</div>
+    {% else %}<div class="bad"><b>{{ r.verification.pending | length }}</b> still pending</div>
+    {% endif %}
+    {% if r.unplaceable %}
+    <div class="bad"><b>{{ r.unplaceable | length }}</b> fit no pool</div>
+    {% endif %}
+  </div>
+</section>
+<section id="answers">
+  <h2>New nodes <small>solver {{ r.solver_status }}{{ bound }}</small></h2>
+  <table>
+  <thead><tr><th>answer</th><th>pool</th><th>nodes</th><th>price</th><th>cost</th></tr></thead>
+  <tbody>
+  {% for name, a in answers %}
+    {% for use in a.pools %}
+    <tr{% if name == "solver" %} class="chosen"{% endif %}>
+      <td>{{ name if loop.first else "" }}</td><td>{{ use.pool }}</td>
+      <td class="num">{{ use.nodes }}</td><td class="num">{{ use.price or "-" }}</td>
+      <td class="num">{{ use.cost or "-" }}</td></tr>
+    {% endfor %}
+    <tr><td>{{ "" if a.pools else name }}</td><td><b>total</b></td>
+      <td class="num"><b>{{ a.total_nodes }}</b></td><td></td>
+      <td class="num"><b>{{ a.total_cost or "-" }}</b></td></tr>
+  {% endfor %}
+  </tbody></table>
+  {% if r.verification.added %}
+  <p>The verification added {{ r.verification.added | join(", ") }}.</p>
+  {% endif %}
+</section>
+<section id="nodes">
+  <h2>Pods per new node <small>as the verifying simulation placed them</small></h2>
+  <table><thead><tr><th>node</th><th>pool</th><th>pods</th></tr></thead><tbody>
+  {% for node in r.verified.nodes %}
+    <tr><td>{{ node.name }}</td><td>{{ node.pool }}</td>
+      <td class="names">{{ node.pods | join(", ") }}</td></tr>
+  {% endfor %}
+  </tbody></table>
+</section>
+{% if r.unplaceable %}
+<section id="unplaceable">
+  <h2>Pods no pool can host</h2>
+  {% for pod in r.unplaceable %}
+  <details class="pending-group">
+    <summary>{{ pod.pod }}: <span class="reason">{{ pod.message }}</span></summary>
+    <table><tbody>
+    {% for pool, why in pod.reasons.items() %}
+      <tr><td>{{ pool }}</td><td class="reason">{{ why | join(", ") }}</td></tr>
+    {% endfor %}
+    </tbody></table>
+  </details>
+  {% endfor %}
+</section>
+{% endif %}
+{% if r.not_packed %}
+<section id="not-packed">
+  <h2>Not in the packing <small>the verification schedules them</small></h2>
+  <table><tbody>
+  {% for pod in r.not_packed %}<tr><td>{{ pod.pod }}</td><td>{{ pod.reason }}</td></tr>{% endfor %}
+  </tbody></table>
+</section>
+{% endif %}
+</main>
+</body>
+</html>
+"""
+
+# The removal page: the same style, the drain order and the blocked nodes.
+_REMOVAL_PAGE = """<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+{# Nothing is fetched: no external script, style, font or image may load. #}
+<meta http-equiv="Content-Security-Policy"
+  content="default-src 'none'; style-src 'unsafe-inline'">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>kubesched plan --remove-nodes</title>
+<style>
+{% include "report.css" %}
+</style>
+</head>
+<body>
+<header>
+  <h1>kubesched plan --remove-nodes</h1>
+  {% for note in notes %}<p class="note">note: {{ note }}</p>{% endfor %}
+</header>
+<main>
+<section id="summary">
+  <div class="figures">
+    <div><b>{{ r.nodes }}</b> node(s)</div>
+    <div><b>{{ r.verification.verified }}</b> can be removed</div>
+    {% if r.savings is not none %}<div>savings <b>{{ r.savings }}</b></div>{% endif %}
+    <div class="bad"><b>{{ r.blocked | length }}</b> blocked</div>
+    {% if r.verification.scheduled %}<div class="ok">verified</div>
+    {% else %}<div class="bad"><b>{{ r.verification.pending | length }}</b> still pending</div>
+    {% endif %}
+  </div>
+</section>
+<section id="drain">
+  <h2>Drain order <small>as planned; verified by simulation</small></h2>
+  <table>
+  <thead><tr><th>#</th><th>node</th>{% if r.priced %}<th>pool</th><th>price</th>{% endif %}
+    <th>used</th><th>pods moved</th><th>go with it</th></tr></thead>
+  <tbody>
+  {% for node in r.removed %}
+    <tr{% if node.node not in r.verification.given_back %} class="chosen"{% endif %}>
+      <td class="num">{{ node.step }}</td>
+      <td>{{ node.node }}
+        {%- if node.node in r.verification.given_back %} (given back){% endif %}</td>
+      {% if r.priced %}<td>{{ node.pool or "-" }}</td>
+      <td class="num">{{ node.price or "-" }}</td>{% endif %}
+      <td class="num">{{ "%.1f" | format(node.utilization * 100) }}%</td>
+      <td class="names">
+        {%- for pod, to in node.moved.items() %}{{ pod }} &rarr; {{ to }}
+        {%- if not loop.last %}, {% endif %}{% endfor %}</td>
+      <td class="names">{{ node.leaving | join(", ") }}</td></tr>
+  {% endfor %}
+  </tbody></table>
+  <p>{{ r.verification.rounds }} simulation(s){% if r.verification.given_back %};
+    given back: {{ r.verification.given_back | join(", ") }}{% endif %}.</p>
+</section>
+{% if r.blocked %}
+<section id="blocked">
+  <h2>Blocked nodes</h2>
+  <table><thead><tr><th>node</th><th>reason</th><th>pod</th><th>why</th></tr></thead>
+  <tbody>
+  {% for node in r.blocked %}
+    <tr><td>{{ node.node }}</td>
+      <td>{{ node.rule or node.reason }}</td>
+      <td>{{ node.pod }}</td><td class="reason">{{ node.message }}</td></tr>
+  {% endfor %}
+  </tbody></table>
+</section>
+{% endif %}
+</main>
+</body>
+</html>
+"""
+
+_ENV = jinja2.Environment(
+    loader=jinja2.ChoiceLoader(
+        [
+            jinja2.DictLoader({"plan.html.j2": _PAGE, "removal.html.j2": _REMOVAL_PAGE}),
+            jinja2.PackageLoader("kubesched.cli.html", "templates"),
+        ]
+    ),
+    autoescape=True,  # every name and reason from the input is text, never markup
+    undefined=jinja2.StrictUndefined,
+    trim_blocks=True,
+    lstrip_blocks=True,
+)
+
+
+def plan_page(result: PlanResult, notes: Sequence[str], bound: str) -> str:
+    """The self-contained page of `--html`."""
+    answers = [
+        ("solver", result.solver),
+        ("cluster-autoscaler's estimator", result.estimator),
+    ]
+    if result.verification.added:
+        answers.append(("verified", result.verified))
+    return _ENV.get_template("plan.html.j2").render(
+        r=result, notes=notes, answers=answers, bound=bound
+    )
+
+
+def removal_page(result: RemovalResult, notes: Sequence[str]) -> str:
+    """The self-contained page of `--remove-nodes --html`."""
+    return _ENV.get_template("removal.html.j2").render(r=result, notes=notes)
