@@ -163,16 +163,24 @@ bench-extender: $(STAMP)
 	hack/build-k8s.sh >/dev/null && hack/build-etcd.sh >/dev/null
 	$(BIN)/python -m bench.extender --nodes $(EXT_NODES) --pods $(EXT_PODS) --repeat $(EXT_REPEAT) $(EXT_ARGS)
 
-# What-if at scale (docs/develop/benchmarks.md "Sweeps"): `kubesched sweep` of SWEEP_VARIATIONS
-# variations of a SWEEP_NODES-node cluster in one process, on local workers and on a local
-# Ray cluster (bench/sweep.py); wall times, medians of SWEEP_REPEAT, and scaling efficiency.
+# What-if at scale (docs/develop/benchmarks.md "Plan and sweep"): `kubesched plan
+# --add-nodes` on PLAN_PODS pending pods x 10 templates against its bound and
+# cluster-autoscaler's estimator, `--remove-nodes` on a PLAN_NODES-node cluster at 50%
+# utilisation (bench/plan.py); then `kubesched sweep` of SWEEP_VARIATIONS variations of a
+# SWEEP_NODES-node cluster in one process, on local workers and on a local Ray cluster
+# (bench/sweep.py), with the scaling efficiency. Medians of PLAN_REPEAT runs.
+PLAN_PODS        ?= 1000
+PLAN_NODES       ?= 1000
+PLAN_TIMEOUTS    ?= 5,20
+PLAN_REPEAT      ?= 3
 SWEEP_NODES      ?= 1000
 SWEEP_VARIATIONS ?= 100
-SWEEP_REPEAT     ?= 3
 .PHONY: bench-plan
 bench-plan: $(STAMP)
+	$(BIN)/python -m bench.plan --pods $(PLAN_PODS) --nodes $(PLAN_NODES) \
+		--timeouts $(PLAN_TIMEOUTS) --repeat $(PLAN_REPEAT)
 	$(BIN)/python -m bench.sweep --nodes $(SWEEP_NODES) --variations $(SWEEP_VARIATIONS) \
-		--repeat $(SWEEP_REPEAT)
+		--repeat $(PLAN_REPEAT)
 
 # Differential run against the real kube-scheduler (docs/explanation/differential.md): N generated
 # scenarios of series SEED on a control plane of its own; agreement rates, and each
