@@ -172,12 +172,14 @@ def half_full_cluster(nodes: int) -> tuple[list[Node], list[Pod], list[PodDisrup
     return node_list, pods, pdbs
 
 
-def bench_add(pods: int, timeout: float, repeat: int, workers: int) -> dict[str, Any]:
+def bench_add(
+    pods: int, timeout: float, repeat: int, workers: int, quiet_wait: float = 30.0
+) -> dict[str, Any]:
     world = World([], pending_pods(pods), [ProfileConfig.default()])
     walls: list[float] = []
     result = None
     for _ in range(repeat):
-        wait_quiet(max_wait=30)
+        wait_quiet(max_wait=quiet_wait)
         result = plan_add_nodes(world, pools(), timeout=timeout, seed=1, workers=workers)
         walls.append(result.wall_seconds)
     assert result is not None
@@ -205,13 +207,15 @@ def bench_add(pods: int, timeout: float, repeat: int, workers: int) -> dict[str,
     }
 
 
-def bench_remove(nodes: int, repeat: int, with_pdbs: bool) -> dict[str, Any]:
+def bench_remove(
+    nodes: int, repeat: int, with_pdbs: bool, quiet_wait: float = 30.0
+) -> dict[str, Any]:
     node_list, pods, pdbs = half_full_cluster(nodes)
     world = World(node_list, pods, [ProfileConfig.default()], pdbs if with_pdbs else [])
     walls: list[float] = []
     result = None
     for _ in range(repeat):
-        wait_quiet(max_wait=30)
+        wait_quiet(max_wait=quiet_wait)
         result = plan_remove_nodes(world, seed=1)
         walls.append(result.wall_seconds)
     assert result is not None
