@@ -227,7 +227,9 @@ def simulate_world(
     explain: Collection[str] = (),
 ) -> SimulationResult:
     """simulate() on a World (the commands build theirs from the manifests, world_of)."""
-    return asyncio.run(_simulate(world, seed, percentage_of_nodes_to_score, progress, explain))
+    return asyncio.run(
+        simulate_in_loop(world, seed, percentage_of_nodes_to_score, progress, explain)
+    )
 
 
 @dataclass(slots=True)
@@ -301,13 +303,14 @@ class Session:
     explainer: ExplainRecorder
 
 
-async def _simulate(
+async def simulate_in_loop(
     world: World,
     seed: int | None,
     percentage: int,
-    progress: Progress | None,
+    progress: Progress | None = None,
     explain: Collection[str] = (),
 ) -> SimulationResult:
+    """simulate_world() inside a running event loop (plan's several simulations)."""
     session = start_session(world, seed, percentage, explain)
     scheduler = session.scheduler
     freeze_after_sync(len(world.nodes) + len(world.pods))

@@ -384,178 +384,8 @@ def _pods(names: Sequence[str], shown: int = 3) -> str:
     return ", ".join(names[:shown]) + more
 
 
-# The page: the report's style (report.css, shipped with the other templates), the
-# answers side by side, the pods per new node, and the pods no pool hosts.
-_PAGE = """<!DOCTYPE html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-{# Nothing is fetched: no external script, style, font or image may load. #}
-<meta http-equiv="Content-Security-Policy"
-  content="default-src 'none'; style-src 'unsafe-inline'">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<title>kubesched plan --add-nodes</title>
-<style>
-{% include "report.css" %}
-</style>
-</head>
-<body>
-<header>
-  <h1>kubesched plan --add-nodes</h1>
-  {% for note in notes %}<p class="note">note: {{ note }}</p>{% endfor %}
-</header>
-<main>
-<section id="summary">
-  <div class="figures">
-    <div><b>{{ r.pending }}</b> pending</div>
-    <div><b>{{ r.placed_on_existing | length }}</b> fit on existing nodes</div>
-    <div><b>{{ r.solver.total_nodes }}</b> new node(s)</div>
-    {% if r.solver.total_cost %}<div>cost <b>{{ r.solver.total_cost }}</b></div>{% endif %}
-    {% if r.verification.scheduled %}<div class="ok">verified</div>
-    {% else %}<div class="bad"><b>{{ r.verification.pending | length }}</b> still pending</div>
-    {% endif %}
-    {% if r.unplaceable %}
-    <div class="bad"><b>{{ r.unplaceable | length }}</b> fit no pool</div>
-    {% endif %}
-  </div>
-</section>
-<section id="answers">
-  <h2>New nodes <small>solver {{ r.solver_status }}{{ bound }}</small></h2>
-  <table>
-  <thead><tr><th>answer</th><th>pool</th><th>nodes</th><th>price</th><th>cost</th></tr></thead>
-  <tbody>
-  {% for name, a in answers %}
-    {% for use in a.pools %}
-    <tr{% if name == "solver" %} class="chosen"{% endif %}>
-      <td>{{ name if loop.first else "" }}</td><td>{{ use.pool }}</td>
-      <td class="num">{{ use.nodes }}</td><td class="num">{{ use.price or "-" }}</td>
-      <td class="num">{{ use.cost or "-" }}</td></tr>
-    {% endfor %}
-    <tr><td>{{ "" if a.pools else name }}</td><td><b>total</b></td>
-      <td class="num"><b>{{ a.total_nodes }}</b></td><td></td>
-      <td class="num"><b>{{ a.total_cost or "-" }}</b></td></tr>
-  {% endfor %}
-  </tbody></table>
-  {% if r.verification.added %}
-  <p>The verification added {{ r.verification.added | join(", ") }}.</p>
-  {% endif %}
-</section>
-<section id="nodes">
-  <h2>Pods per new node <small>as the verifying simulation placed them</small></h2>
-  <table><thead><tr><th>node</th><th>pool</th><th>pods</th></tr></thead><tbody>
-  {% for node in r.verified.nodes %}
-    <tr><td>{{ node.name }}</td><td>{{ node.pool }}</td>
-      <td class="names">{{ node.pods | join(", ") }}</td></tr>
-  {% endfor %}
-  </tbody></table>
-</section>
-{% if r.unplaceable %}
-<section id="unplaceable">
-  <h2>Pods no pool can host</h2>
-  {% for pod in r.unplaceable %}
-  <details class="pending-group">
-    <summary>{{ pod.pod }}: <span class="reason">{{ pod.message }}</span></summary>
-    <table><tbody>
-    {% for pool, why in pod.reasons.items() %}
-      <tr><td>{{ pool }}</td><td class="reason">{{ why | join(", ") }}</td></tr>
-    {% endfor %}
-    </tbody></table>
-  </details>
-  {% endfor %}
-</section>
-{% endif %}
-{% if r.not_packed %}
-<section id="not-packed">
-  <h2>Not in the packing <small>the verification schedules them</small></h2>
-  <table><tbody>
-  {% for pod in r.not_packed %}<tr><td>{{ pod.pod }}</td><td>{{ pod.reason }}</td></tr>{% endfor %}
-  </tbody></table>
-</section>
-{% endif %}
-</main>
-</body>
-</html>
-"""
-
-# The removal page: the same style, the drain order and the blocked nodes.
-_REMOVAL_PAGE = """<!DOCTYPE html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-{# Nothing is fetched: no external script, style, font or image may load. #}
-<meta http-equiv="Content-Security-Policy"
-  content="default-src 'none'; style-src 'unsafe-inline'">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<title>kubesched plan --remove-nodes</title>
-<style>
-{% include "report.css" %}
-</style>
-</head>
-<body>
-<header>
-  <h1>kubesched plan --remove-nodes</h1>
-  {% for note in notes %}<p class="note">note: {{ note }}</p>{% endfor %}
-</header>
-<main>
-<section id="summary">
-  <div class="figures">
-    <div><b>{{ r.nodes }}</b> node(s)</div>
-    <div><b>{{ r.verification.verified }}</b> can be removed</div>
-    {% if r.savings is not none %}<div>savings <b>{{ r.savings }}</b></div>{% endif %}
-    <div class="bad"><b>{{ r.blocked | length }}</b> blocked</div>
-    {% if r.verification.scheduled %}<div class="ok">verified</div>
-    {% else %}<div class="bad"><b>{{ r.verification.pending | length }}</b> still pending</div>
-    {% endif %}
-  </div>
-</section>
-<section id="drain">
-  <h2>Drain order <small>as planned; verified by simulation</small></h2>
-  <table>
-  <thead><tr><th>#</th><th>node</th>{% if r.priced %}<th>pool</th><th>price</th>{% endif %}
-    <th>used</th><th>pods moved</th><th>go with it</th></tr></thead>
-  <tbody>
-  {% for node in r.removed %}
-    <tr{% if node.node not in r.verification.given_back %} class="chosen"{% endif %}>
-      <td class="num">{{ node.step }}</td>
-      <td>{{ node.node }}
-        {%- if node.node in r.verification.given_back %} (given back){% endif %}</td>
-      {% if r.priced %}<td>{{ node.pool or "-" }}</td>
-      <td class="num">{{ node.price or "-" }}</td>{% endif %}
-      <td class="num">{{ "%.1f" | format(node.utilization * 100) }}%</td>
-      <td class="names">
-        {%- for pod, to in node.moved.items() %}{{ pod }} &rarr; {{ to }}
-        {%- if not loop.last %}, {% endif %}{% endfor %}</td>
-      <td class="names">{{ node.leaving | join(", ") }}</td></tr>
-  {% endfor %}
-  </tbody></table>
-  <p>{{ r.verification.rounds }} simulation(s){% if r.verification.given_back %};
-    given back: {{ r.verification.given_back | join(", ") }}{% endif %}.</p>
-</section>
-{% if r.blocked %}
-<section id="blocked">
-  <h2>Blocked nodes</h2>
-  <table><thead><tr><th>node</th><th>reason</th><th>pod</th><th>why</th></tr></thead>
-  <tbody>
-  {% for node in r.blocked %}
-    <tr><td>{{ node.node }}</td>
-      <td>{{ node.rule or node.reason }}</td>
-      <td>{{ node.pod }}</td><td class="reason">{{ node.message }}</td></tr>
-  {% endfor %}
-  </tbody></table>
-</section>
-{% endif %}
-</main>
-</body>
-</html>
-"""
-
 _ENV = jinja2.Environment(
-    loader=jinja2.ChoiceLoader(
-        [
-            jinja2.DictLoader({"plan.html.j2": _PAGE, "removal.html.j2": _REMOVAL_PAGE}),
-            jinja2.PackageLoader("kubesched.cli.html", "templates"),
-        ]
-    ),
+    loader=jinja2.PackageLoader("kubesched.cli.html", "templates"),
     autoescape=True,  # every name and reason from the input is text, never markup
     undefined=jinja2.StrictUndefined,
     trim_blocks=True,
@@ -571,11 +401,11 @@ def plan_page(result: PlanResult, notes: Sequence[str], bound: str) -> str:
     ]
     if result.verification.added:
         answers.append(("verified", result.verified))
-    return _ENV.get_template("plan.html.j2").render(
+    return _ENV.get_template("plan-add.html.j2").render(
         r=result, notes=notes, answers=answers, bound=bound
     )
 
 
 def removal_page(result: RemovalResult, notes: Sequence[str]) -> str:
     """The self-contained page of `--remove-nodes --html`."""
-    return _ENV.get_template("removal.html.j2").render(r=result, notes=notes)
+    return _ENV.get_template("plan-remove.html.j2").render(r=result, notes=notes)

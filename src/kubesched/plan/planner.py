@@ -37,7 +37,7 @@ from kubesched.simulator import (
     World,
     close_extenders,
     run_until_quiet,
-    session_result,
+    simulate_in_loop,
     start_session,
 )
 
@@ -138,16 +138,6 @@ def plan_add_nodes(
     )
 
 
-async def _simulate(world: World, seed: int, percentage: int) -> SimulationResult:
-    session = start_session(world, seed, percentage)
-    started = time.perf_counter()
-    try:
-        await run_until_quiet(session.scheduler, session.clock)
-    finally:
-        close_extenders(session.scheduler)
-    return session_result(session, time.perf_counter() - started)
-
-
 async def _plan(
     world: World,
     pools: list[NodePool],
@@ -195,7 +185,7 @@ async def _plan(
     # (the new nodes must not change that), and those some pool can host.
     hosted = {*placed, *(key for cls in demands.classes if cls.pools for key in cls.pods)}
     index = {key: c for c, cls in enumerate(demands.classes) for key in cls.pods}
-    result = await _simulate(
+    result = await simulate_in_loop(
         dataclasses.replace(world, nodes=[*world.nodes, *nodes]), seed, percentage
     )
     rounds = 1
@@ -221,7 +211,7 @@ async def _plan(
         extra = _nodes(pools, Packing(new), {*taken, *(n.metadata.name for n in all_nodes)})
         all_nodes.extend(extra)
         added.extend(n.metadata.name for n in extra)
-        result = await _simulate(
+        result = await simulate_in_loop(
             dataclasses.replace(world, nodes=[*world.nodes, *all_nodes]), seed, percentage
         )
         rounds += 1

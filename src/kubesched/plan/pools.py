@@ -28,10 +28,13 @@ from pathlib import Path
 from typing import Any
 
 import msgspec
-import yaml
 
-from kubesched.api.bounded_yaml import YamlLimitError, load_bounded
-from kubesched.api.decode_errors import field_and_message
+from kubesched.api.input_files import (
+    InputFileError,
+    StrictRecord,
+    field_and_message,
+    read_yaml_file,
+)
 from kubesched.api.names import dns1123_label_errors
 from kubesched.api.objects import Node
 from kubesched.api.quantity import QuantityError, parse_quantity
@@ -47,22 +50,18 @@ DEFAULT_MAX_PODS = "110"
 MAX_POOL_NAME = 50
 
 
-class PoolsError(ValueError):
+class PoolsError(InputFileError):
     """A pools file that is refused: str() is the one line to print."""
 
 
-class _Strict(msgspec.Struct, forbid_unknown_fields=True, rename="camel", kw_only=True):
-    pass
-
-
-class _PoolDoc(_Strict):
+class _PoolDoc(StrictRecord):
     name: str
     node: dict[str, Any]
     price: float | None = None
     max: int | None = None
 
 
-class _PoolsDoc(_Strict):
+class _PoolsDoc(StrictRecord):
     api_version: str
     kind: str
     pools: list[_PoolDoc]
@@ -92,16 +91,8 @@ class NodePool:
 
 def load_pools(path: Path) -> list[NodePool]:
     """The pools of the file; PoolsError naming the file and the field."""
-    name = str(path)
-    try:
-        text = path.read_text()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise PoolsError(f"{name}: cannot read: {exc}") from None
-    try:
-        raw = load_bounded(text)
-    except (yaml.YAMLError, YamlLimitError) as exc:
-        raise PoolsError(f"{name}: not YAML: {' '.join(str(exc).split())}") from None
-    return parse_pools(raw, name)
+    _, raw = read_yaml_file(path, PoolsError)
+    return parse_pools(raw, str(path))
 
 
 def parse_pools(raw: object, source: str) -> list[NodePool]:

@@ -59,11 +59,10 @@ from kubesched.plan.drain import Drain, PdbTracker, pods_to_move, scale_down_dis
 from kubesched.plan.pools import NodePool
 from kubesched.scheduler.schedule_one import pre_filter_candidates
 from kubesched.simulator import (
-    SimulationResult,
     World,
     close_extenders,
     run_until_quiet,
-    session_result,
+    simulate_in_loop,
     start_session,
 )
 
@@ -164,16 +163,6 @@ def utilization(table: NodeTable, row: int) -> float:
     return round(best, 3)
 
 
-async def _simulate(world: World, seed: int, percentage: int) -> SimulationResult:
-    session = start_session(world, seed, percentage)
-    started = time.perf_counter()
-    try:
-        await run_until_quiet(session.scheduler, session.clock)
-    finally:
-        close_extenders(session.scheduler)
-    return session_result(session, time.perf_counter() - started)
-
-
 def _money(price: Decimal | None) -> str | None:
     return None if price is None else format(price.normalize(), "f")
 
@@ -201,7 +190,7 @@ async def _plan(world: World, pools: list[NodePool], seed: int, percentage: int)
     given_back: list[str] = []
     rounds = 0
     while True:
-        result = await _simulate(_without(world, after, kept, movable), seed, percentage)
+        result = await simulate_in_loop(_without(world, after, kept, movable), seed, percentage)
         rounds += 1
         moved = [key for node in kept for key in movable[node]]
         still = sorted(k for k in moved if not result.placements.get(k))

@@ -34,10 +34,13 @@ from pathlib import Path
 from typing import Any
 
 import msgspec
-import yaml
 
-from kubesched.api.bounded_yaml import YamlLimitError, load_bounded
-from kubesched.api.decode_errors import field_and_message
+from kubesched.api.input_files import (
+    InputFileError,
+    StrictRecord,
+    field_and_message,
+    read_yaml_file,
+)
 
 API_VERSION = "kubesched.io/v1alpha1"
 KIND = "Sweep"
@@ -46,29 +49,25 @@ DEFAULT_CONFIG = "default"
 MAX_VARIATIONS = 100_000
 
 
-class SpecError(ValueError):
+class SpecError(InputFileError):
     """A SPEC that is refused: str() is the one line to print."""
 
 
-class _Strict(msgspec.Struct, forbid_unknown_fields=True, rename="camel", kw_only=True):
-    pass
-
-
-class _Point(_Strict):
+class _Point(StrictRecord):
     nodes: dict[str, int] | None = None
     config: str | None = None
     scale: float | None = None
     feature_gates: str | None = None
 
 
-class _Grid(_Strict):
+class _Grid(StrictRecord):
     nodes: list[dict[str, int]] | None = None
     config: list[str] | None = None
     scale: list[float] | None = None
     feature_gates: list[str] | None = None
 
 
-class _SpecDoc(_Strict):
+class _SpecDoc(StrictRecord):
     api_version: str
     kind: str
     cluster: list[str]
@@ -125,15 +124,7 @@ class SweepSpec:
 
 def load_spec(path: Path) -> SweepSpec:
     """The SPEC at PATH; SpecError naming the file and the field."""
-    source = str(path)
-    try:
-        text = path.read_text()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise SpecError(f"{source}: cannot read: {exc}") from None
-    try:
-        raw = load_bounded(text)
-    except (yaml.YAMLError, YamlLimitError) as exc:
-        raise SpecError(f"{source}: not YAML: {' '.join(str(exc).split())}") from None
+    text, raw = read_yaml_file(path, SpecError)
     return parse_spec(raw, path, hashlib.sha256(text.encode()).hexdigest())
 
 

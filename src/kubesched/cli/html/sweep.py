@@ -1,13 +1,15 @@
 """`kubesched sweep --html`: the sweep's table and two plots, as one self-contained page.
 
 The plots are SVG drawn by the template from coordinates worked out here (no
-script, nothing fetched): pending pods against nodes added, one line per
-scheduler config (and scale, when the sweep varies it); and each variation's
-CPU and memory utilisation.
+script, nothing fetched): pending pods against nodes added, a point per
+variation and one line per scheduler config, scale and gates through the
+fewest pending at each count of nodes; and each variation's CPU and memory
+utilisation.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -36,7 +38,12 @@ class Series:
 
     @property
     def polyline(self) -> str:
-        return " ".join(f"{x:.1f},{y:.1f}" for x, y, _ in self.points)
+        """The line through the fewest pending pods at each x (several variations
+        may add as many nodes, of different pools): what that many nodes can do."""
+        best: dict[float, float] = {}
+        for x, y, _ in self.points:
+            best[x] = max(best.get(x, y), y)  # SVG's y grows downwards
+        return " ".join(f"{x:.1f},{y:.1f}" for x, y in sorted(best.items()))
 
 
 @dataclass(slots=True)
@@ -49,13 +56,15 @@ def _scale(value: float, top: float, length: int) -> float:
 
 
 def _ticks(top: float, length: int, horizontal: bool) -> Axis:
-    steps = 5
+    """About five ticks at whole steps (counts of nodes and pods are whole)."""
+    step = max(1, math.ceil(top / 5))
     ticks = []
-    for i in range(steps + 1):
-        value = top * i / steps
+    value = 0
+    while value <= top:
         pos = _scale(value, top, length)
         position = MARGIN + pos if horizontal else HEIGHT - MARGIN - pos
-        ticks.append((position, f"{value:.0f}" if top >= steps else f"{value:.1f}"))
+        ticks.append((position, str(value)))
+        value += step
     return Axis(ticks)
 
 
