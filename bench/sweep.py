@@ -3,7 +3,7 @@ one process, on local worker processes and on a local Ray cluster; the wall time
 of each, and the scaling efficiency against the one-process run.
 
 The cluster: NODES nodes of 8 cpu and 32 GiB in 3 zones, half full (4 running pods
-of 1 cpu and 4 GiB on each), and PENDING pending pods of 1 cpu and 2 GiB from 10
+of 1 cpu and 4 GiB on each), and PENDING (1,500) pending pods of 1 cpu and 2 GiB from 10
 Deployments. The variations (100 by default): 0 to 45 nodes of a pool added (10
 values) × 2 scheduler configs (the default profile, and NodeResourcesFit with
 MostAllocated) × 5 workload scales (1 to 3). Each is a full simulate.
@@ -160,7 +160,7 @@ def _signature(rows: list[VariationResult]) -> list[tuple[int, int, int, int]]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--nodes", type=int, default=1000)
-    parser.add_argument("--pending", type=int, default=1000)
+    parser.add_argument("--pending", type=int, default=1500)
     parser.add_argument("--variations", type=int, default=100)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--repeat", type=int, default=3)
