@@ -34,6 +34,7 @@ from kubesched.kube.api_worker.frames import (
     encode,
     read_frame,
 )
+from kubesched.kube.api_worker.spawn import spawn_worker, worker_started_ahead
 from kubesched.kube.api_worker.supervisor import ApiWorker, WorkerDied
 from kubesched.kube.cpu_budget import API_WORKER, SCHEDULING_CYCLE, THREAD_REST, CpuBudget
 from kubesched.kube.fence import Fence, Fenced
@@ -213,6 +214,46 @@ def test_the_worker_dies_with_its_parent(tmp_path: Path) -> None:
         raise AssertionError(f"worker {worker_pid} outlived its parent")
 
     asyncio.run(scenario())
+
+
+def test_a_worker_started_ahead_is_the_one_started(tmp_path: Path) -> None:
+    """`run` starts its worker before its imports (cli/main.py): the first start()
+    takes that process, and sends it its Start frame."""
+
+    async def scenario() -> tuple[int, int | None]:
+        spawned = await spawn_worker()
+        worker = ApiWorker(_start(_unreachable_kubeconfig(tmp_path)), _no_fatal, spawned)
+        await worker.start()
+        try:
+            sent = await _outcome(worker.bind("ns", "p", "u", "n1"))
+            assert isinstance(sent, RuntimeError) and "Connect" in str(sent)
+            return spawned.proc.pid, worker.pid
+        finally:
+            await worker.stop()
+
+    spawned_pid, worker_pid = asyncio.run(scenario())
+    assert worker_pid == spawned_pid
+
+
+def test_a_worker_started_ahead_and_not_needed_is_killed_quietly(
+    capfd: pytest.CaptureFixture[str],
+) -> None:
+    """`run` failing before its runner takes the worker (a bad --config, say) kills
+    it; a worker whose socket closes before its Start frame exits 0, saying nothing."""
+    with asyncio.Runner() as loop:
+        with worker_started_ahead(loop, False) as none:
+            assert none is None
+        with worker_started_ahead(loop, True) as killed:
+            assert killed is not None
+        assert killed.proc.returncode is not None  # gone, not left waiting
+
+        async def closed_early() -> int:
+            spawned = await spawn_worker()
+            spawned.writer.close()
+            return await spawned.proc.wait()
+
+        assert loop.run(closed_early()) == 0
+    assert capfd.readouterr().err == ""
 
 
 def test_the_cpu_budget_splits_the_thread_and_counts_the_worker() -> None:

@@ -6,6 +6,7 @@ import asyncio
 import base64
 import os
 import ssl
+import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -153,3 +154,35 @@ def test_an_unreadable_kubeconfig_is_one_line(tmp_path: Path) -> None:
         asyncio.run(load_connection(str(path), in_cluster=False))
     assert "\n" not in str(caught.value)
     assert str(caught.value).startswith(f"cannot load {path}: while parsing a flow node")
+
+
+def test_the_loaders_come_without_the_generated_client(tmp_path: Path) -> None:
+    """kubernetes_asyncio's loaders are imported without its generated API client
+    (about 1.5 s of `kubesched run`'s start-up and its API worker's); a later import
+    of the package (an out-of-tree plugin's) still gets the whole of it."""
+    path = kubeconfig(tmp_path, {"token": "abc123"})
+    code = (
+        "import asyncio, sys\n"
+        "import kubesched.kube.config as ours\n"
+        "assert 'kubernetes_asyncio.client.api' not in sys.modules\n"
+        "assert 'kubernetes_asyncio.client.models' not in sys.modules\n"
+        "import kubernetes_asyncio\n"
+        "from kubernetes_asyncio import client, config\n"
+        "from kubernetes_asyncio.config import kube_config\n"
+        "assert client.Configuration is ours.Configuration\n"
+        "assert kube_config is ours.kube_config and config is ours.kconfig\n"
+        "assert kubernetes_asyncio.client.CoreV1Api and kubernetes_asyncio.watch\n"
+        "async def new_client():\n"
+        f"    api = await kube_config.new_client_from_config({str(path)!r})\n"
+        "    assert isinstance(api, client.ApiClient)\n"
+        "    await api.close()\n"
+        "asyncio.run(new_client())\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr

@@ -366,75 +366,86 @@ def run_command(
     """Schedule the pods of a real cluster (those whose schedulerName is ours)."""
     import asyncio
 
-    from kubesched.config import ConfigError
-    from kubesched.framework.registry import UnknownPluginError
-    from kubesched.kube.config import KubeConfigError
-    from kubesched.kube.runner import RunOptions, run, scheduler_config
-    from kubesched.kube.startup_checks import StartupError
-    from kubesched.logs import configure_logging
-    from kubesched.plugins.helpers.args import ArgsError
-    from kubesched.server.auth import always_allow_path_matcher
+    from kubesched.kube.api_worker.spawn import worker_started_ahead
 
-    gates = feature_gates_from_option(feature_gates)
-    if bool(tls_cert_file) != bool(tls_private_key_file):
-        raise click.BadParameter(
-            "--tls-cert-file and --tls-private-key-file go together",
-            param_hint="--tls-cert-file",
+    # The API worker's process starts first: its interpreter and imports run on
+    # another core while this one imports the scheduler (it waits for its Start
+    # frame). One event loop for it and the run.
+    with asyncio.Runner() as loop, worker_started_ahead(loop, api_worker) as spawned:
+        from kubesched.config import ConfigError
+        from kubesched.framework.registry import UnknownPluginError
+        from kubesched.kube.config import KubeConfigError
+        from kubesched.kube.runner import RunOptions, run, scheduler_config
+        from kubesched.kube.startup_checks import StartupError
+        from kubesched.logs import configure_logging
+        from kubesched.plugins.helpers.args import ArgsError
+        from kubesched.server.auth import always_allow_path_matcher
+
+        gates = feature_gates_from_option(feature_gates)
+        if bool(tls_cert_file) != bool(tls_private_key_file):
+            raise click.BadParameter(
+                "--tls-cert-file and --tls-private-key-file go together",
+                param_hint="--tls-cert-file",
+            )
+        always_allow = tuple(
+            p.strip() for p in authorization_always_allow_paths.split(",") if p.strip()
         )
-    always_allow = tuple(
-        p.strip() for p in authorization_always_allow_paths.split(",") if p.strip()
-    )
-    try:
-        always_allow_path_matcher(always_allow)
-    except ValueError as exc:
-        raise click.BadParameter(
-            str(exc), param_hint="--authorization-always-allow-paths"
-        ) from None
-    if batch_timeout is not None and batch_window is None:
-        raise click.BadParameter("needs --batch-window", param_hint="--batch-timeout")
-    configure_logging("json" if logging_format == "json" else "text", verbosity)
-    registry = plugin_registry(plugins)
-    try:
-        config = scheduler_config(config_path, gates, registry)
-    except ConfigError as exc:
-        raise click.ClickException(str(exc)) from None
-    # As simulate applies them: on every profile of the file (or the default one).
-    for note in apply_plugin_options(config.profiles, registry, enabled, disabled, config_path):
-        logging.getLogger("kubesched.run").warning("%s", note)
-    options = RunOptions(
-        kubeconfig=kubeconfig,
-        context=context,
-        config=config_path,
-        health_host=health_address,
-        health_port=health_port,
-        seed=seed_value(seed),
-        leader_elect=leader_elect,
-        bind_address=bind_address,
-        secure_port=secure_port,
-        tls_cert_file=tls_cert_file,
-        tls_private_key_file=tls_private_key_file,
-        authentication_kubeconfig=authentication_kubeconfig,
-        authorization_kubeconfig=authorization_kubeconfig,
-        authorization_always_allow_paths=always_allow,
-        explain=explain,
-        explain_keep=explain_keep,
-        registry=registry,
-        scheduler_config=config,
-        gates=gates,
-        batch_window=None if batch_window is None else _duration(batch_window, "--batch-window"),
-        batch_timeout=1.0 if batch_timeout is None else _duration(batch_timeout, "--batch-timeout"),
-        api_worker=api_worker,
-        logging_format=logging_format,
-        verbosity=verbosity,
-    )
-    try:
-        code = asyncio.run(run(options))
-    except (ConfigError, KubeConfigError, UnknownPluginError, ArgsError, StartupError) as exc:
-        # A plugin's args are checked again when it is built (out-of-tree plugins
-        # only then): still the operator's mistake, one line. A port in use or a
-        # kind the API server does not serve: one line too, exit 1 (as
-        # kube-scheduler's "command failed").
-        raise click.ClickException(str(exc)) from None
+        try:
+            always_allow_path_matcher(always_allow)
+        except ValueError as exc:
+            raise click.BadParameter(
+                str(exc), param_hint="--authorization-always-allow-paths"
+            ) from None
+        if batch_timeout is not None and batch_window is None:
+            raise click.BadParameter("needs --batch-window", param_hint="--batch-timeout")
+        configure_logging("json" if logging_format == "json" else "text", verbosity)
+        registry = plugin_registry(plugins)
+        try:
+            config = scheduler_config(config_path, gates, registry)
+        except ConfigError as exc:
+            raise click.ClickException(str(exc)) from None
+        # As simulate applies them: on every profile of the file (or the default one).
+        for note in apply_plugin_options(config.profiles, registry, enabled, disabled, config_path):
+            logging.getLogger("kubesched.run").warning("%s", note)
+        options = RunOptions(
+            kubeconfig=kubeconfig,
+            context=context,
+            config=config_path,
+            health_host=health_address,
+            health_port=health_port,
+            seed=seed_value(seed),
+            leader_elect=leader_elect,
+            bind_address=bind_address,
+            secure_port=secure_port,
+            tls_cert_file=tls_cert_file,
+            tls_private_key_file=tls_private_key_file,
+            authentication_kubeconfig=authentication_kubeconfig,
+            authorization_kubeconfig=authorization_kubeconfig,
+            authorization_always_allow_paths=always_allow,
+            explain=explain,
+            explain_keep=explain_keep,
+            registry=registry,
+            scheduler_config=config,
+            gates=gates,
+            batch_window=(
+                None if batch_window is None else _duration(batch_window, "--batch-window")
+            ),
+            batch_timeout=(
+                1.0 if batch_timeout is None else _duration(batch_timeout, "--batch-timeout")
+            ),
+            api_worker=api_worker,
+            api_worker_process=spawned,
+            logging_format=logging_format,
+            verbosity=verbosity,
+        )
+        try:
+            code = loop.run(run(options))
+        except (ConfigError, KubeConfigError, UnknownPluginError, ArgsError, StartupError) as exc:
+            # A plugin's args are checked again when it is built (out-of-tree plugins
+            # only then): still the operator's mistake, one line. A port in use or a
+            # kind the API server does not serve: one line too, exit 1 (as
+            # kube-scheduler's "command failed").
+            raise click.ClickException(str(exc)) from None
     sys.exit(code)
 
 

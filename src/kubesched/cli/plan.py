@@ -7,14 +7,15 @@ outputs: text, `-o json` and `--html FILE`.
 
 from __future__ import annotations
 
+import functools
 import json
 import sys
 from collections.abc import Sequence
 from decimal import Decimal
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
-import jinja2
 import msgspec
 from rich.console import Console
 from rich.table import Table
@@ -42,6 +43,9 @@ from kubesched.plan import (
     plan_remove_nodes,
 )
 from kubesched.plan.planner import Answer
+
+if TYPE_CHECKING:
+    import jinja2
 
 
 @click.command("plan")
@@ -384,13 +388,18 @@ def _pods(names: Sequence[str], shown: int = 3) -> str:
     return ", ".join(names[:shown]) + more
 
 
-_ENV = jinja2.Environment(
-    loader=jinja2.PackageLoader("kubesched.cli.html", "templates"),
-    autoescape=True,  # every name and reason from the input is text, never markup
-    undefined=jinja2.StrictUndefined,
-    trim_blocks=True,
-    lstrip_blocks=True,
-)
+@functools.cache
+def _environment() -> jinja2.Environment:
+    # Lazy: jinja2 only for --html, not for every command that imports the CLI.
+    import jinja2
+
+    return jinja2.Environment(
+        loader=jinja2.PackageLoader("kubesched.cli.html", "templates"),
+        autoescape=True,  # every name and reason from the input is text, never markup
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
 
 
 def plan_page(result: PlanResult, notes: Sequence[str], bound: str) -> str:
@@ -401,11 +410,10 @@ def plan_page(result: PlanResult, notes: Sequence[str], bound: str) -> str:
     ]
     if result.verification.added:
         answers.append(("verified", result.verified))
-    return _ENV.get_template("plan-add.html.j2").render(
-        r=result, notes=notes, answers=answers, bound=bound
-    )
+    template = _environment().get_template("plan-add.html.j2")
+    return template.render(r=result, notes=notes, answers=answers, bound=bound)
 
 
 def removal_page(result: RemovalResult, notes: Sequence[str]) -> str:
     """The self-contained page of `--remove-nodes --html`."""
-    return _ENV.get_template("plan-remove.html.j2").render(r=result, notes=notes)
+    return _environment().get_template("plan-remove.html.j2").render(r=result, notes=notes)

@@ -19,19 +19,85 @@ from __future__ import annotations
 import base64
 import binascii
 import contextlib
+import importlib
+import importlib.util
 import os
 import shutil
 import ssl
+import sys
 import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any
-
-from kubernetes_asyncio import config as kconfig
-from kubernetes_asyncio.client import Configuration
-from kubernetes_asyncio.config import kube_config
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
 
 from kubesched.server.memfile import memory_file
+
+# The loader modules of kubernetes_asyncio, without its generated API client.
+_CLIENT = "kubernetes_asyncio.client"
+_HOLLOW = ("kubernetes_asyncio", _CLIENT)
+_LOADERS = "kubernetes_asyncio.config"
+
+
+class _ApiClient:
+    """Stands in for client.ApiClient in kube_config, where only
+    new_client_from_config* build one (kubesched calls neither): builds the real one."""
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> Any:
+        # Lazy: the whole generated client, only if this is ever called.
+        from kubernetes_asyncio.client import ApiClient
+
+        return ApiClient(*args, **kwargs)
+
+
+def _import_loaders() -> tuple[ModuleType, ModuleType, Any]:
+    """kubernetes_asyncio.config, its kube_config module and client.Configuration,
+    without the generated client.
+
+    kubernetes_asyncio/__init__.py imports the whole generated client (every API
+    class and model: about 1.5 s, most of `kubesched run`'s and its API worker's
+    start-up), and the loaders import their Configuration from it. Here the package
+    and its client package are left empty in sys.modules while the loaders are
+    imported (the client holding only Configuration and a stand-in ApiClient), then
+    taken out again: a later `import kubernetes_asyncio` (an out-of-tree plugin's)
+    imports the whole package as usual, and these modules are part of it. If the
+    package is imported already, or this fails (another release), the usual import.
+    """
+    if _HOLLOW[0] not in sys.modules:
+        before = set(sys.modules)
+        hollow: dict[str, ModuleType] = {}
+        try:
+            for name in _HOLLOW:
+                spec = importlib.util.find_spec(name)
+                if spec is None or spec.submodule_search_locations is None:
+                    raise ImportError(f"{name} is not a package")
+                hollow[name] = sys.modules[name] = importlib.util.module_from_spec(spec)
+            client = hollow[_CLIENT]
+            configuration = importlib.import_module(f"{_CLIENT}.configuration")
+            client.Configuration = configuration.Configuration  # type: ignore[attr-defined]
+            client.ApiClient = _ApiClient  # type: ignore[attr-defined]
+            importlib.import_module(_LOADERS)
+        except Exception:
+            # Whatever was imported meanwhile is forgotten; imported as usual below.
+            for name in set(sys.modules) - before:
+                del sys.modules[name]
+        finally:
+            for name, module in hollow.items():
+                if sys.modules.get(name) is module:
+                    del sys.modules[name]
+    if _LOADERS not in sys.modules:
+        importlib.import_module(_LOADERS)
+    modules = sys.modules
+    configuration = modules[f"{_CLIENT}.configuration"]
+    return modules[_LOADERS], modules[f"{_LOADERS}.kube_config"], configuration.Configuration
+
+
+if TYPE_CHECKING:
+    from kubernetes_asyncio import config as kconfig
+    from kubernetes_asyncio.client import Configuration
+    from kubernetes_asyncio.config import kube_config
+else:
+    kconfig, kube_config, Configuration = _import_loaders()
 
 IN_CLUSTER_TOKEN = "/var/run/secrets/kubernetes.io/serviceaccount/token"
 

@@ -28,6 +28,7 @@ from kubesched.framework.registry import Registry
 from kubesched.framework.status import Status, code_name
 from kubesched.framework.waiting import WaitingPods
 from kubesched.kube.api_worker.frames import Start
+from kubesched.kube.api_worker.spawn import SpawnedWorker
 from kubesched.kube.api_worker.supervisor import ApiWorker, WorkerCluster, WorkerFailed
 from kubesched.kube.claims import KubeClaimWriter
 from kubesched.kube.client import KubeClient
@@ -112,6 +113,9 @@ class RunOptions:
     # written by a process of their own (kube/api_worker), off the scheduling
     # thread's core; `--no-api-worker` writes them from the scheduling process.
     api_worker: bool = True
+    # The API worker's process if `run_command` started it ahead (spawn.py); None:
+    # started here.
+    api_worker_process: SpawnedWorker | None = None
     logging_format: str = "text"  # the API worker logs as the scheduler does
     verbosity: int = 0
 
@@ -292,7 +296,7 @@ class Runner:
             bind_until=self.fence.until,
             content_type=cfg.content_type,
         )
-        self.api_worker = worker = ApiWorker(start, self.stop_on_fatal)
+        self.api_worker = worker = ApiWorker(start, self.stop_on_fatal, options.api_worker_process)
         await worker.start()
         return WorkerCluster(worker, client)
 

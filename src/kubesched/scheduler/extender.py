@@ -17,9 +17,8 @@ import ssl
 import tempfile
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import httpx
 import msgspec
 
 from kubesched.api.objects import Node, Pod
@@ -32,6 +31,9 @@ from kubesched.framework.extender import (
     Victims,
     managed_resources_requested,
 )
+
+if TYPE_CHECKING:
+    import httpx
 
 log = logging.getLogger("kubesched.extender")
 
@@ -99,6 +101,9 @@ class HTTPExtender:
     """One extender of the configuration file (HTTPExtender upstream)."""
 
     def __init__(self, config: ExtenderConfig) -> None:
+        # Lazy: httpx (and the CLI modules it imports) only for a configuration with extenders.
+        import httpx
+
         self.config = config
         self._url = config.url_prefix.rstrip("/")
         self._client = httpx.Client(
@@ -272,6 +277,8 @@ class HTTPExtender:
     def _send(self, action: str, args: Mapping[str, Any], expect: type = dict) -> Any:
         """POST args as JSON to urlPrefix/action and decode the answer (send in
         extender.go), with the Go client's error texts."""
+        import httpx  # lazy, as in __init__ (imported by then)
+
         url = f"{self._url}/{action}"
         body = msgspec.json.encode(args)
         try:
@@ -320,6 +327,8 @@ def _dial_error(url: str, exc: httpx.ConnectError) -> str:
     cause: BaseException | None = exc
     while cause is not None:
         if isinstance(cause, OSError) and cause.errno == errno.ECONNREFUSED:
+            import httpx  # lazy, as in HTTPExtender.__init__ (imported by then)
+
             address = httpx.URL(url)
             return f"dial tcp {address.host}:{address.port}: connect: connection refused"
         cause = cause.__cause__ or cause.__context__

@@ -10,12 +10,11 @@ list of names is cut to a few with a count of the rest.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
-
-import jinja2
+from typing import TYPE_CHECKING, Any
 
 from kubesched.api.objects import Node
 from kubesched.api.quantity import format_amount
@@ -35,6 +34,9 @@ from kubesched.framework.dra import DraState
 from kubesched.framework.explain import Explanation
 from kubesched.simulator import SimulationResult
 
+if TYPE_CHECKING:
+    import jinja2
+
 # The heat map's resource for DRA devices (allocated / published on the node).
 DEVICES = "devices"
 # Rows and names shown before "… N more": enough to read, few enough for 5,000 nodes.
@@ -46,16 +48,23 @@ MAX_CAPACITY_NODES = 200
 # Resources every node has, first in the heat map's selector, in this order.
 _CORE_RESOURCES = ("cpu", "memory", "pods", "ephemeral-storage")
 
-_ENV = jinja2.Environment(
-    loader=jinja2.PackageLoader("kubesched.cli.html", "templates"),
-    autoescape=True,  # every name and reason from the input is text, never markup
-    undefined=jinja2.StrictUndefined,
-    trim_blocks=True,
-    lstrip_blocks=True,
-)
-_ENV.filters["node_list"] = node_list
-_ENV.filters["score_cell"] = score_cell
-_ENV.filters["shortfall_line"] = shortfall_line
+
+@functools.cache
+def _environment() -> jinja2.Environment:
+    # Lazy: jinja2 only for --html, not for every command that imports the CLI.
+    import jinja2
+
+    env = jinja2.Environment(
+        loader=jinja2.PackageLoader("kubesched.cli.html", "templates"),
+        autoescape=True,  # every name and reason from the input is text, never markup
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.filters["node_list"] = node_list
+    env.filters["score_cell"] = score_cell
+    env.filters["shortfall_line"] = shortfall_line
+    return env
 
 
 @dataclass(slots=True)
@@ -275,7 +284,8 @@ def capacity_page(
 
 
 def render_page(page: Page) -> str:
-    return _ENV.get_template("report.html.j2").render(
+    template = _environment().get_template("report.html.j2")
+    return template.render(
         page=page,
         max_score_groups=MAX_SCORE_GROUPS,
         names_shown=NODE_NAMES_SHOWN,

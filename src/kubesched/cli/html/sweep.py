@@ -9,21 +9,31 @@ utilisation.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-
-import jinja2
+from typing import TYPE_CHECKING
 
 from kubesched.sweep.task import VariationResult
 
-_ENV = jinja2.Environment(
-    loader=jinja2.PackageLoader("kubesched.cli.html", "templates"),
-    autoescape=True,
-    undefined=jinja2.StrictUndefined,
-    trim_blocks=True,
-    lstrip_blocks=True,
-)
+if TYPE_CHECKING:
+    import jinja2
+
+
+@functools.cache
+def _environment() -> jinja2.Environment:
+    # Lazy: jinja2 only for --html, not for every command that imports the CLI.
+    import jinja2
+
+    return jinja2.Environment(
+        loader=jinja2.PackageLoader("kubesched.cli.html", "templates"),
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+
 
 WIDTH, HEIGHT, MARGIN = 640, 300, 48
 # Distinguishable on white, and in grey print.
@@ -109,7 +119,8 @@ def sweep_page(spec: str, rows: Sequence[VariationResult]) -> str:
                 f"memory {row.memory_utilisation:.0%}",
             }
         )
-    return _ENV.get_template("sweep.html.j2").render(
+    template = _environment().get_template("sweep.html.j2")
+    return template.render(
         spec=spec,
         rows=rows,
         series=series,

@@ -20,9 +20,6 @@ import collections
 import itertools
 import logging
 import math
-import os
-import socket
-import sys
 import time
 from collections.abc import Callable
 
@@ -43,6 +40,7 @@ from kubesched.kube.api_worker.frames import (
     encode,
     read_frame,
 )
+from kubesched.kube.api_worker.spawn import SpawnedWorker, spawn_worker
 from kubesched.kube.client import KubeClient
 from kubesched.kube.cluster import PodWrites
 from kubesched.kube.fence import Fenced
@@ -68,9 +66,17 @@ class WorkerFailed(Exception):
 
 
 class ApiWorker:
-    def __init__(self, start: Start, on_fatal: Callable[[str], None]) -> None:
+    def __init__(
+        self,
+        start: Start,
+        on_fatal: Callable[[str], None],
+        spawned: SpawnedWorker | None = None,
+    ) -> None:
+        """SPAWNED: a worker process started ahead (spawn.py), which the first
+        start() takes rather than start one."""
         self.start_frame = start
         self.on_fatal = on_fatal
+        self.spawned = spawned
         self.encoder = msgspec.msgpack.Encoder()
         self.decoder = msgspec.msgpack.Decoder(FromWorker)
         self.proc: asyncio.subprocess.Process | None = None
@@ -96,21 +102,13 @@ class ApiWorker:
         return None if self.proc is None else self.proc.pid
 
     async def start(self) -> None:
-        """Start the worker and wait until it is ready; WorkerFailed if it is not."""
-        parent, child = socket.socketpair()
-        try:
-            self.proc = await asyncio.create_subprocess_exec(
-                sys.executable,
-                "-m",
-                "kubesched.kube.api_worker",
-                str(child.fileno()),
-                str(os.getpid()),
-                stdin=asyncio.subprocess.DEVNULL,
-                pass_fds=(child.fileno(),),
-            )
-        finally:
-            child.close()
-        reader, self.writer = await asyncio.open_connection(sock=parent)
+        """Start the worker (or take the one started ahead) and wait until it is
+        ready; WorkerFailed if it is not."""
+        spawned, self.spawned = self.spawned, None
+        if spawned is None:
+            spawned = await spawn_worker()
+        spawned.taken = True
+        self.proc, reader, self.writer = spawned.proc, spawned.reader, spawned.writer
         self.writer.write(encode(self.encoder, self.start_frame))
         try:
             ready = await asyncio.wait_for(read_frame(reader, self.decoder), START_TIMEOUT)

@@ -127,6 +127,8 @@ async def serve(fd: int) -> int:
     reader, out = await asyncio.open_connection(sock=socket.socket(fileno=fd))
     decoder = msgspec.msgpack.Decoder(ToWorker)
     start = await read_frame(reader, decoder)
+    if start is None:
+        return 0  # started ahead, and the scheduler stopped before it needed a worker
     if not isinstance(start, Start):
         log.error("api worker: the first frame must be start, got %r", start)
         return 2
