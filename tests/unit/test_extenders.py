@@ -17,7 +17,10 @@ from click.testing import CliRunner
 
 from kubesched.cli.main import main
 from kubesched.config.file import ConfigError, SchedulerConfig, parse_config
+from kubesched.kube.extender_server import ReadOnlyCluster
 from kubesched.plugins.noderesources.args import NodeResourcesFitArgs
+from kubesched.scheduler import Scheduler
+from kubesched.scheduler.extender import build_extenders
 from kubesched.simulator import SimulationResult, simulate
 from kubesched.testing import make_node, make_pod
 from tests.extender_server import TestExtender, filter_answer, node_names, pod_name, serve_extender
@@ -410,3 +413,16 @@ def test_nodes_answered_whole_are_scored_as_new_node_infos_as_upstream_does() ->
     assert plain.placements["default/p"] == "n0"
     assert by_name.placements["default/p"] == "n0"  # names only: the real NodeInfos
     assert whole.placements["default/p"] == "n1"
+
+
+def test_a_profile_with_extenders_signs_no_pod() -> None:
+    """computeBatchablePlugins: with extenders configured, a profile's signatures are
+    off (an extender's answers are in no signature), so OpportunisticBatching never
+    reuses a ranking across pods that the extenders would have to judge."""
+    cfg = config({"urlPrefix": "http://127.0.0.1:1/x", "filterVerb": "filter"})
+    with_extenders = Scheduler(
+        cfg.profiles, ReadOnlyCluster(), extenders=build_extenders(cfg.extenders)
+    )
+    without = Scheduler(cfg.profiles, ReadOnlyCluster())
+    assert [fw.signer.enabled for fw in with_extenders.frameworks.values()] == [False]
+    assert [fw.signer.enabled for fw in without.frameworks.values()] == [True]

@@ -176,7 +176,9 @@ class Framework:
         # Opportunistic batching: who signs pods (computeBatchablePlugins) and the
         # previous cycle's ranking (newOpportunisticBatch).
         self.signer = PodSigner(
-            self.profile_name, [*self.pre_filter, *self.filter, *self.pre_score, *self.score]
+            self.profile_name,
+            [*self.pre_filter, *self.filter, *self.pre_score, *self.score],
+            has_extenders=bool(handle.extenders),
         )
         self.batch = OpportunisticBatch(
             self.profile_name, handle.nodes, handle.clock, handle.metrics

@@ -150,7 +150,9 @@ class PodSigner:
     from the profile's PreFilter, Filter, PreScore and Score plugins, each once.
     If any of them is not a SignPlugin, the profile signs no pod."""
 
-    def __init__(self, profile: str, candidates: Sequence[object]) -> None:
+    def __init__(
+        self, profile: str, candidates: Sequence[object], *, has_extenders: bool = False
+    ) -> None:
         self.profile = profile
         self.plugins: list[SignPlugin] = []
         unsupported: list[str] = []
@@ -165,7 +167,14 @@ class PodSigner:
             else:
                 unsupported.append(name)
         self.unsupported = sorted(unsupported)
-        self.enabled = not unsupported
+        self.enabled = not unsupported and not has_extenders
+        if has_extenders:
+            # computeBatchablePlugins: an extender's verdicts and scores are not part
+            # of any signature, so no ranking may be reused across pods.
+            log.info(
+                "Disabling signatures for profile %r because it has extenders configured",
+                profile,
+            )
         if unsupported:
             log.info(
                 "Disabling signatures for profile %r because plugins do not support it: %s",
