@@ -8,7 +8,7 @@ from collections.abc import Awaitable, Callable
 import aiohttp
 
 from kubesched.metrics import SchedulerMetrics
-from kubesched.server import HealthServer
+from kubesched.server.health import HealthServer
 
 Get = Callable[[str], Awaitable[tuple[int, str, str]]]
 

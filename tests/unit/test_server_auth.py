@@ -11,7 +11,6 @@ import aiohttp
 import pytest
 
 from kubesched.metrics import SchedulerMetrics
-from kubesched.server import HealthServer
 from kubesched.server.auth import (
     AuthorizationDecision,
     CachedPathAuthorizer,
@@ -20,6 +19,7 @@ from kubesched.server.auth import (
     UserInfo,
     always_allow_path_matcher,
 )
+from kubesched.server.health import HealthServer
 from kubesched.server.tls import self_signed_serving_certificate, server_ssl_context
 
 READER = UserInfo("system:serviceaccount:monitoring:prometheus", groups=("system:authenticated",))

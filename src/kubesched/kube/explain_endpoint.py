@@ -24,7 +24,7 @@ import msgspec
 from aiohttp import web
 
 from kubesched.framework.explain import Explanation
-from kubesched.server import Handler
+from kubesched.server.health import Handler
 
 DEFAULT_KEEP = 1000
 _JSON = "application/json"

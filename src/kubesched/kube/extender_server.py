@@ -52,9 +52,8 @@ from kubesched.kube.runner import Runner, RunOptions, scheduler_config
 from kubesched.kube.startup_checks import StartupError, listen_error, require_served
 from kubesched.logs import V, kv
 from kubesched.metrics import SchedulerMetrics
-from kubesched.server import HealthServer
 from kubesched.server.auth import ALWAYS_ALLOW_PATHS, RequestGuard
-from kubesched.server.health import Handler
+from kubesched.server.health import Handler, HealthServer
 
 log = logging.getLogger("kubesched.extender")
 

@@ -51,13 +51,13 @@ from kubesched.scheduler import Scheduler
 from kubesched.scheduler.batch_window import BatchOptions
 from kubesched.scheduler.extender import build_extenders
 from kubesched.scheduler.scheduler import freeze_after_sync
-from kubesched.server import CheckFailed, HealthServer
 from kubesched.server.auth import (
     ALWAYS_ALLOW_PATHS,
     CachedPathAuthorizer,
     CachedTokenAuthenticator,
     RequestGuard,
 )
+from kubesched.server.health import CheckFailed, HealthServer
 from kubesched.server.tls import self_signed_serving_certificate, server_ssl_context
 
 log = logging.getLogger("kubesched.run")
