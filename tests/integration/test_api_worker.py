@@ -66,15 +66,17 @@ def test_a_worker_killed_mid_drain_loses_no_pod_and_binds_none_twice(
     tmp_path: Path,
 ) -> None:
     _make_nodes(api, unique_prefix("wk"), 12)
-    names = [f"p-{i:04d}" for i in range(600)]
+    names = [f"p-{i:04d}" for i in range(1000)]
     for name in names:  # a backlog: the drain starts with the scheduler
         api.create_pod(namespace, name, cpu="10m")
     proc = start_kubesched(control_plane, tmp_path, "--no-leader-elect", name="kubesched-wk")
     kubesched.append(proc)
     proc.wait_ready(timeout=60)
     [worker] = _worker_pids(proc.proc.pid)
-    # Kill it once some pods are bound and many are not: binds are in flight.
-    api.wait_for(lambda: len(_bound(api, namespace)) >= 30, timeout=60, interval=0.02)
+    # Kill it once some pods are bound and many are not: binds are in flight. The
+    # count is read from kubesched's log, not listed from the API server: a list of
+    # the whole backlog takes longer than the drain of the rest may.
+    api.wait_for(lambda: sum(proc.bound().values()) >= 30, timeout=60, interval=0.005)
     os.kill(worker, signal.SIGKILL)
     killed_with = len(_bound(api, namespace))
     assert killed_with < len(names), "the drain ended before the worker was killed"
