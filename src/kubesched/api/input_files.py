@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Protocol, TypeVar
 
 import msgspec
 import yaml
@@ -23,6 +24,49 @@ class InputFileError(ValueError):
 
 class StrictRecord(msgspec.Struct, forbid_unknown_fields=True, rename="camel", kw_only=True):
     """A record of an input file: camelCase fields, an unknown one refused."""
+
+
+class _Typed(Protocol):
+    api_version: str
+    kind: str
+
+
+D = TypeVar("D", bound=_Typed)
+
+
+def file_refusal(
+    error: type[InputFileError], source: str, field: str, message: str
+) -> InputFileError:
+    """ERROR `source: field: message`, on one line."""
+    where = f"{source}: {field}" if field else source
+    return error(" ".join(f"{where}: {message}".split()))
+
+
+def decode_document(
+    raw: object,
+    record: type[D],
+    source: str,
+    api_version: str,
+    kind: str,
+    error: type[InputFileError] = InputFileError,
+) -> D:
+    """RAW as RECORD, whose apiVersion and kind must be API_VERSION and KIND; a
+    refusal naming SOURCE and the field otherwise."""
+    if not isinstance(raw, dict):
+        raise file_refusal(
+            error, source, "", f"expected a {kind} object (apiVersion {api_version})"
+        )
+    try:
+        doc = msgspec.convert(raw, record)
+    except msgspec.ValidationError as exc:
+        raise file_refusal(error, source, *field_and_message(exc)) from None
+    if doc.api_version != api_version:
+        raise file_refusal(
+            error, source, "apiVersion", f"must be {api_version}, got {doc.api_version!r}"
+        )
+    if doc.kind != kind:
+        raise file_refusal(error, source, "kind", f"must be {kind}, got {doc.kind!r}")
+    return doc
 
 
 def read_yaml_file(path: Path, error: type[InputFileError] = InputFileError) -> tuple[str, object]:

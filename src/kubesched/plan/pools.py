@@ -32,7 +32,9 @@ import msgspec
 from kubesched.api.input_files import (
     InputFileError,
     StrictRecord,
+    decode_document,
     field_and_message,
+    file_refusal,
     read_yaml_file,
 )
 from kubesched.api.names import dns1123_label_errors
@@ -98,20 +100,10 @@ def load_pools(path: Path) -> list[NodePool]:
 def parse_pools(raw: object, source: str) -> list[NodePool]:
     """The pools of a decoded document; PoolsError `source: field: message`."""
 
-    def fail(field: str, message: str) -> PoolsError:
-        where = f"{source}: {field}" if field else source
-        return PoolsError(" ".join(f"{where}: {message}".split()))
+    def fail(field: str, message: str) -> InputFileError:
+        return file_refusal(PoolsError, source, field, message)
 
-    if not isinstance(raw, dict):
-        raise fail("", f"expected a {KIND} object (apiVersion {API_VERSION})")
-    try:
-        doc = msgspec.convert(raw, _PoolsDoc)
-    except msgspec.ValidationError as exc:
-        raise fail(*field_and_message(exc)) from None
-    if doc.api_version != API_VERSION:
-        raise fail("apiVersion", f"must be {API_VERSION}, got {doc.api_version!r}")
-    if doc.kind != KIND:
-        raise fail("kind", f"must be {KIND}, got {doc.kind!r}")
+    doc = decode_document(raw, _PoolsDoc, source, API_VERSION, KIND, PoolsError)
     if not doc.pools:
         raise fail("pools", "at least one pool is needed")
     pools: list[NodePool] = []

@@ -33,12 +33,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import msgspec
-
 from kubesched.api.input_files import (
     InputFileError,
     StrictRecord,
-    field_and_message,
+    decode_document,
+    file_refusal,
     read_yaml_file,
 )
 
@@ -132,20 +131,10 @@ def parse_spec(raw: object, path: Path, digest: str = "") -> SweepSpec:
     """The SPEC of a decoded document read from PATH; SpecError `path: field: message`."""
     source = str(path)
 
-    def fail(where: str, message: str) -> SpecError:
-        at = f"{source}: {where}" if where else source
-        return SpecError(" ".join(f"{at}: {message}".split()))
+    def fail(where: str, message: str) -> InputFileError:
+        return file_refusal(SpecError, source, where, message)
 
-    if not isinstance(raw, dict):
-        raise fail("", f"expected a {KIND} object (apiVersion {API_VERSION})")
-    try:
-        doc = msgspec.convert(raw, _SpecDoc)
-    except msgspec.ValidationError as exc:
-        raise fail(*field_and_message(exc)) from None
-    if doc.api_version != API_VERSION:
-        raise fail("apiVersion", f"must be {API_VERSION}, got {doc.api_version!r}")
-    if doc.kind != KIND:
-        raise fail("kind", f"must be {KIND}, got {doc.kind!r}")
+    doc = decode_document(raw, _SpecDoc, source, API_VERSION, KIND, SpecError)
     if not doc.cluster:
         raise fail("cluster", "at least one manifest file or folder is needed")
     folder = path.parent
