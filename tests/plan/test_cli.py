@@ -22,7 +22,7 @@ def test_text_report() -> None:
     assert result.exit_code == 0, result.output
     out = result.output
     assert "15 pending pod(s): 2 fit on the existing nodes, 12 need new nodes, 1 fit no pool" in out
-    assert "New nodes: solver optimal; lower bound 9 (CP-SAT 9, linear relaxation 9)" in out
+    assert "New nodes: solver optimal; lower bound 9 (node patterns 9)" in out
     assert "solver: 3 node(s), cost 9\n" in out
     assert "cluster-autoscaler's estimator (first-fit decreasing): 5 node(s), cost 9.8" in out
     assert "verified: every pod scheduled on the planned nodes (1 simulation(s))" in out

@@ -75,7 +75,7 @@ def test_cheapest_mix_of_gpu_and_cpu_nodes() -> None:
     assert result.lower_bound == "6"
     # The linear relaxation: 5/4 gpu nodes (3.75) have 20 - 10 = 10 cpu for 10/3 web
     # pods; the other 8/3 go 2 to a cpu node (8 // 3), 4/3 nodes: 5.08, 6 in whole units.
-    assert result.lp_bound == "6"
+    assert result.pattern_bound == "6"
     assert per_pool(result.estimator) == {"gpu": 2, "cpu": 3}
     assert result.estimator.total_cost == "9"
     # Training pods only ever on gpu nodes.
@@ -149,7 +149,7 @@ def test_solver_beats_first_fit_decreasing() -> None:
     assert result.estimator.total_nodes == 3
     assert result.solver.total_nodes == 2
     assert result.lower_bound == "2"
-    assert result.lp_bound == "2"
+    assert result.pattern_bound == "2"
     loads = sorted(
         sum(sizes[int(p.rsplit("-", 1)[1])] for p in node.pods) for node in result.solver.nodes
     )
@@ -270,4 +270,4 @@ def test_random_cases_solver_within_estimator_and_capacity() -> None:
             assert used <= room[node.pool]
         if result.lower_bound is not None:
             assert Decimal(result.lower_bound) <= Decimal(solver.total_cost or 0)
-        assert Decimal(result.lp_bound or 0) <= Decimal(solver.total_cost or 0)
+        assert Decimal(result.pattern_bound or 0) <= Decimal(solver.total_cost or 0)

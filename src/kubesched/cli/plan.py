@@ -11,7 +11,6 @@ import functools
 import json
 import sys
 from collections.abc import Sequence
-from decimal import Decimal
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -369,17 +368,12 @@ def print_plan(console: Console, result: PlanResult, notes: list[str]) -> None:
 
 
 def _bound(result: PlanResult) -> str:
-    """The better of the two lower bounds, with both."""
-    known = {
-        name: Decimal(value)
-        for name, value in (("CP-SAT", result.lower_bound), ("linear relaxation", result.lp_bound))
-        if value is not None
-    }
-    if not known:
+    """The better of the two lower bounds, with those known."""
+    if result.lower_bound is None:
         return ""
-    best = max(known.values())
-    both = ", ".join(f"{name} {format(value.normalize(), 'f')}" for name, value in known.items())
-    return f"; lower bound {format(best.normalize(), 'f')} ({both})"
+    known = (("CP-SAT", result.cp_sat_bound), ("node patterns", result.pattern_bound))
+    both = ", ".join(f"{name} {value}" for name, value in known if value is not None)
+    return f"; lower bound {result.lower_bound} ({both})"
 
 
 def _pods(names: Sequence[str], shown: int = 3) -> str:

@@ -27,10 +27,10 @@ from decimal import Decimal
 
 import msgspec
 
-from kubesched.api.objects import Node
+from kubesched.api.objects import Node, Pod
 from kubesched.plan.demand import Demands, find_demands
 from kubesched.plan.ffd import Fit, Packing, estimate
-from kubesched.plan.packing import relaxation_bound, solve
+from kubesched.plan.packing import Solved, solve
 from kubesched.plan.pools import NodePool
 from kubesched.simulator import (
     SimulationResult,
@@ -109,8 +109,9 @@ class PlanResult(_Record):
     demand: int  # pods left for new nodes (gated and unplaceable ones included)
     solver: Answer  # the packing's answer (CP-SAT, from the estimator's)
     solver_status: str  # optimal | feasible | estimator
-    lower_bound: str | None  # CP-SAT's proven bound on the price (nodes without prices)
-    lp_bound: str | None  # the linear relaxation's (GLOP), weaker, always computed
+    lower_bound: str | None  # the better of the two below: no answer costs less
+    cp_sat_bound: str | None  # CP-SAT's proven bound on the price (nodes without prices)
+    pattern_bound: str | None  # the node patterns' relaxation's (plan/patterns.py)
     estimator: Answer  # cluster-autoscaler's answer, for comparison
     verified: Answer  # the answer as verified (with the nodes its rounds added)
     verification: Verification
@@ -176,9 +177,9 @@ async def _plan(
     estimated = estimate(fit, wanted, prices, limits)
     solved = solve(fit, limits, prices, estimated, timeout=timeout, seed=seed, workers=workers)
     solver_answer = _answer(demands, pools, solved.packing, taken)
-    lp_bound = relaxation_bound(fit, limits, prices, solved.packing)
 
-    # Verification: the answer's nodes in the input, and the whole input again.
+    # Verification: the answer's nodes in the input, and the whole input again;
+    # then, while pods are left pending, rounds of scale-up (_settled).
     nodes = _nodes(pools, solved.packing, taken)
     added: list[str] = []
     # What the verification expects scheduled: the pods the existing nodes took
@@ -211,8 +212,13 @@ async def _plan(
         extra = _nodes(pools, Packing(new), {*taken, *(n.metadata.name for n in all_nodes)})
         all_nodes.extend(extra)
         added.extend(n.metadata.name for n in extra)
+        # As the cluster would grow: the pods placed stay where they are, and the
+        # pending ones meet the nodes added for them.
+        settled = _settled(world, result)
         result = await simulate_in_loop(
-            dataclasses.replace(world, nodes=[*world.nodes, *all_nodes]), seed, percentage
+            dataclasses.replace(world, nodes=[*world.nodes, *all_nodes], pods=settled),
+            seed,
+            percentage,
         )
         rounds += 1
     still = _still_pending(result, hosted)
@@ -235,8 +241,11 @@ async def _plan(
         demand=demands.pods + len(demands.gated),
         solver=solver_answer,
         solver_status=solved.status,
-        lower_bound=None if solved.lower_bound is None else _money(solved.lower_bound, prices),
-        lp_bound=None if lp_bound is None else _money(lp_bound, prices),
+        lower_bound=_best_bound(solved, prices),
+        cp_sat_bound=None if solved.lower_bound is None else _money(solved.lower_bound, prices),
+        pattern_bound=(
+            None if solved.pattern_bound is None else _money(solved.pattern_bound, prices)
+        ),
         estimator=_answer(demands, pools, estimated, taken),
         verified=verified,
         verification=Verification(
@@ -270,6 +279,26 @@ def _probe(pool: NodePool) -> Node:
     return msgspec.structs.replace(node, metadata=meta)
 
 
+def _settled(world: World, result: SimulationResult) -> list[Pod]:
+    """The input's pods as `result` left them, for the next round: those it placed
+    stay on their node, its preemption victims are gone. A pod with a volume or a
+    resource claim is placed again (its claims' state is the input's, not the
+    simulation's), as are those it did not place."""
+    gone = set(result.evicted)
+    out: list[Pod] = []
+    for pod in world.pods:
+        if pod.key in gone:
+            continue
+        after = result.pods.get(pod.key)
+        claims = pod.spec.resource_claims or any(
+            v.persistent_volume_claim is not None or v.ephemeral is not None
+            for v in pod.spec.volumes
+        )
+        keep = after is not None and after.spec.node_name and not claims
+        out.append(after if keep and after is not None else pod)
+    return out
+
+
 def _still_pending(result: SimulationResult, hosted: set[str]) -> list[str]:
     """The pods some pool can host that the simulation left without a node."""
     return sorted(k for k in hosted if not result.placements.get(k))
@@ -297,6 +326,11 @@ def _nodes(pools: Sequence[NodePool], packing: Packing, taken: set[str]) -> list
         index = int(name.rsplit("-", 1)[1])
         out.append(pools[node.pool].node_named(index))
     return out
+
+
+def _best_bound(solved: Solved, prices: Sequence[Decimal | None]) -> str | None:
+    known = [b for b in (solved.lower_bound, solved.pattern_bound) if b is not None]
+    return _money(max(known), prices) if known else None
 
 
 def _money(amount: Decimal, prices: Sequence[Decimal | None]) -> str:
