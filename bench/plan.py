@@ -200,6 +200,7 @@ def bench_add(
             "scheduled": result.verification.scheduled,
             "nodes": result.verified.total_nodes,
             "cost": result.verified.total_cost,
+            "simulations": result.verification.rounds,
         },
         "wall_seconds": {"min": min(walls), "median": statistics.median(walls), "max": max(walls)},
         "solver_seconds": result.solver_seconds,
@@ -247,18 +248,23 @@ def main() -> None:
     print(f"plan --add-nodes: {args.pods} pending pods, {len(TEMPLATES)} templates")
     print(
         f"{'limit s':>8}{'status':>10}{'solver':>18}{'estimator':>18}{'bound':>9}{'gap':>7}"
-        f"{'verified':>10}{'wall s':>8}"
+        f"{'verified (simulations)':>26}{'wall s':>8}"
     )
     for text in args.timeouts.split(","):
         row = bench_add(args.pods, float(text), args.repeat, args.workers)
         figures["add_nodes"].append(row)
         gap = "" if row["gap_to_bound"] is None else f"{row['gap_to_bound']:.1%}"
+        check = row["verified"]
+        verified = (
+            f"{'' if check['scheduled'] else 'NOT '}{check['nodes']} n {check['cost']:>9}"
+            f" ({check['simulations']})"
+        )
         print(
             f"{row['timeout']:>8g}{row['solver_status']:>10}"
             f"{row['solver']['nodes']:>6} n {row['solver']['cost']:>9}"
             f"{row['estimator']['nodes']:>6} n {row['estimator']['cost']:>9}"
             f"{row['bound'] or '-':>9}{gap:>7}"
-            f"{'yes' if row['verified']['scheduled'] else 'NO':>10}"
+            f"{verified:>26}"
             f"{row['wall_seconds']['median']:>8.1f}"
         )
     figures["remove_nodes"] = []

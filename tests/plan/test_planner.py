@@ -271,3 +271,24 @@ def test_random_cases_solver_within_estimator_and_capacity() -> None:
         if result.lower_bound is not None:
             assert Decimal(result.lower_bound) <= Decimal(solver.total_cost or 0)
         assert Decimal(result.pattern_bound or 0) <= Decimal(solver.total_cost or 0)
+
+
+def test_the_estimators_plan_when_it_verifies_cheaper() -> None:
+    """Pods of 4, 3, 3, 4, 3, 1 and 2 cpu (20); nodes of 8 cpu at 1 or 12 cpu at
+    1.8. The solver's plan is one of each (2.8, exactly 20 cpu); the estimator's,
+    three 8-cpu nodes (3, 4 cpu spare). Queued in that order, the pods are spread
+    by LeastAllocated scoring so that the tight plan leaves a pod pending, and the
+    node added for it brings its cost past 3; the estimator's three nodes hold every
+    pod as they are. The verified answer is the cheaper: the estimator's."""
+    sizes = [4, 3, 3, 4, 3, 1, 2]
+    pods = [make_pod(f"p-{i}", cpu=str(s), memory="1Gi") for i, s in enumerate(sizes)]
+    pools = [
+        pool("a", price="1", cpu="8", memory="64Gi"),
+        pool("b", price="1.8", cpu="12", memory="64Gi"),
+    ]
+    result = run(pools, pods)
+    assert result.solver.total_cost == "2.8"
+    assert result.estimator.total_cost == "3"
+    assert result.verification.plan == "estimator"
+    assert result.verification.scheduled and result.verification.rounds == 1
+    assert result.verified.total_cost == "3" and per_pool(result.verified) == {"a": 3}

@@ -336,17 +336,21 @@ def print_plan(console: Console, result: PlanResult, notes: list[str]) -> None:
             pods.add_row(node.name, ", ".join(node.pods))
         console.print(pods)
     check = result.verification
+    if check.plan != "solver":
+        console.print(
+            "the scheduler strayed from the solver's plan until it cost more than "
+            "cluster-autoscaler's estimate, which verified cheaper: it is verified below",
+            highlight=False,
+        )
     if check.scheduled:
-        line = f"verified: every pod scheduled on the planned nodes ({check.rounds} simulation(s))"
+        on = "planned" if check.plan == "solver" else "estimated"
+        line = f"verified: every pod scheduled on the {on} nodes ({check.rounds} simulation(s))"
     else:
         line = f"verified: {len(check.pending)} pod(s) still pending: {', '.join(check.pending)}"
     console.print(line, highlight=False)
-    if check.added:
-        console.print(
-            f"the verification added {', '.join(check.added)}: "
-            + _answer_line("verified answer", result.verified),
-            highlight=False,
-        )
+    if check.added or check.plan != "solver":
+        added = f"the verification added {', '.join(check.added)}: " if check.added else ""
+        console.print(added + _answer_line("verified answer", result.verified), highlight=False)
     # Identical pods have identical reasons: one paragraph per reason.
     groups: dict[str, list[str]] = {}
     reasons: dict[str, dict[str, list[str]]] = {}
@@ -402,7 +406,7 @@ def plan_page(result: PlanResult, notes: Sequence[str], bound: str) -> str:
         ("solver", result.solver),
         ("cluster-autoscaler's estimator", result.estimator),
     ]
-    if result.verification.added:
+    if result.verification.added or result.verification.plan != "solver":
         answers.append(("verified", result.verified))
     template = _environment().get_template("plan-add.html.j2")
     return template.render(r=result, notes=notes, answers=answers, bound=bound)

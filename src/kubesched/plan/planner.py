@@ -93,6 +93,7 @@ class NotPacked(_Record):
 
 
 class Verification(_Record):
+    plan: str  # the plan verified: solver, or estimator when its verified cost is lower
     scheduled: bool  # every pod that some pool can host was placed
     pending: list[str] = []  # pods still pending (the unplaceable ones aside)
     added: list[str] = []  # nodes added by the verification rounds
@@ -178,51 +179,23 @@ async def _plan(
     solved = solve(fit, limits, prices, estimated, timeout=timeout, seed=seed, workers=workers)
     solver_answer = _answer(demands, pools, solved.packing, taken)
 
-    # Verification: the answer's nodes in the input, and the whole input again;
-    # then, while pods are left pending, rounds of scale-up (_settled).
-    nodes = _nodes(pools, solved.packing, taken)
-    added: list[str] = []
     # What the verification expects scheduled: the pods the existing nodes took
     # (the new nodes must not change that), and those some pool can host.
     hosted = {*placed, *(key for cls in demands.classes if cls.pools for key in cls.pods)}
     index = {key: c for c, cls in enumerate(demands.classes) for key in cls.pods}
-    result = await simulate_in_loop(
-        dataclasses.replace(world, nodes=[*world.nodes, *nodes]), seed, percentage
-    )
-    rounds = 1
-    all_nodes = list(nodes)
-    packing = solved.packing.copy()
-    for _ in range(VERIFY_ROUNDS):
-        still = _still_pending(result, hosted)
-        if not still:
-            break
-        more: dict[int, int] = {}
-        for key in still:
-            if key in index:  # not one the existing nodes took in the first run
-                more[index[key]] = more.get(index[key], 0) + 1
-        room = [
-            None if pool.max is None else max(pool.max - packing.count(p), 0)
-            for p, pool in enumerate(pools)
-        ]
-        grown = estimate(fit, more, prices, room, start=packing)
-        if len(grown.nodes) == len(packing.nodes):
-            break  # no pool may add a node that takes them
-        new = grown.nodes[len(packing.nodes) :]
-        packing.nodes.extend(new)
-        extra = _nodes(pools, Packing(new), {*taken, *(n.metadata.name for n in all_nodes)})
-        all_nodes.extend(extra)
-        added.extend(n.metadata.name for n in extra)
-        # As the cluster would grow: the pods placed stay where they are, and the
-        # pending ones meet the nodes added for them.
-        settled = _settled(world, result)
-        result = await simulate_in_loop(
-            dataclasses.replace(world, nodes=[*world.nodes, *all_nodes], pods=settled),
-            seed,
-            percentage,
-        )
-        rounds += 1
-    still = _still_pending(result, hosted)
+    check = _Check(world, pools, fit, taken, hosted, index, seed, percentage)
+    verified_plan = "solver"
+    result, all_nodes, added, rounds = await check.verify(solved.packing)
     verified = _verified_answer(pools, all_nodes, result, keys)
+    if estimated is not solved.packing and _dearer(verified, estimated, prices):
+        # The scheduler strayed from the tight plan until it cost more than the
+        # estimator's: verify that one too, and give the cheaper of the two.
+        other = await check.verify(estimated)
+        other_answer = _verified_answer(pools, other[1], other[0], keys)
+        if _cost_key(other_answer) < _cost_key(verified):
+            result, all_nodes, added, rounds = other
+            verified, verified_plan = other_answer, "estimator"
+    still = _still_pending(result, hosted)
     unplaceable = [
         Unplaceable(
             pod=key,
@@ -249,6 +222,7 @@ async def _plan(
         estimator=_answer(demands, pools, estimated, taken),
         verified=verified,
         verification=Verification(
+            plan=verified_plan,
             scheduled=not still,
             pending=still,
             added=added,
@@ -277,6 +251,86 @@ def _probe(pool: NodePool) -> Node:
     labels = {**node.metadata.labels, "kubernetes.io/hostname": name}
     meta = msgspec.structs.replace(node.metadata, name=name, labels=labels)
     return msgspec.structs.replace(node, metadata=meta)
+
+
+class _Check:
+    """The verification: a plan's nodes added to the input, the input simulated
+    again, then rounds of scale-up while pods are left pending (up to
+    VERIFY_ROUNDS): nodes the estimator adds for those pods, the placed pods
+    staying where they are (_settled)."""
+
+    def __init__(
+        self,
+        world: World,
+        pools: list[NodePool],
+        fit: Fit,
+        taken: set[str],
+        hosted: set[str],
+        index: dict[str, int],
+        seed: int,
+        percentage: int,
+    ) -> None:
+        self.world, self.pools, self.fit, self.taken = world, pools, fit, taken
+        self.hosted, self.index, self.seed, self.percentage = hosted, index, seed, percentage
+
+    async def verify(self, plan: Packing) -> tuple[SimulationResult, list[Node], list[str], int]:
+        """The last simulation, every new node (the plan's and those added), the
+        names of those added, and the simulations run."""
+        world, pools = self.world, self.pools
+        prices = [pool.price for pool in pools]
+        all_nodes = _nodes(pools, plan, self.taken)
+        added: list[str] = []
+        result = await simulate_in_loop(
+            dataclasses.replace(world, nodes=[*world.nodes, *all_nodes]),
+            self.seed,
+            self.percentage,
+        )
+        rounds = 1
+        packing = plan.copy()
+        for _ in range(VERIFY_ROUNDS):
+            still = _still_pending(result, self.hosted)
+            if not still:
+                break
+            more: dict[int, int] = {}
+            for key in still:
+                if key in self.index:  # not one the existing nodes took in the first run
+                    more[self.index[key]] = more.get(self.index[key], 0) + 1
+            room = [
+                None if pool.max is None else max(pool.max - packing.count(p), 0)
+                for p, pool in enumerate(pools)
+            ]
+            grown = estimate(self.fit, more, prices, room, start=packing)
+            if len(grown.nodes) == len(packing.nodes):
+                break  # no pool may add a node that takes them
+            new = grown.nodes[len(packing.nodes) :]
+            packing.nodes.extend(new)
+            names = {*self.taken, *(n.metadata.name for n in all_nodes)}
+            extra = _nodes(pools, Packing(new), names)
+            all_nodes.extend(extra)
+            added.extend(n.metadata.name for n in extra)
+            # As the cluster would grow: the pods placed stay where they are, and the
+            # pending ones meet the nodes added for them.
+            settled = _settled(world, result)
+            result = await simulate_in_loop(
+                dataclasses.replace(world, nodes=[*world.nodes, *all_nodes], pods=settled),
+                self.seed,
+                self.percentage,
+            )
+            rounds += 1
+        return result, all_nodes, added, rounds
+
+
+def _cost_key(answer: Answer) -> tuple[Decimal, int]:
+    return (Decimal(answer.total_cost or 0), answer.total_nodes)
+
+
+def _dearer(verified: Answer, plan: Packing, prices: Sequence[Decimal | None]) -> bool:
+    """Whether the verified answer costs more than `plan` would as it stands (its
+    price; its node count without prices)."""
+    if all(p is None for p in prices):
+        return verified.total_nodes > len(plan.nodes)
+    price = sum((prices[n.pool] or Decimal(0) for n in plan.nodes), Decimal(0))
+    return Decimal(verified.total_cost or 0) > price
 
 
 def _settled(world: World, result: SimulationResult) -> list[Pod]:
