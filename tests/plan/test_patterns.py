@@ -134,10 +134,11 @@ def test_anti_affinity_per_node_is_in_the_patterns_and_a_zone_is_not() -> None:
 
 
 def test_the_bench_demand_within_two_percent_of_the_bound() -> None:
-    """The benchmark's demand at 200 pods: the answer costs no more than
-    first-fit decreasing and at most 2% over the proven bound."""
+    """The benchmark's demand at 200 pods: the answer has no more nodes and costs
+    no more than first-fit decreasing's, and is at most 2% over the proven bound."""
     row = bench_add(200, timeout=5.0, repeat=1, workers=1, quiet_wait=0)
     solver, estimator = Decimal(row["solver"]["cost"]), Decimal(row["estimator"]["cost"])
     assert solver <= estimator
+    assert row["solver"]["nodes"] <= row["estimator"]["nodes"]
     assert row["gap_to_bound"] is not None and row["gap_to_bound"] <= 0.02
     assert row["verified"]["scheduled"] is True
