@@ -25,6 +25,7 @@ from kubesched.cli.options import (
     ManifestInput,
     SchedulerSetup,
     apply_plugin_options,
+    checked_secure_serving,
     feature_gates_from_option,
     feature_gates_option,
     html_option,
@@ -379,23 +380,11 @@ def run_command(
         from kubesched.kube.startup_checks import StartupError
         from kubesched.logs import configure_logging
         from kubesched.plugins.helpers.args import ArgsError
-        from kubesched.server.auth import always_allow_path_matcher
 
         gates = feature_gates_from_option(feature_gates)
-        if bool(tls_cert_file) != bool(tls_private_key_file):
-            raise click.BadParameter(
-                "--tls-cert-file and --tls-private-key-file go together",
-                param_hint="--tls-cert-file",
-            )
-        always_allow = tuple(
-            p.strip() for p in authorization_always_allow_paths.split(",") if p.strip()
+        always_allow = checked_secure_serving(
+            tls_cert_file, tls_private_key_file, authorization_always_allow_paths
         )
-        try:
-            always_allow_path_matcher(always_allow)
-        except ValueError as exc:
-            raise click.BadParameter(
-                str(exc), param_hint="--authorization-always-allow-paths"
-            ) from None
         if batch_timeout is not None and batch_window is None:
             raise click.BadParameter("needs --batch-window", param_hint="--batch-timeout")
         configure_logging("json" if logging_format == "json" else "text", verbosity)
@@ -523,23 +512,11 @@ def extender_command(
     from kubesched.kube.startup_checks import StartupError
     from kubesched.logs import configure_logging
     from kubesched.plugins.helpers.args import ArgsError
-    from kubesched.server.auth import always_allow_path_matcher
 
     gates = feature_gates_from_option(feature_gates)
-    if bool(tls_cert_file) != bool(tls_private_key_file):
-        raise click.BadParameter(
-            "--tls-cert-file and --tls-private-key-file go together",
-            param_hint="--tls-cert-file",
-        )
-    always_allow = tuple(
-        p.strip() for p in authorization_always_allow_paths.split(",") if p.strip()
+    always_allow = checked_secure_serving(
+        tls_cert_file, tls_private_key_file, authorization_always_allow_paths
     )
-    try:
-        always_allow_path_matcher(always_allow)
-    except ValueError as exc:
-        raise click.BadParameter(
-            str(exc), param_hint="--authorization-always-allow-paths"
-        ) from None
     configure_logging("json" if logging_format == "json" else "text", verbosity)
     registry = plugin_registry(plugins)
     try:

@@ -203,6 +203,29 @@ def secure_serving_options(fn: F) -> F:
     return fn
 
 
+def checked_secure_serving(
+    tls_cert_file: str | None, tls_private_key_file: str | None, always_allow_paths: str
+) -> tuple[str, ...]:
+    """The secure port's options checked as `run` and `extender` both check them: the
+    certificate and its key together, and --authorization-always-allow-paths as
+    patterns (returned split)."""
+    from kubesched.server.auth import always_allow_path_matcher
+
+    if bool(tls_cert_file) != bool(tls_private_key_file):
+        raise click.BadParameter(
+            "--tls-cert-file and --tls-private-key-file go together",
+            param_hint="--tls-cert-file",
+        )
+    always_allow = tuple(p.strip() for p in always_allow_paths.split(",") if p.strip())
+    try:
+        always_allow_path_matcher(always_allow)
+    except ValueError as exc:
+        raise click.BadParameter(
+            str(exc), param_hint="--authorization-always-allow-paths"
+        ) from None
+    return always_allow
+
+
 def scheduler_options(fn: F) -> F:
     """--config, --plugin, --enable, --disable, --seed, --percentage-of-nodes-to-score
     and --feature-gates, handed to the command as one `setup: SchedulerSetup` (built
