@@ -46,6 +46,9 @@ from kubesched.plan.planner import Answer
 if TYPE_CHECKING:
     import jinja2
 
+    from kubesched.cluster.manifests import ClusterState
+    from kubesched.simulator import World
+
 
 @click.command("plan")
 @click.option(
@@ -127,12 +130,7 @@ def plan_command(
         pools = load_pools(pools_path)
     except PoolsError as exc:
         raise click.BadParameter(str(exc), param_hint="--add-nodes") from None
-    state = load_manifests(manifests)
-    err = Console(stderr=True)
-    for problem in state.problems:
-        err.print(Text(f"error: {problem}"), soft_wrap=True)
-    pods = [*running_pods(state), *pending_pods(state)]
-    world = world_of(state, setup, pods=pods)
+    state, world = _load(manifests, setup)
     result = plan_add_nodes(
         world,
         pools,
@@ -143,12 +141,8 @@ def plan_command(
     notes = [*state.notes, *setup.notes, seed_note(setup), *plan_notes(state.pods, result)]
     if html is not None:
         html.write_text(plan_page(result, notes, _bound(result)), encoding="utf-8")
-    if output == "json":
-        document = {**msgspec.to_builtins(result), "notes": notes}
-        json.dump(document, sys.stdout, indent=2)
-        sys.stdout.write("\n")
-        return
-    print_plan(Console(), result, notes)
+    if not _json(output, result, notes):
+        print_plan(Console(), result, notes)
 
 
 def _remove_nodes(
@@ -165,12 +159,7 @@ def _remove_nodes(
             pools = load_pools(price_pools)
         except PoolsError as exc:
             raise click.BadParameter(str(exc), param_hint="--pools") from None
-    state = load_manifests(manifests)
-    err = Console(stderr=True)
-    for problem in state.problems:
-        err.print(Text(f"error: {problem}"), soft_wrap=True)
-    pods = [*running_pods(state), *pending_pods(state)]
-    world = world_of(state, setup, pods=pods)
+    state, world = _load(manifests, setup)
     result = plan_remove_nodes(
         world,
         pools,
@@ -180,12 +169,28 @@ def _remove_nodes(
     notes = [*state.notes, *setup.notes, seed_note(setup), *removal_notes(result)]
     if html is not None:
         html.write_text(removal_page(result, notes), encoding="utf-8")
-    if output == "json":
-        document = {**msgspec.to_builtins(result), "notes": notes}
-        json.dump(document, sys.stdout, indent=2)
-        sys.stdout.write("\n")
-        return
-    print_removal(Console(), result, notes)
+    if not _json(output, result, notes):
+        print_removal(Console(), result, notes)
+
+
+def _load(manifests: ManifestInput, setup: SchedulerSetup) -> tuple[ClusterState, World]:
+    """The manifests (their problems printed, as simulate prints them) and the world
+    of their running and pending pods."""
+    state = load_manifests(manifests)
+    err = Console(stderr=True)
+    for problem in state.problems:
+        err.print(Text(f"error: {problem}"), soft_wrap=True)
+    pods = [*running_pods(state), *pending_pods(state)]
+    return state, world_of(state, setup, pods=pods)
+
+
+def _json(output: str, result: PlanResult | RemovalResult, notes: list[str]) -> bool:
+    """With `-o json`: the result and its notes as one document on stdout (True)."""
+    if output != "json":
+        return False
+    json.dump({**msgspec.to_builtins(result), "notes": notes}, sys.stdout, indent=2)
+    sys.stdout.write("\n")
+    return True
 
 
 def removal_notes(result: RemovalResult) -> list[str]:
