@@ -19,6 +19,7 @@ from kubesched.api.objects import LabelSelector, Namespace, Node, Pod, PodDisrup
 from kubesched.api.pod_groups import PodGroup
 from kubesched.api.resource import ResourceClaim
 from kubesched.api.scheduling import PodGroup as WorkloadPodGroup
+from kubesched.api.workloads import DaemonSet
 from kubesched.cluster.claim_controller import ResourceClaimController
 from kubesched.cluster.claim_writer import InMemoryClaimWriter
 from kubesched.cluster.manifests import ClusterState
@@ -257,6 +258,9 @@ class World:
     # The configuration's HTTP extenders, called as `run` calls them; their bind
     # verb is not (a simulation binds in memory and writes nothing to a cluster).
     extenders: Sequence[ExtenderConfig] = ()
+    # The DaemonSets, whose pods `plan` puts on the nodes it adds (those of the
+    # nodes here are among `pods` already).
+    daemon_sets: Sequence[DaemonSet] = ()
 
     @classmethod
     def of_state(
@@ -287,6 +291,7 @@ class World:
             gates,
             state.workload_selectors,
             extenders,
+            state.daemon_sets,
         )
 
 

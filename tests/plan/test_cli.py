@@ -143,3 +143,66 @@ def test_add_and_remove_nodes_are_exclusive() -> None:
     )
     assert result.exit_code == 2
     assert "--pools prices the nodes of --remove-nodes" in result.output
+
+
+def test_daemon_sets_take_room_on_the_new_nodes(tmp_path: Path) -> None:
+    """A DaemonSet asking 1 cpu of every node, and one for nodes labelled
+    role=storage only. The 4-cpu pool's new nodes run the first (3 cpu left), not
+    the second; four pods of 2 cpu then need four nodes, where two would do
+    without it. The existing node has its pod of the first from the loader."""
+    (tmp_path / "pools.yaml").write_text(
+        """apiVersion: kubesched.io/v1alpha1
+kind: NodePools
+pools:
+  - name: n
+    node:
+      status:
+        allocatable: {cpu: "4", memory: 16Gi, pods: "110"}
+"""
+    )
+
+    def daemon(name: str, cpu: str, selector: str) -> str:
+        return f"""---
+apiVersion: apps/v1
+kind: DaemonSet
+metadata: {{name: {name}, namespace: kube-system}}
+spec:
+  selector: {{matchLabels: {{app: {name}}}}}
+  template:
+    metadata: {{labels: {{app: {name}}}}}
+    spec:
+      nodeSelector: {selector}
+      containers:
+        - {{name: c, image: agent, resources: {{requests: {{cpu: "{cpu}"}}}}}}
+"""
+
+    pods = "".join(
+        f"""---
+apiVersion: v1
+kind: Pod
+metadata: {{name: web-{i}, namespace: default}}
+spec:
+  containers:
+    - {{name: c, image: web, resources: {{requests: {{cpu: "2", memory: 1Gi}}}}}}
+"""
+        for i in range(4)
+    )
+    (tmp_path / "cluster.yaml").write_text(
+        """apiVersion: v1
+kind: Node
+metadata: {name: full, labels: {kubernetes.io/hostname: full}}
+spec: {unschedulable: true}
+status: {allocatable: {cpu: "4", memory: 16Gi, pods: "110"}}
+"""
+        + daemon("agent", "1", "{}")
+        + daemon("storage", "3", "{role: storage}")
+        + pods
+    )
+    args = ["plan", "--add-nodes", str(tmp_path / "pools.yaml"), "-f", str(tmp_path / "cluster.yaml")]
+    result = CliRunner().invoke(main, [*args, "-o", "json"])
+    assert result.exit_code == 0, result.output
+    document = json.loads(result.output)
+    assert document["solver"]["totalNodes"] == 4
+    assert document["verification"]["scheduled"] is True
+    assert document["verified"]["totalNodes"] == 4
+    assert any("the pods of 2 DaemonSet(s) go on the new nodes" in n for n in document["notes"])

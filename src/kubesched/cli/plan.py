@@ -20,7 +20,6 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from kubesched.api.objects import Pod
 from kubesched.cli.optimize_report import parse_timeout
 from kubesched.cli.options import (
     ManifestInput,
@@ -32,7 +31,7 @@ from kubesched.cli.options import (
     seed_note,
     world_of,
 )
-from kubesched.cluster.manifests import pending_pods, running_pods
+from kubesched.cluster.manifests import ClusterState, pending_pods, running_pods
 from kubesched.plan import (
     PlanResult,
     PoolsError,
@@ -46,7 +45,6 @@ from kubesched.plan.planner import Answer
 if TYPE_CHECKING:
     import jinja2
 
-    from kubesched.cluster.manifests import ClusterState
     from kubesched.simulator import World
 
 
@@ -138,7 +136,7 @@ def plan_command(
         seed=setup.seed,
         percentage_of_nodes_to_score=setup.percentage_of_nodes_to_score,
     )
-    notes = [*state.notes, *setup.notes, seed_note(setup), *plan_notes(state.pods, result)]
+    notes = [*state.notes, *setup.notes, seed_note(setup), *plan_notes(state, result)]
     if html is not None:
         html.write_text(plan_page(result, notes, _bound(result)), encoding="utf-8")
     if not _json(output, result, notes):
@@ -273,7 +271,7 @@ def print_removal(console: Console, result: RemovalResult, notes: list[str]) -> 
     console.print(line, highlight=False, markup=False)
 
 
-def plan_notes(pods: Sequence[Pod], result: PlanResult) -> list[str]:
+def plan_notes(state: ClusterState, result: PlanResult) -> list[str]:
     """What the answer does not cover, said plainly."""
     notes: list[str] = []
     if result.not_packed:
@@ -288,11 +286,26 @@ def plan_notes(pods: Sequence[Pod], result: PlanResult) -> list[str]:
         )
     if result.gated:
         notes.append(f"{len(result.gated)} pod(s) wait for scheduling gates: no node is planned")
-    daemons = [p for p in pods if any(o.kind == "DaemonSet" for o in p.metadata.owner_references)]
-    if daemons:
+    known = {(ds.metadata.namespace, ds.metadata.name) for ds in state.daemon_sets}
+    unknown = sorted(
+        {
+            f"{p.metadata.namespace}/{o.name}"
+            for p in state.pods
+            for o in p.metadata.owner_references
+            if o.kind == "DaemonSet" and (p.metadata.namespace, o.name) not in known
+        }
+    )
+    if unknown:
         notes.append(
-            "DaemonSet pods are not added to the new nodes: leave their requests out of "
-            "the pools' allocatable"
+            f"the DaemonSets of {len(unknown)} DaemonSet pod owner(s) are not in the input "
+            f"({', '.join(unknown[:3])}{' ...' if len(unknown) > 3 else ''}): their pods "
+            "are not added to the new nodes; give the DaemonSets, or leave their requests "
+            "out of the pools' allocatable"
+        )
+    if state.daemon_sets:
+        notes.append(
+            f"the pods of {len(state.daemon_sets)} DaemonSet(s) go on the new nodes whose "
+            "labels and taints they accept, and take their room"
         )
     return notes
 

@@ -79,7 +79,7 @@ from kubesched.api.objects import (
 from kubesched.api.pod_groups import PodGroup
 from kubesched.api.scheduling import PodGroup as WorkloadPodGroup
 from kubesched.api.scheduling import Workload
-from kubesched.api.workloads import selector_of, stand_in_selector
+from kubesched.api.workloads import DaemonSet, selector_of, stand_in_selector
 from kubesched.cluster.admission import (
     SYSTEM_NAMESPACES,
     _admit_priority,
@@ -135,6 +135,9 @@ class ClusterState:
     # Workloads, by key.
     workload_pod_groups: dict[str, WorkloadPodGroup] = field(default_factory=dict)
     workloads: dict[str, Workload] = field(default_factory=dict)
+    # The DaemonSets read (their pods for the input's nodes are in `pods`): `plan`
+    # puts theirs on the new nodes too.
+    daemon_sets: list[DaemonSet] = field(default_factory=list)
     # What PodTopologySpread's default constraints read (Listers.workload_selectors):
     # the selectors of the Services, ReplicationControllers, ReplicaSets and
     # StatefulSets, by (namespace, kind, name).
@@ -289,6 +292,7 @@ def _finish(loader: _Loader, max_pods: int) -> ClusterState:
         pod_groups=[group for group, _ in loader.pod_groups.values()],
         workload_pod_groups={key: pg for key, (pg, _) in loader.workload_pod_groups.items()},
         workloads={key: w for key, (w, _) in loader.workload_objects.items()},
+        daemon_sets=expander.daemon_sets,
         workload_selectors=selectors,
         runtime_classes=runtime_classes,
         problems=loader.problems,

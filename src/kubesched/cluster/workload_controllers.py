@@ -164,6 +164,8 @@ class _Expander:
         self.room = max_pods - sum(isinstance(entry, _PodItem) for entry in loader.items)
         self.reconciled = 0
         self.skipped_deployments: list[tuple[str, str, _Origin]] = []
+        # The DaemonSets read, for nodes that are not in the input (plan's templates).
+        self.daemon_sets: list[DaemonSet] = []
         # Pods in the input by their controller: (namespace, kind, name) -> pods.
         self.owned: defaultdict[_OwnerKey, list[Pod]] = defaultdict(list)
         # Deployment -> its pods in the input, through their ReplicaSets' names.
@@ -229,6 +231,7 @@ class _Expander:
         if isinstance(workload, StatefulSet):
             return self.stateful_set(item, workload)
         if isinstance(workload, DaemonSet):
+            self.daemon_sets.append(workload)
             return self.daemon_set(item, workload)
         return self.job(item, workload)
 
@@ -505,3 +508,29 @@ def _daemon_should_run(spec: PodSpec, tolerations: list[Toleration], node: Node)
         node.spec.taints, tolerations, do_not_schedule_taints
     )
     return untolerated is None
+
+
+def daemon_pod(ds: DaemonSet, node: Node) -> Pod | None:
+    """The pod of `ds` for `node` as the DaemonSet controller makes it (its
+    tolerations added, pinned by ReplaceDaemonSetPodNodeNameNodeAffinity) and
+    bound there; None where nodeShouldRunDaemonPod says the node runs none."""
+    spec = ds.spec.template.spec
+    tolerations = _daemon_tolerations(spec)
+    if not _daemon_should_run(spec, tolerations, node):
+        return None
+    node_name = node.metadata.name
+    meta = ds.metadata
+    pod_spec = msgspec.structs.replace(
+        spec,
+        tolerations=tolerations,
+        affinity=_pin_to_node(spec.affinity, node_name),
+        node_name=node_name,
+    )
+    pod_meta = ObjectMeta(
+        name=f"{meta.name}-{node_name}",
+        namespace=meta.namespace,
+        uid=f"{meta.uid or meta.name}-{node_name}",
+        labels=dict(ds.spec.template.metadata.labels),
+        owner_references=[_controller_ref("apps/v1", "DaemonSet", meta)],
+    )
+    return Pod(metadata=pod_meta, spec=pod_spec)

@@ -32,6 +32,7 @@ phase and the answer kept when the model does not beat it, so the answer never
 costs more than cluster-autoscaler's. Two lower bounds are reported: CP-SAT's
 proven bound on the price phase, and the patterns'.
 """
+
 from __future__ import annotations
 
 import math

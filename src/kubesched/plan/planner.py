@@ -28,6 +28,7 @@ from decimal import Decimal
 import msgspec
 
 from kubesched.api.objects import Node, Pod
+from kubesched.cluster.workload_controllers import daemon_pod
 from kubesched.plan.demand import Demands, find_demands
 from kubesched.plan.ffd import Fit, Packing, estimate
 from kubesched.plan.packing import Solved, solve
@@ -165,6 +166,8 @@ async def _plan(
     probes = [_probe(pool) for pool in pools]
     for probe in probes:
         session.cluster.add_node(probe)
+        for daemon in daemon_pods(world, [probe]):
+            session.cluster.add_pod(daemon)
     labels = {name: ns.metadata.labels for name, ns in (world.namespaces or {}).items()}
     try:
         demands = find_demands(scheduler.frameworks, scheduler.table, probes, left, labels)
@@ -280,8 +283,10 @@ class _Check:
         prices = [pool.price for pool in pools]
         all_nodes = _nodes(pools, plan, self.taken)
         added: list[str] = []
+        # The input's pods and the DaemonSets' on the new nodes.
+        pods = [*world.pods, *daemon_pods(world, all_nodes)]
         result = await simulate_in_loop(
-            dataclasses.replace(world, nodes=[*world.nodes, *all_nodes]),
+            dataclasses.replace(world, nodes=[*world.nodes, *all_nodes], pods=pods),
             self.seed,
             self.percentage,
         )
@@ -308,9 +313,10 @@ class _Check:
             extra = _nodes(pools, Packing(new), names)
             all_nodes.extend(extra)
             added.extend(n.metadata.name for n in extra)
+            pods.extend(daemon_pods(world, extra))
             # As the cluster would grow: the pods placed stay where they are, and the
             # pending ones meet the nodes added for them.
-            settled = _settled(world, result)
+            settled = _settled(pods, result)
             result = await simulate_in_loop(
                 dataclasses.replace(world, nodes=[*world.nodes, *all_nodes], pods=settled),
                 self.seed,
@@ -333,14 +339,36 @@ def _dearer(verified: Answer, plan: Packing, prices: Sequence[Decimal | None]) -
     return Decimal(verified.total_cost or 0) > price
 
 
-def _settled(world: World, result: SimulationResult) -> list[Pod]:
-    """The input's pods as `result` left them, for the next round: those it placed
-    stay on their node, its preemption victims are gone. A pod with a volume or a
-    resource claim is placed again (its claims' state is the input's, not the
-    simulation's), as are those it did not place."""
+def daemon_pods(world: World, nodes: Sequence[Node]) -> list[Pod]:
+    """The pods the input's DaemonSets run on `nodes` (new ones), bound there, each
+    with the priority its DaemonSet's pods in the input have (admission resolved
+    it from their priority class)."""
+    priorities: dict[str, int | None] = {}
+    for pod in world.pods:
+        for ref in pod.metadata.owner_references:
+            if ref.kind == "DaemonSet" and ref.controller:
+                priorities[f"{pod.metadata.namespace}/{ref.name}"] = pod.spec.priority
+    out: list[Pod] = []
+    for ds in world.daemon_sets:
+        key = f"{ds.metadata.namespace}/{ds.metadata.name}"
+        for node in nodes:
+            made = daemon_pod(ds, node)
+            if made is None:
+                continue
+            if key in priorities:
+                made.spec.priority = priorities[key]
+            out.append(made)
+    return out
+
+
+def _settled(pods: Sequence[Pod], result: SimulationResult) -> list[Pod]:
+    """`pods` (the input's and the DaemonSets') as `result` left them, for the next
+    round: those it placed stay on their node, its preemption victims are gone. A
+    pod with a volume or a resource claim is placed again (its claims' state is the
+    input's, not the simulation's), as are those it did not place."""
     gone = set(result.evicted)
     out: list[Pod] = []
-    for pod in world.pods:
+    for pod in pods:
         if pod.key in gone:
             continue
         after = result.pods.get(pod.key)
