@@ -19,16 +19,18 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import logging
 import traceback
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from time import perf_counter
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import numpy as np
 import numpy.typing as npt
 
 from kubesched.framework import interfaces as ifc
+from kubesched.framework import timing
 from kubesched.framework.batch import OpportunisticBatch
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.explain import CycleCapture, ScoreCapture
@@ -45,6 +47,8 @@ from kubesched.framework.timing import TimedBlock, async_extension_point, extens
 from kubesched.framework.types import PodInfo, QueuedPodInfo
 
 P = TypeVar("P", bound=ifc.Plugin)
+C = TypeVar("C", bound=Callable[..., Any])  # a plugin's method
+R = TypeVar("R")
 
 
 # How upstream's runtime wraps a plugin's error, by extension point (framework.go:
@@ -121,6 +125,12 @@ _MAX_U64 = np.maximum.reduce
 _ERROR = int(Code.ERROR)
 _PENDING = int(Code.PENDING)
 
+# How a sampled cycle observes a plugin that raises: as what the run method turns it
+# into, an Error status or, where upstream's point cannot fail (Unreserve, PostBind),
+# a logged error and Success. Elsewhere it raises PluginError: the cycle ends, unobserved.
+_RAISED_AS = dict.fromkeys(["PostFilter", "Reserve", "Permit", "PreBind", "Bind"], _ERROR)
+_RAISED_AS |= dict.fromkeys(["Unreserve", "PostBind"], _SUCCESS)
+
 
 class Framework:
     """The plugins of one profile, ready to run."""
@@ -173,6 +183,21 @@ class Framework:
         self._filter_evaluations = self._evaluation_counters("Filter", self.filter)
         self._pre_score_evaluations = self._evaluation_counters("PreScore", self.pre_score)
         self._score_evaluations = self._evaluation_counters("Score", self.score)
+        # Each point's plugins with their method there, bound once (_bound_calls).
+        calls = self._bound_calls
+        self._pre_filter_calls = calls("PreFilter", self.pre_filter, lambda p: p.pre_filter)
+        exts = [p for p in self.pre_filter if isinstance(p, ifc.PreFilterExtensions)]
+        self._add_pod_calls = calls("PreFilterExtensionAddPod", exts, lambda p: p.add_pod)
+        self._remove_pod_calls = calls("PreFilterExtensionRemovePod", exts, lambda p: p.remove_pod)
+        self._filter_calls = calls("Filter", self.filter, lambda p: p.filter)
+        self._post_filter_calls = calls("PostFilter", self.post_filter, lambda p: p.post_filter)
+        self._pre_score_calls = calls("PreScore", self.pre_score, lambda p: p.pre_score)
+        self._reserve_calls = calls("Reserve", self.reserve, lambda p: p.reserve)
+        self._unreserve_calls = calls("Unreserve", self.reserve, lambda p: p.unreserve)
+        self._permit_calls = calls("Permit", self.permit, lambda p: p.permit)
+        self._pre_bind_calls = calls("PreBind", self.pre_bind, lambda p: p.pre_bind, coroutine=True)
+        self._bind_calls = calls("Bind", self.bind, lambda p: p.bind, coroutine=True)
+        self._post_bind_calls = calls("PostBind", self.post_bind, lambda p: p.post_bind)
         # Opportunistic batching: who signs pods (computeBatchablePlugins) and the
         # previous cycle's ranking (newOpportunisticBatch).
         self.signer = PodSigner(
@@ -207,7 +232,50 @@ class Framework:
     # --- metrics -----------------------------------------------------------------
     # A run method observes plugin durations when `self.recording and
     # state.record_plugin_metrics` (state.ShouldRecordPluginMetrics upstream: the
-    # cycle was sampled), checked once per run.
+    # cycle was sampled), checked once per run: it picks its point's calls with it.
+
+    def _bound_calls(
+        self, point: str, plugins: list[P], method: Callable[[P], C], coroutine: bool = False
+    ) -> tuple[list[tuple[P, C]], list[tuple[P, C]]]:
+        """Each plugin with its method at `point`, bound once (the plugins are fixed), in
+        two lists a run method indexes with `sample`: the methods as they are (so an
+        unsampled cycle, most of them, calls them and nothing else), and the same
+        through _call_sampled (_call_sampled_async for a `coroutine` method)."""
+        plain = [(plugin, method(plugin)) for plugin in plugins]
+        timed = self._call_sampled_async if coroutine else self._call_sampled
+        partial = functools.partial
+        return plain, [(p, cast(C, partial(timed, point, p.name, call))) for p, call in plain]
+
+    def _call_sampled(self, point: str, plugin: str, call: Callable[..., R], *args: Any) -> R:
+        """A plugin's call in a sampled cycle, as frameworkImpl's runXPlugin makes it when
+        state.ShouldRecordPluginMetrics(): timed, and observed (ObservePluginDurationAsync)
+        with the code of the status it returns (timing.status_code: Success if none). If
+        it raises, observed as _RAISED_AS says; the run method's except handles it."""
+        started = perf_counter()
+        try:
+            result = call(*args)
+        except Exception:
+            self._observe_raised(point, plugin, started)
+            raise
+        self._observe_plugin(point, plugin, timing.status_code(result), started)
+        return result
+
+    async def _call_sampled_async(
+        self, point: str, plugin: str, call: Callable[..., Awaitable[R]], *args: Any
+    ) -> R:
+        """_call_sampled for a coroutine method (PreBind, Bind)."""
+        started = perf_counter()
+        try:
+            result = await call(*args)
+        except Exception:
+            self._observe_raised(point, plugin, started)
+            raise
+        self._observe_plugin(point, plugin, timing.status_code(result), started)
+        return result
+
+    def _observe_raised(self, point: str, plugin: str, started: float) -> None:
+        if (code := _RAISED_AS.get(point)) is not None:
+            self._observe_plugin(point, plugin, code, started)
 
     def _observe_plugin(self, point: str, plugin: str, code: int, started: float) -> None:
         """ObservePluginDurationAsync: one plugin at `point`, in a sampled cycle."""
@@ -250,17 +318,12 @@ class Framework:
         rejected: Status | None = None
         counting = self.recording
         sample = self.recording and state.record_plugin_metrics
-        started = 0.0
-        for plugin in self.pre_filter:
-            if sample:
-                started = perf_counter()
+        for plugin, call in self._pre_filter_calls[sample]:
             try:
-                part, status = plugin.pre_filter(state, pod, nodes)
+                part, status = call(state, pod, nodes)
             except Exception as exc:  # a plugin bug must not stop the scheduler
                 raise PluginError(plugin.name, "PreFilter", exc) from exc
             code = status.code
-            if sample:
-                self._observe_plugin("PreFilter", plugin.name, code, started)
             if code == _SKIP:
                 state.skip_filter_plugins.add(plugin.name)
                 continue
@@ -299,20 +362,15 @@ class Framework:
         skipped = state.skip_filter_plugins
         counting = self.recording
         sample = self.recording and state.record_plugin_metrics
-        started = 0.0
-        for plugin in self.filter:
+        for plugin, call in self._filter_calls[sample]:
             if plugin.name in skipped or len(remaining) == 0:
                 continue
             if counting:  # instrumentedFilterPlugin, called once per node upstream
                 self._filter_evaluations[plugin.name](len(remaining))
-            if sample:
-                started = perf_counter()
             try:
-                verdicts = plugin.filter(state, pod, nodes, remaining)
+                verdicts = call(state, pod, nodes, remaining)
             except Exception as exc:
                 raise PluginError(plugin.name, "Filter", exc) from exc
-            if sample:
-                self._observe_plugin("Filter", plugin.name, _SUCCESS, started)
             if not np.count_nonzero(verdicts.codes):  # every node passed (SUCCESS is 0)
                 continue
             failed = verdicts.codes != _SUCCESS
@@ -351,10 +409,7 @@ class Framework:
         self._filter_evaluations[plugin.name](len(rows))
         if not state.record_plugin_metrics:
             return plugin.filter(state, pod, nodes, rows)
-        started = perf_counter()
-        verdicts = plugin.filter(state, pod, nodes, rows)
-        self._observe_plugin("Filter", plugin.name, _SUCCESS, started)
-        return verdicts
+        return self._call_sampled("Filter", plugin.name, plugin.filter, state, pod, nodes, rows)
 
     @extension_point("PostFilter")
     def run_post_filter(
@@ -368,16 +423,11 @@ class Framework:
         reasons: list[str] = []
         rejector = ""
         sample = self.recording and state.record_plugin_metrics
-        started = 0.0
-        for plugin in self.post_filter:
-            if sample:
-                started = perf_counter()
+        for plugin, call in self._post_filter_calls[sample]:
             try:
-                found, status = plugin.post_filter(state, pod, diagnosis)
+                found, status = call(state, pod, diagnosis)
             except Exception as exc:
                 found, status = None, Status.as_error(exc)
-            if sample:
-                self._observe_plugin("PostFilter", plugin.name, status.code, started)
             if status.is_success():
                 return found, status
             if status.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
@@ -392,30 +442,19 @@ class Framework:
 
     # --- what-if runs: preemption and nominated pods ------------------------------
 
-    def _extensions(self, state: CycleState) -> list[ifc.PreFilterPlugin]:
-        return [
-            p
-            for p in self.pre_filter
-            if isinstance(p, ifc.PreFilterExtensions) and p.name not in state.skip_filter_plugins
-        ]
-
     def run_pre_filter_extension_add_pod(
         self, state: CycleState, pod: PodInfo, to_add: PodInfo, nodes: NodeTable, row: int
     ) -> None:
         """Tell the PreFilter plugins that `to_add` was added to the row (the table
         has it already); raises PluginError if one fails."""
         sample = self.recording and state.record_plugin_metrics
-        started = 0.0
-        for plugin in self._extensions(state):
-            assert isinstance(plugin, ifc.PreFilterExtensions)
-            if sample:
-                started = perf_counter()
+        for plugin, call in self._add_pod_calls[sample]:
+            if plugin.name in state.skip_filter_plugins:
+                continue
             try:
-                status = plugin.add_pod(state, pod, to_add, nodes, row)
+                status = call(state, pod, to_add, nodes, row)
             except Exception as exc:
                 raise PluginError(plugin.name, "PreFilterExtension AddPod", exc) from exc
-            if sample:
-                self._observe_plugin("PreFilterExtensionAddPod", plugin.name, status.code, started)
             if not status.is_success():
                 raise PluginError(plugin.name, "PreFilterExtension AddPod", status.message())
 
@@ -425,18 +464,13 @@ class Framework:
         """Tell the PreFilter plugins that `to_remove` left the row (the table no
         longer has it); raises PluginError if one fails."""
         sample = self.recording and state.record_plugin_metrics
-        started = 0.0
-        for plugin in self._extensions(state):
-            assert isinstance(plugin, ifc.PreFilterExtensions)
-            if sample:
-                started = perf_counter()
+        for plugin, call in self._remove_pod_calls[sample]:
+            if plugin.name in state.skip_filter_plugins:
+                continue
             try:
-                status = plugin.remove_pod(state, pod, to_remove, nodes, row)
+                status = call(state, pod, to_remove, nodes, row)
             except Exception as exc:
                 raise PluginError(plugin.name, "PreFilterExtension RemovePod", exc) from exc
-            if sample:
-                point = "PreFilterExtensionRemovePod"
-                self._observe_plugin(point, plugin.name, status.code, started)
             if not status.is_success():
                 raise PluginError(plugin.name, "PreFilterExtension RemovePod", status.message())
 
@@ -556,17 +590,12 @@ class Framework:
         """Every PreScore; raises PluginError (recorded as an Error) for one that fails."""
         counting = self.recording
         sample = self.recording and state.record_plugin_metrics
-        started = 0.0
-        for plugin in self.pre_score:
-            if sample:
-                started = perf_counter()
+        for plugin, call in self._pre_score_calls[sample]:
             try:
-                status = plugin.pre_score(state, pod, nodes, rows)
+                status = call(state, pod, nodes, rows)
             except Exception as exc:
                 raise PluginError(plugin.name, "PreScore", exc) from exc
             code = status.code
-            if sample:
-                self._observe_plugin("PreScore", plugin.name, code, started)
             if code == _SKIP:
                 state.skip_score_plugins.add(plugin.name)
                 continue
@@ -597,7 +626,6 @@ class Framework:
         skipped = state.skip_score_plugins
         counting = self.recording
         sample = self.recording and state.record_plugin_metrics
-        started = 0.0
         capture: CycleCapture | None = state.explain
         for plugin in self.score:
             if plugin.name in skipped:
@@ -606,8 +634,9 @@ class Framework:
                 continue
             if counting:  # instrumentedScorePlugin, called once per node upstream
                 self._score_evaluations[plugin.name](n)
-            if sample:
-                started = perf_counter()
+            # Three calls timed as one, so not through _call_sampled: in a function of
+            # their own, which an unsampled cycle would call too.
+            started = perf_counter() if sample else 0.0
             try:
                 uniform = plugin.uniform_score(state, pod, nodes)
                 if uniform is None:
@@ -648,16 +677,11 @@ class Framework:
     def run_reserve(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
         """RunReservePluginsReserve: the first plugin that does not succeed stops it."""
         sample = self.recording and state.record_plugin_metrics
-        started = 0.0
-        for plugin in self.reserve:
-            if sample:
-                started = perf_counter()
+        for plugin, call in self._reserve_calls[sample]:
             try:
-                status = plugin.reserve(state, pod, node_name)
+                status = call(state, pod, node_name)
             except Exception as exc:
                 status = Status.as_error(exc, plugin.name)
-            if sample:
-                self._observe_plugin("Reserve", plugin.name, status.code, started)
             if not status.is_success():
                 return _wrapped_error(status, plugin.name, "Reserve")
         return Status()
@@ -666,13 +690,10 @@ class Framework:
     def run_unreserve(self, state: CycleState, pod: PodInfo, node_name: str) -> None:
         """RunReservePluginsUnreserve: recorded as a Success, as upstream (it cannot fail)."""
         sample = self.recording and state.record_plugin_metrics
-        started = 0.0
         # In reverse order, as upstream: undo what the later plugins did first.
-        for plugin in reversed(self.reserve):
-            if sample:
-                started = perf_counter()
+        for plugin, call in reversed(self._unreserve_calls[sample]):
             try:
-                plugin.unreserve(state, pod, node_name)
+                call(state, pod, node_name)  # a Success if sampled, as runReservePluginUnreserve
             except Exception as exc:
                 # Upstream's Unreserve returns nothing: it cannot fail. One of ours that
                 # raises must not stop the others nor the failure handling, nor go
@@ -683,8 +704,6 @@ class Framework:
                     exc_info=exc,
                     extra={"kv": {"pod": pod.key, "plugin": plugin.name, "node": node_name}},
                 )
-            if sample:  # Success, as runReservePluginUnreserve observes it
-                self._observe_plugin("Unreserve", plugin.name, _SUCCESS, started)
 
     @extension_point("Permit")
     def run_permit(
@@ -695,16 +714,11 @@ class Framework:
         waits: dict[str, float] = {}
         wait_status: Status | None = None
         sample = self.recording and state.record_plugin_metrics
-        started = 0.0
-        for plugin in self.permit:
-            if sample:
-                started = perf_counter()
+        for plugin, call in self._permit_calls[sample]:
             try:
-                status, timeout = plugin.permit(state, pod, node_name)
+                status, timeout = call(state, pod, node_name)
             except Exception as exc:
                 status, timeout = Status.as_error(exc, plugin.name), 0.0
-            if sample:
-                self._observe_plugin("Permit", plugin.name, status.code, started)
             if status.code == Code.WAIT:
                 waits[plugin.name] = min(timeout, 15 * 60.0)  # upstream caps at 15 min
                 wait_status = status
@@ -725,16 +739,11 @@ class Framework:
     async def run_pre_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
         """RunPreBindPlugins: the first plugin that neither succeeds nor skips stops it."""
         sample = self.recording and state.record_plugin_metrics
-        started = 0.0
-        for plugin in self.pre_bind:
-            if sample:
-                started = perf_counter()
+        for plugin, call in self._pre_bind_calls[sample]:
             try:
-                status = await plugin.pre_bind(state, pod, node_name)
+                status = await call(state, pod, node_name)
             except Exception as exc:
                 status = Status.as_error(exc, plugin.name)
-            if sample:
-                self._observe_plugin("PreBind", plugin.name, status.code, started)
             if status.is_skip():
                 continue
             if not status.is_success():
@@ -745,16 +754,11 @@ class Framework:
     async def run_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
         """RunBindPlugins: the first plugin that does not skip binds (or fails to)."""
         sample = self.recording and state.record_plugin_metrics
-        started = 0.0
-        for plugin in self.bind:
-            if sample:
-                started = perf_counter()
+        for plugin, call in self._bind_calls[sample]:
             try:
-                status = await plugin.bind(state, pod, node_name)
+                status = await call(state, pod, node_name)
             except Exception as exc:
                 status = Status.as_error(exc, plugin.name)
-            if sample:
-                self._observe_plugin("Bind", plugin.name, status.code, started)
             if status.is_skip():
                 continue
             return _wrapped_error(status, plugin.name, "Bind")
@@ -764,12 +768,9 @@ class Framework:
     def run_post_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> None:
         """RunPostBindPlugins: recorded as a Success, as upstream (it cannot fail)."""
         sample = self.recording and state.record_plugin_metrics
-        started = 0.0
-        for plugin in self.post_bind:
-            if sample:
-                started = perf_counter()
+        for plugin, call in self._post_bind_calls[sample]:
             try:
-                plugin.post_bind(state, pod, node_name)
+                call(state, pod, node_name)  # a Success if sampled, as runPostBindPlugin
             except Exception as exc:
                 # PostBind is informational and returns nothing upstream: the pod is
                 # bound whatever a plugin does here. Logged as run_unreserve does.
@@ -778,8 +779,6 @@ class Framework:
                     exc_info=exc,
                     extra={"kv": {"pod": pod.key, "plugin": plugin.name, "node": node_name}},
                 )
-            if sample:  # Success, as runPostBindPlugin observes it
-                self._observe_plugin("PostBind", plugin.name, _SUCCESS, started)
 
     def plugin_args(self, name: str) -> Mapping[str, Any]:
         return self.instances[name].args
