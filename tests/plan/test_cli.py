@@ -198,7 +198,13 @@ status: {allocatable: {cpu: "4", memory: 16Gi, pods: "110"}}
         + daemon("storage", "3", "{role: storage}")
         + pods
     )
-    args = ["plan", "--add-nodes", str(tmp_path / "pools.yaml"), "-f", str(tmp_path / "cluster.yaml")]
+    args = [
+        "plan",
+        "--add-nodes",
+        str(tmp_path / "pools.yaml"),
+        "-f",
+        str(tmp_path / "cluster.yaml"),
+    ]
     result = CliRunner().invoke(main, [*args, "-o", "json"])
     assert result.exit_code == 0, result.output
     document = json.loads(result.output)

@@ -216,7 +216,7 @@ def test_pre_enqueue_holds_a_preemptor_until_its_last_victim_is_gone() -> None:
     high = PodInfo(pod("high", "4", 100))
     assert plugin.pre_enqueue(high).is_success()
 
-    plugin.prepare_candidate_async(Candidate("n", row, victims, 0), high)
+    plugin.executor.prepare_candidate_async(Candidate("n", row, victims, 0), high)
     status = plugin.pre_enqueue(high)
     assert not status.is_success() and status.message() == WAITING_FOR_PREEMPTION
     table.remove_pod(victims[0], row)  # the first victim's deletion: still running

@@ -180,7 +180,7 @@ def test_a_victim_waiting_at_permit_is_preempted_in_memory() -> None:
         handle = Handle(make_table([make_node("n")], [victim]), cluster=cluster)
         handle.waiting_pods = waiting_pods
         plugin = DefaultPreemption(None, handle)
-        await plugin.preempt_pod("n", PodInfo(pod("p", "1", 10)), PodInfo(victim))
+        await plugin.executor.preempt_pod("n", PodInfo(pod("p", "1", 10)), PodInfo(victim))
         status = await waiting.wait()
         return status, [(e.reason, e.message) for e in cluster.events], cluster.evicted
 

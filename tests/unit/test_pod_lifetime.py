@@ -116,7 +116,7 @@ def _per_pod_state(sched: Scheduler) -> dict[str, int]:
         # Pods kept for their rows are counted below, by rows.
         "pod amounts": sum(1 for p in fw.handle.nodes._amounts if id(p) not in per_row),
         "pool filing": len(queue.unschedulable._filed_as) + len(queue.unschedulable._order),
-        "preemption victims": len(preemption._last_victim),
+        "preemption victims": len(preemption.executor._last_victim),
     }
 
 

@@ -127,13 +127,13 @@ def test_a_node_recreated_under_its_name_is_a_delete_and_an_add() -> None:
     first = _node_with(make_node("n", cpu="2", labels={"old": "yes"}), uid="n-1", rv="1")
     sched.on_node_add(first)
     deleted: list[str] = []
-    original = sched.on_node_delete
+    original = sched.events.on_node_delete
 
     def spy(node: Node) -> None:
         deleted.append(node.metadata.uid)
         original(node)
 
-    sched.on_node_delete = spy  # type: ignore[method-assign]
+    sched.events.on_node_delete = spy  # type: ignore[method-assign]
     second = _node_with(make_node("n", cpu="4"), uid="n-2", rv="5")
     sched.on_node_update(first, second)
     row = sched.table.row_of("n")

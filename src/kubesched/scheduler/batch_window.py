@@ -48,18 +48,22 @@ import contextlib
 import logging
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 from kubesched.batch import BatchPlacement, load_solvers, place_batch
 from kubesched.batch.engine import PreparedBatch, finish_batch, prepare_batch
 from kubesched.batch.solver import Solution
+from kubesched.cache.cache import Cache
+from kubesched.framework.client import ClusterClient
+from kubesched.framework.clock import Clock
+from kubesched.framework.handle import Listers
 from kubesched.framework.node_table import SavedRow
+from kubesched.framework.runtime import Framework
 from kubesched.framework.types import PodInfo, QueuedPodInfo
+from kubesched.framework.waiting import WaitingPods
 from kubesched.logs import kv
-from kubesched.scheduler.binding_cycle import set_nominated_node_name
-
-if TYPE_CHECKING:
-    from kubesched.scheduler.base import SchedulerBase
+from kubesched.queue.nominator import Nominator
+from kubesched.queue.scheduling_queue import SchedulingQueue
+from kubesched.scheduler.failure import set_nominated_node_name
 
 log = logging.getLogger("kubesched.batch")
 
@@ -109,17 +113,37 @@ class _Held:
 
 class BatchWindow:
     """The scheduler's batch mode: holds, gathers, and closes windows (see the
-    module's docstring). The scheduler calls `hold` after Permit, `moved_to` and
-    `failed` from handle_scheduling_failure; the window closes on the
-    scheduler's clock."""
+    module's docstring). The scheduling cycle calls `hold` after Permit, the
+    FailureHandler `moved_to` and `failed`; the window closes on CLOCK. The engine
+    places pods with FRAMEWORKS (by profile) on CACHE's node table; its answer goes
+    to the pods waiting at Permit (WAITING_PODS), to NOMINATOR and the pods'
+    status (CLUSTER, with each pod's LAST_FAILURES condition), and to QUEUE."""
 
     def __init__(
         self,
-        scheduler: SchedulerBase,
         options: BatchOptions,
         observe: BatchObserver | None = None,
+        *,
+        clock: Clock,
+        queue: SchedulingQueue,
+        cache: Cache,
+        waiting_pods: WaitingPods,
+        listers: Listers,
+        frameworks: dict[str, Framework],
+        nominator: Nominator,
+        cluster: ClusterClient,
+        last_failures: dict[str, tuple[str, str]],
     ) -> None:
-        self.scheduler = scheduler
+        self.clock = clock
+        self.queue = queue
+        self.cache = cache
+        self.table = cache.table
+        self.waiting_pods = waiting_pods
+        self.listers = listers
+        self.frameworks = frameworks
+        self.nominator = nominator
+        self.cluster = cluster
+        self.last_failures = last_failures
         self.options = options
         self.observe = observe
         self.held: dict[str, _Held] = {}
@@ -179,7 +203,7 @@ class BatchWindow:
 
     def _open(self) -> None:
         if self._close_timer is None:
-            clock = self.scheduler.clock
+            clock = self.clock
             self._close_timer = clock.call_at(clock.now() + self.options.window, self.close)
 
     def close(self) -> None:
@@ -234,17 +258,16 @@ class BatchWindow:
     ) -> tuple[dict[str, _Held], dict[str, QueuedPodInfo]]:
         """The held pods still waiting at Permit on their node, and the gathered
         pods still unschedulable and not nominated."""
-        sched = self.scheduler
         # Pods deleted since the engine placed them are forgotten.
-        self._spent = {k for k in self._spent if sched.queue.find(k) is not None}
+        self._spent = {k for k in self._spent if self.queue.find(k) is not None}
         live: dict[str, _Held] = {}
         for key, h in held.items():
-            waiting = sched.waiting_pods.get(key)
-            if waiting is not None and sched.cache.assumed.get(key) == h.node:
+            waiting = self.waiting_pods.get(key)
+            if waiting is not None and self.cache.assumed.get(key) == h.node:
                 live[key] = h
         pending: dict[str, QueuedPodInfo] = {}
         for key in gathered:
-            qpi = sched.queue.unschedulable.get(key) or sched.queue.backoff.get(key)
+            qpi = self.queue.unschedulable.get(key) or self.queue.backoff.get(key)
             if qpi is not None and not qpi.pod.status.nominated_node_name:
                 pending[key] = qpi
         return live, pending
@@ -276,7 +299,6 @@ class BatchWindow:
 
     def _finish_window(self, done: tuple[dict[str, _Held], list[BatchOutcome]]) -> None:
         live, outcomes = done
-        sched = self.scheduler
         for key in live:
             if key not in self._moves:
                 self._allow(key)
@@ -285,7 +307,7 @@ class BatchWindow:
         elif self._moves:
             # The moved pods' failures end the moves; should one never come (the
             # pod deleted or made again meanwhile), the rest are woken anyway.
-            clock = sched.clock
+            clock = self.clock
             clock.call_at(clock.now() + self.options.window, self._give_up_moves)
         self.outcomes = [*self.outcomes, *outcomes][-16:]
 
@@ -295,7 +317,7 @@ class BatchWindow:
         their rows (the engine places pods on a table holding none of them) and put
         back after; an error of the engine ends in `outcome`, logged, for the
         engine must never stop the scheduler."""
-        table = self.scheduler.table
+        table = self.table
         saved: dict[int, SavedRow] = {}
         for h in held.values():
             row = table.row_of(h.node)
@@ -315,7 +337,7 @@ class BatchWindow:
                 table.restore_row(kept)
 
     def _namespace_labels(self) -> dict[str, dict[str, str]]:
-        namespaces = self.scheduler.listers.namespaces
+        namespaces = self.listers.namespaces
         return {name: ns.metadata.labels for name, ns in namespaces.items()}
 
     def _prepare(
@@ -323,8 +345,7 @@ class BatchWindow:
     ) -> PreparedBatch | None:
         """The model, built between two cycles (`off_loop`); None, logged, if the
         profile is gone or building it failed."""
-        sched = self.scheduler
-        fw = sched.frameworks.get(profile)
+        fw = self.frameworks.get(profile)
         if fw is None or not pending:
             return None
         pods = [h.pod for h in held.values()] + [q.pod_info for q in pending.values()]
@@ -333,7 +354,7 @@ class BatchWindow:
         with self._engine(held, outcome):
             prepared = prepare_batch(
                 fw,
-                sched.table,
+                self.table,
                 pods,
                 {key: h.node for key, h in held.items()},
                 timeout=self.options.timeout,
@@ -355,8 +376,7 @@ class BatchWindow:
     ) -> BatchOutcome | None:
         """The solver's answer replayed on the table as it is now, for the pods
         still held and pending (`off_loop`)."""
-        sched = self.scheduler
-        fw = sched.frameworks.get(profile)
+        fw = self.frameworks.get(profile)
         if fw is None:
             return None
         keys = held.keys() | pending.keys()
@@ -367,14 +387,13 @@ class BatchWindow:
         result: BatchPlacement | None = None
         with self._engine(held, outcome):
             if pending:
-                result = finish_batch(prepared, fw, sched.table, solution, rounds)
+                result = finish_batch(prepared, fw, self.table, solution, rounds)
         return self._take(result, held, pending, outcome)
 
     def _place(
         self, profile: str, held: dict[str, _Held], pending: dict[str, QueuedPodInfo]
     ) -> BatchOutcome | None:
-        sched = self.scheduler
-        fw = sched.frameworks.get(profile)
+        fw = self.frameworks.get(profile)
         if fw is None or not pending:
             return None
         pods = [h.pod for h in held.values()] + [q.pod_info for q in pending.values()]
@@ -383,7 +402,7 @@ class BatchWindow:
         with self._engine(held, outcome):
             result = place_batch(
                 fw,
-                sched.table,
+                self.table,
                 pods,
                 {key: h.node for key, h in held.items()},
                 timeout=self.options.timeout,
@@ -438,12 +457,11 @@ class BatchWindow:
         """The engine's answer to the cycles: held pods it keeps go on, the ones it
         moves (or leaves out) are rejected at Permit, the gathered ones it places
         are nominated."""
-        sched = self.scheduler
         for key, h in held.items():
             node = result.placements.get(key)
             if node == h.node:
                 continue
-            waiting = sched.waiting_pods.get(key)
+            waiting = self.waiting_pods.get(key)
             if waiting is None:
                 continue
             if node is None:
@@ -459,16 +477,16 @@ class BatchWindow:
             if node is None:
                 continue
             pod = qpi.pod
-            sched.nominator.add(pod, node)
-            reason, message = sched.last_failures.get(key, ("Unschedulable", ""))
-            sched.cluster.set_unschedulable(pod, reason, message, node)
+            self.nominator.add(pod, node)
+            reason, message = self.last_failures.get(key, ("Unschedulable", ""))
+            self.cluster.set_unschedulable(pod, reason, message, node)
             set_nominated_node_name(qpi, node)
             outcome.nominated[key] = node
             self._spent.add(key)
             self._to_activate.append(key)
 
     def _allow(self, key: str) -> None:
-        waiting = self.scheduler.waiting_pods.get(key)
+        waiting = self.waiting_pods.get(key)
         if waiting is not None:
             waiting.allow(BATCH_PLUGIN)
 
@@ -479,4 +497,4 @@ class BatchWindow:
 
     def _activate(self) -> None:
         keys, self._to_activate = self._to_activate, []
-        self.scheduler.queue.activate(keys)
+        self.queue.activate(keys)

@@ -1,16 +1,23 @@
-"""Cluster events into the scheduler's cache and queue (eventhandlers.go upstream).
+"""Cluster events into the scheduler's cache and queue (eventhandlers.go upstream:
+addAllEventHandlers and the handlers it installs).
 
-The informers (kube/runner.py) or the in-memory cluster (cluster/memory.py)
-call these handlers. Assigned pods and nodes go to the cache; pending pods of
-our profiles go to the queue and the nominator; every change that may let a
+The EventHandlers object holds them; the Scheduler hands them out as its on_*
+methods, which the informers (kube/runner.py) or the in-memory cluster
+(cluster/memory.py) call. Assigned pods and nodes go to the cache; pending pods
+of our profiles go to the queue and the nominator; every change that may let a
 rejected pod fit is handed to the queue as a cluster event.
 """
 
 from __future__ import annotations
 
+from collections.abc import Collection, Sequence
+
 from kubesched.api.objects import Node, Pod
 from kubesched.api.scheduling import PodGroup
-from kubesched.framework.extender import EXTENDER_NAME
+from kubesched.cache.cache import Cache
+from kubesched.framework.extender import EXTENDER_NAME, Extender
+from kubesched.framework.features import FeatureGates
+from kubesched.framework.handle import Listers
 from kubesched.framework.types import (
     EVENT_ASSIGNED_POD_ADD,
     EVENT_ASSIGNED_POD_DELETE,
@@ -21,8 +28,11 @@ from kubesched.framework.types import (
     QueuedPodInfo,
     Resource,
 )
+from kubesched.framework.waiting import WaitingPods
+from kubesched.queue.nominator import Nominator
 from kubesched.queue.pod_events import pod_scheduling_properties_change
-from kubesched.scheduler.base import SchedulerBase
+from kubesched.queue.scheduling_queue import SchedulingQueue
+from kubesched.scheduler.listeners import SchedulingListeners
 
 # EventUnscheduledPodAdd, which the queue sees with GangScheduling on: a new pod
 # may complete a gang whose other pods PreEnqueue holds back.
@@ -34,9 +44,37 @@ EVENT_WORKLOAD_POD_GROUP_ADD = ClusterEvent(
 )
 
 
-class EventHandlers(SchedulerBase):
+class EventHandlers:
     """The Scheduler's event handlers (addAllEventHandlers and the handlers it
-    installs, in eventhandlers.go)."""
+    installs, in eventhandlers.go): into CACHE, QUEUE and NOMINATOR, and the pod
+    groups and Workload PodGroups of LISTERS (the Handle's); a pod's last failure
+    (LAST_FAILURES) is forgotten once it is bound or gone. PROFILES: the scheduler
+    names whose pods are ours (the frameworks by name)."""
+
+    def __init__(
+        self,
+        *,
+        profiles: Collection[str],
+        cache: Cache,
+        queue: SchedulingQueue,
+        nominator: Nominator,
+        listers: Listers,
+        waiting_pods: WaitingPods,
+        listeners: SchedulingListeners,
+        last_failures: dict[str, tuple[str, str]],
+        extenders: Sequence[Extender],
+        gates: FeatureGates,
+    ) -> None:
+        self.profiles = profiles
+        self.cache = cache
+        self.queue = queue
+        self.nominator = nominator
+        self.listers = listers
+        self.waiting_pods = waiting_pods
+        self.listeners = listeners
+        self.last_failures = last_failures
+        self.extenders = extenders
+        self.gang_scheduling = gates.gang_scheduling
 
     # --- which pods are ours -------------------------------------------------------
 
@@ -47,7 +85,7 @@ class EventHandlers(SchedulerBase):
 
     def responsible_for(self, pod: Pod) -> bool:
         """responsibleForPod in eventhandlers.go: one of our profiles schedules it."""
-        return pod.spec.scheduler_name in self.frameworks
+        return pod.spec.scheduler_name in self.profiles
 
     # --- cluster event handlers (what informers call) ------------------------------
 
@@ -78,7 +116,7 @@ class EventHandlers(SchedulerBase):
 
     def on_pod_add(self, pod: Pod) -> None:
         # Coscheduling's pod lister by group label (every pod, bound or not).
-        self.handle.pod_groups.observe_pod(pod)
+        self.listers.pod_groups.observe_pod(pod)
         if pod.spec.node_name:
             self.cache.pod_group_states.add_pod(pod)
             self.cache.add_pod(PodInfo(pod))
@@ -95,11 +133,11 @@ class EventHandlers(SchedulerBase):
             self.queue.add(info)
             if info.key in self.queue.active:  # not held back by PreEnqueue
                 self.nominator.add(pod, None)
-            if self.gates.gang_scheduling:
+            if self.gang_scheduling:
                 self.queue.on_event(EVENT_UNSCHEDULED_POD_ADD, None, pod)
 
     def on_pod_update(self, old: Pod | None, new: Pod) -> None:
-        self.handle.pod_groups.update_pod(old, new)
+        self.listers.pod_groups.update_pod(old, new)
         if old is not None and replaced(old.metadata.uid, new.metadata.uid):
             # Another pod of the same name (a relist after the watch missed the
             # delete and the create). Upstream's cache and queue key pods by UID
@@ -155,7 +193,7 @@ class EventHandlers(SchedulerBase):
                 self._nominated_room_freed(old)
 
     def on_pod_delete(self, pod: Pod) -> None:
-        self.handle.pod_groups.forget_pod(pod)
+        self.listers.pod_groups.forget_pod(pod)
         key = f"{pod.metadata.namespace}/{pod.metadata.name}"
         self.cache.pod_group_states.remove_pod(pod)
         self.queue.delete(key)

@@ -1,11 +1,14 @@
-"""Explanations of scheduling attempts: the Scheduler's side.
+"""Explanations of scheduling attempts: the scheduler's side.
 
 A scheduling cycle asked for an explanation (an ExplainObserver wants the pod)
-carries a CycleCapture on its CycleState; schedule_one.py fills it where
-findNodesThatFitPod, prioritizeNodes and selectHost compute what it keeps, and
-this module turns it into an Explanation (framework/explain.py) while the node
-table is still as the attempt saw it: before the pod is assumed on its node.
-Nothing here runs for a cycle that carries no capture.
+carries a CycleCapture on its CycleState; the SchedulingCycle (schedule_one.py)
+fills it where findNodesThatFitPod, prioritizeNodes and selectHost compute what it
+keeps, and the Explaining object here turns it into an Explanation
+(framework/explain.py) while the node table is still as the attempt saw it: before
+the pod is assumed on its node. A failure after that (Reserve, Permit, the binding
+cycle) amends the explanation through explain_binding_failure (the FailureHandler
+calls it). Nothing here runs for a cycle that carries no capture. Upstream has no
+such thing: kubesched's.
 """
 
 from __future__ import annotations
@@ -30,7 +33,7 @@ from kubesched.framework.node_table import NodeTable, Rows
 from kubesched.framework.runtime import Framework
 from kubesched.framework.status import CODE_NAMES, Code, Status
 from kubesched.framework.types import PodInfo, QueuedPodInfo
-from kubesched.scheduler.base import SchedulerBase
+from kubesched.scheduler.listeners import SchedulingListeners
 
 TIE_BREAK = (
     "selectHost picks one of the {count} nodes with the best total at random "
@@ -43,10 +46,15 @@ NOT_EVALUATED = (
 NOMINATED_FIT = "not evaluated: the pod's nominated node fits (evaluateNominatedNode)"
 
 
-class Explaining(SchedulerBase):
-    """The scheduling cycle's explanation hooks (a mixin of the Scheduler)."""
+class Explaining:
+    """The scheduling cycle's explanation hooks: build an attempt's explanation from
+    its capture over TABLE, and hand it to the LISTENERS' explain observer."""
 
-    def _explanation(
+    def __init__(self, table: NodeTable, listeners: SchedulingListeners) -> None:
+        self.table = table
+        self.listeners = listeners
+
+    def explanation(
         self,
         fw: Framework,
         state: CycleState,
@@ -59,7 +67,7 @@ class Explaining(SchedulerBase):
             self.table, fw, state, qpi.pod_info, capture, qpi.attempts, result, message
         )
 
-    def _explain(
+    def explain(
         self,
         fw: Framework,
         state: CycleState,
@@ -68,12 +76,13 @@ class Explaining(SchedulerBase):
         result: str,
         message: str,
     ) -> None:
+        """The attempt's explanation, built now, to its observer."""
         if self.listeners.explaining():
-            self.listeners.explained(self._explanation(fw, state, qpi, capture, result, message))
+            self.listeners.explained(self.explanation(fw, state, qpi, capture, result, message))
 
-    def _explained(self, capture: CycleCapture | None) -> None:
+    def explained(self, capture: CycleCapture | None) -> None:
         """The attempt's explanation to its observer, once the scheduling cycle is
-        over (a failure at Reserve or Permit has said so in it: fail_assumed)."""
+        over (a failure at Reserve or Permit has said so in it: the FailureHandler)."""
         if capture is not None and capture.explanation is not None:
             self.listeners.explained(capture.explanation)
 

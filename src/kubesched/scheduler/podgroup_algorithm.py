@@ -1,12 +1,15 @@
 """The pod group scheduling algorithm (schedule_one_podgroup.go v1.36.3:
-podGroupSchedulingDefaultAlgorithm and podGroupPodSchedulingAlgorithm).
+podGroupSchedulingDefaultAlgorithm and podGroupPodSchedulingAlgorithm), an object
+the pod group cycle (podgroup_cycle.py) holds.
 
 Each pod of the group is tried in turn with the ordinary filters and scores; a pod
 that fits is assumed in the cache and reserved, so that the next pods see it, and
-its Permit is asked. Once some pod's Permit says Success (GangScheduling: minCount
-of the group are scheduled), the group is schedulable. At the end every assumed pod
-is forgotten again: the results go to `submit` (podgroup_cycle.py), which assumes
-the pods for real and starts their binding cycles, or hands them all back.
+its Permit is asked. Each pod goes through the single-pod cycle's schedulePod and
+PostFilter (the SchedulingCycle's, schedule_one.py). Once some pod's Permit says
+Success (GangScheduling: minCount of the group are scheduled), the group is
+schedulable. At the end every assumed pod is forgotten again: the results go to
+`submit_pod_group_result` (podgroup_cycle.py), which assumes the pods for real and
+starts their binding cycles, or hands them all to the FailureHandler.
 
 Upstream assumes the pods in its snapshot of the cache; kubesched's scheduling
 cycle reads the cache's node table directly (nothing changes it during a cycle), so
@@ -19,11 +22,14 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from kubesched.cache.cache import Cache
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.fit_error import Diagnosis
 from kubesched.framework.runtime import Framework, PluginError
 from kubesched.framework.status import Code, Status
 from kubesched.framework.types import QueuedPodInfo
+from kubesched.queue.nominator import Nominator
+from kubesched.scheduler.listeners import SchedulingListeners
 from kubesched.scheduler.schedule_one import FitError, NoNodesError, SchedulingCycle
 
 # errPodGroupUnschedulable's text.
@@ -40,9 +46,8 @@ class PodResult:
     started: float
     status: Status = field(default_factory=Status)
     node: str = ""  # SuggestedHost (the nominated node when preemption is required)
-    # For the FailureHandler: the reason ("Unschedulable" / "SchedulerError"), the
-    # FitError's diagnosis, and the nomination (None: keep the pod's own).
-    reason: str = "Unschedulable"
+    # For the FailureHandler: the FitError's diagnosis, and the nomination (None:
+    # keep the pod's own). The status says the reason: an Error is "SchedulerError".
     diagnosis: Diagnosis | None = None
     nominating: str | None = ""
     requires_preemption: bool = False
@@ -59,8 +64,25 @@ class GroupResult:
     waiting_on_preemption: bool = False
 
 
-class PodGroupAlgorithm(SchedulingCycle):
-    """The pod group algorithm, on the Scheduler."""
+class PodGroupAlgorithm:
+    """The pod group algorithm: each pod through CYCLE's schedulePod and PostFilter,
+    assumed in CACHE (and its nomination taken from NOMINATOR) for the next pods'
+    sake; LISTENERS observe each pod's algorithm latency."""
+
+    def __init__(
+        self,
+        *,
+        cycle: SchedulingCycle,
+        cache: Cache,
+        nominator: Nominator,
+        listeners: SchedulingListeners,
+    ) -> None:
+        self.schedule_pod = cycle.schedule_pod
+        self.post_filter = cycle._post_filter
+        self.cache = cache
+        self.table = cache.table
+        self.nominator = nominator
+        self.listeners = listeners
 
     def pod_group_algorithm(self, fw: Framework, queued: list[QueuedPodInfo]) -> GroupResult:
         """podGroupSchedulingDefaultAlgorithm (TopologyAwareWorkloadScheduling, which
@@ -118,28 +140,27 @@ class PodGroupAlgorithm(SchedulingCycle):
         try:
             node = self.schedule_pod(fw, state, pod).node_name
         except FitError as fit:
-            nominating = self._post_filter(fw, state, qpi, fit)
+            nominating = self.post_filter(fw, state, qpi, fit)
             qpi.tried_at_generation = self.table.generation
             result.diagnosis = fit.diagnosis
             result.status = Status(Code.UNSCHEDULABLE, [str(fit)])
             result.nominating = nominating
             if not nominating:
-                self._observe_algorithm(started)
+                self.listeners.algorithm(started)
                 return result, None
             # Preemption is required: the next pods must see this one on its
             # nominated node, so it is assumed there as if it fitted.
             node = nominating
             result.requires_preemption = True
         except (NoNodesError, PluginError) as exc:
-            self._observe_algorithm(started)
+            self.listeners.algorithm(started)
             qpi.unschedulable_plugins = set()
             if isinstance(exc, PluginError):
                 result.status = Status.as_error(exc)
-                result.reason = "SchedulerError"
             else:
                 result.status = Status(Code.UNSCHEDULABLE, [str(exc)])
             return result, None
-        self._observe_algorithm(started)
+        self.listeners.algorithm(started)
         result.node = node
         nominated_before = pod.pod.status.nominated_node_name
         self.cache.assume_pod(pod, node)
@@ -156,13 +177,11 @@ class PodGroupAlgorithm(SchedulingCycle):
         if not status.is_success():
             revert()
             result.status, result.node, result.nominating = status, "", ""
-            result.reason = "SchedulerError" if status.code == Code.ERROR else "Unschedulable"
             return result, None
         permit, _waits = fw.run_permit(state, pod, node)
         if permit.code not in (Code.SUCCESS, Code.WAIT):
             revert()
             result.status, result.node, result.nominating = permit, "", ""
-            result.reason = "SchedulerError" if permit.code == Code.ERROR else "Unschedulable"
             result.requires_preemption = False
             return result, None
         result.permit = permit

@@ -1,12 +1,15 @@
 """The pod group scheduling cycle (schedule_one_podgroup.go v1.36.3: ScheduleOne's
 pod group branch, scheduleOnePodGroup, podGroupInfoForPod, podGroupCycle,
-submitPodGroupAlgorithmResult and updatePodGroupCondition).
+submitPodGroupAlgorithmResult and updatePodGroupCondition), an object the
+Scheduler's schedule_one is with GenericWorkload on: a pod of no group goes on to
+the single-pod SchedulingCycle (schedule_one.py).
 
 With GenericWorkload on, a pod popped from the queue that names a PodGroup
 (spec.schedulingGroup.podGroupName) brings the group's other unscheduled pods out
 of the queue with it, and the group is placed in one cycle: all of its pods go to
 their binding cycles (where GangScheduling's Permit lets them through together), or
-all go back to the queue, and the PodGroup's PodGroupScheduled condition says which.
+all go back to the queue (through the FailureHandler, failure.py), and the
+PodGroup's PodGroupScheduled condition says which.
 
 Coscheduling's groups (scheduler-plugins' PodGroups, by label) do not come here:
 that plugin places a group whole by trial (framework/group_placement.py) while its
@@ -17,9 +20,9 @@ which queued pods form a group, so another source of groups could use this cycle
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from kubesched.api.scheduling import (
@@ -31,9 +34,17 @@ from kubesched.api.scheduling import (
     find_condition,
     pod_group_key,
 )
+from kubesched.cache.cache import Cache
+from kubesched.framework.handle import Handle
 from kubesched.framework.runtime import Framework
 from kubesched.framework.status import Code, Status
 from kubesched.framework.types import QueuedPodInfo
+from kubesched.framework.waiting import WaitingPods
+from kubesched.queue.nominator import Nominator
+from kubesched.queue.scheduling_queue import SchedulingQueue
+from kubesched.scheduler.binding_cycle import BindingCycle
+from kubesched.scheduler.failure import FailureHandler
+from kubesched.scheduler.listeners import SchedulingListeners
 from kubesched.scheduler.podgroup_algorithm import (
     POD_GROUP_UNSCHEDULABLE,
     GroupResult,
@@ -60,13 +71,45 @@ class QueuedPodGroup:
         return self.key.partition("/")[2]
 
 
-class PodGroupCycle(PodGroupAlgorithm):
-    """ScheduleOne with the pod group branch."""
+class PodGroupCycle:
+    """ScheduleOne with the pod group branch: a pod of no group goes to SCHEDULE_ONE_POD
+    (the single-pod cycle's schedule_one); a group is placed by ALGORITHM over the
+    profile's framework (FRAMEWORKS), its pods then bound (BINDING) or failed
+    (FAILURE), and its PodGroup's condition written through HANDLE's lister."""
+
+    def __init__(
+        self,
+        *,
+        schedule_one_pod: Callable[[QueuedPodInfo], None],
+        algorithm: PodGroupAlgorithm,
+        frameworks: dict[str, Framework],
+        queue: SchedulingQueue,
+        cache: Cache,
+        nominator: Nominator,
+        waiting_pods: WaitingPods,
+        handle: Handle,
+        listeners: SchedulingListeners,
+        binding: BindingCycle,
+        failure: FailureHandler,
+    ) -> None:
+        self.schedule_one_pod = schedule_one_pod
+        self.algorithm = algorithm
+        self.frameworks = frameworks
+        self.queue = queue
+        self.cache = cache
+        self.table = cache.table
+        self.nominator = nominator
+        self.waiting_pods = waiting_pods
+        self.handle = handle
+        self.listeners = listeners
+        self.start_binding = binding.start
+        self.handle_failure = failure.handle_failure
 
     def schedule_one(self, qpi: QueuedPodInfo) -> None:
-        group = pod_group_key(qpi.pod) if self.gates.generic_workload else None
+        """ScheduleOne with GenericWorkload on: the pod's group, or the pod alone."""
+        group = pod_group_key(qpi.pod)
         if group is None:
-            super().schedule_one(qpi)
+            self.schedule_one_pod(qpi)
             return
         self.schedule_pod_group(QueuedPodGroup(group, self.pod_group_members(group, qpi)))
 
@@ -104,13 +147,13 @@ class PodGroupCycle(PodGroupAlgorithm):
                 if rest
                 else f'profile not found for scheduler name "{first}"'
             )
+            status = Status(Code.ERROR, [message])
             for qpi in group.pods:
                 pod_fw = self.frameworks.get(qpi.pod.spec.scheduler_name)
                 if pod_fw is None:
                     self.queue.done(qpi.pod_info.key)
                     continue
-                qpi.unschedulable_plugins = set()
-                self.handle_scheduling_failure(pod_fw, qpi, "SchedulerError", message, None)
+                self.handle_failure(pod_fw, qpi, status)
             return
         # skipPodGroupPodSchedule: pods being deleted, or assumed already.
         kept = []
@@ -125,8 +168,8 @@ class PodGroupCycle(PodGroupAlgorithm):
             return
         log.debug("Attempting to schedule pod group %s", group.key)
         started = time.perf_counter()
-        result = self.pod_group_algorithm(fw, group.pods)
-        self._observe_group_algorithm(time.perf_counter() - started)
+        result = self.algorithm.pod_group_algorithm(fw, group.pods)
+        self.listeners.pod_group_algorithm(time.perf_counter() - started)
         # The algorithm assumed pods and forgot them again: the table is as it was,
         # and this is the state every pod of the group was tried on.
         for qpi in group.pods:
@@ -159,17 +202,14 @@ class PodGroupCycle(PodGroupAlgorithm):
             elif pod_result.requires_preemption and not result.waiting_on_preemption:
                 self._fail(fw, qpi, _rejected_by_group(pod_result), "")
             else:
-                if pod_result.diagnosis is None:
-                    qpi.unschedulable_plugins = set()
-                self.handle_scheduling_failure(
+                self.handle_failure(
                     fw,
                     qpi,
-                    pod_result.reason,
-                    pod_result.status.message(),
-                    pod_result.diagnosis,
-                    pod_result.nominating,
+                    pod_result.status,
+                    pod_result.started,
+                    diagnosis=pod_result.diagnosis,
+                    nominated=pod_result.nominating,
                 )
-                self._observe_failure(fw, pod_result.status, pod_result.started)
         seconds = time.perf_counter() - started
         if group_status.is_success():
             condition = Condition(
@@ -196,7 +236,7 @@ class PodGroupCycle(PodGroupAlgorithm):
             )
             outcome = "waiting_on_preemption" if result.waiting_on_preemption else "unschedulable"
         log.info("pod group %s: %s", group.key, outcome)
-        self._observe_group_attempt(outcome, fw.profile_name, seconds)
+        self.listeners.pod_group_attempt(outcome, fw.profile_name, seconds)
         self.update_pod_group_condition(group, condition)
 
     def _bind(self, fw: Framework, pod_result: PodResult) -> None:
@@ -217,21 +257,14 @@ class PodGroupCycle(PodGroupAlgorithm):
         else:
             waits = {}
         if not status.is_success():
-            fw.run_unreserve(state, pod, node)
-            self.cache.forget_pod(pod)
-            self._handle_status_failure(fw, qpi, status)
-            self._observe_failure(fw, status, pod_result.started)
+            self.handle_failure(fw, qpi, status, pod_result.started, state=state, node=node)
             return
-        task = asyncio.get_event_loop().create_task(
-            self.binding_cycle(fw, state, qpi, node, pod_result.started)
-        )
-        self.binding_tasks.add(task)
-        task.add_done_callback(self.binding_tasks.discard)
+        self.start_binding(fw, state, qpi, node, pod_result.started)
 
     def _fail(self, fw: Framework, qpi: QueuedPodInfo, status: Status, nominated: str) -> None:
-        reason = "SchedulerError" if status.code == Code.ERROR else "Unschedulable"
-        qpi.unschedulable_plugins = set()
-        self.handle_scheduling_failure(fw, qpi, reason, status.message(), None, nominated)
+        """A pod of a group that cannot be placed (or failed as a whole): the group's
+        status, so no plugin rejected the pod itself."""
+        self.handle_failure(fw, qpi, status, nominated=nominated)
 
     def update_pod_group_condition(self, group: QueuedPodGroup, condition: Condition) -> None:
         """updatePodGroupCondition: never back from True to False (a later cycle for
@@ -247,14 +280,6 @@ class PodGroupCycle(PodGroupAlgorithm):
         condition.observed_generation = pod_group.metadata.generation
         if lister.writer is not None:
             lister.writer.set_condition(pod_group, condition)
-
-    # --- metrics -------------------------------------------------------------------
-
-    def _observe_group_attempt(self, result: str, profile: str, seconds: float) -> None:
-        self.listeners.pod_group_attempt(result, profile, seconds)
-
-    def _observe_group_algorithm(self, seconds: float) -> None:
-        self.listeners.pod_group_algorithm(seconds)
 
 
 def _rejected_by_group(pod_result: PodResult) -> Status:

@@ -1,28 +1,38 @@
 """The scheduling cycle (schedule_one.go upstream: ScheduleOne, schedulingCycle,
-schedulePod and findNodesThatFitPod with its pieces, prioritizeNodes, selectHost).
+schedulePod and findNodesThatFitPod with its pieces, prioritizeNodes, selectHost,
+and the extenders' part of them).
 
-The scheduling cycle is synchronous Python: it reads the node table, which only
-changes between cycles, so it needs no snapshot copy. On success it starts the
-binding cycle (binding_cycle.py) as an asyncio task.
+The SchedulingCycle object is ScheduleOne for a pod of its own (the pod group
+branch is podgroup_cycle.py's). It is synchronous Python: it reads the node table,
+which only changes between cycles, so it needs no snapshot copy. On success it
+starts the pod's binding cycle (BindingCycle.start, binding_cycle.py) as an
+asyncio task; any failure goes to the FailureHandler (failure.py), as upstream's
+ScheduleOne hands a failed schedulingCycle to sched.FailureHandler.
 """
 
 from __future__ import annotations
 
-import asyncio
 import itertools
 import logging
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from kubesched.api.objects import Node
+from kubesched.cache.cache import Cache
 from kubesched.framework.batch import SortedNodes
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.explain import CycleCapture, ScoreCapture
-from kubesched.framework.extender import EXTENDER_NAME, MAX_EXTENDER_PRIORITY, ExtenderError
+from kubesched.framework.extender import (
+    EXTENDER_NAME,
+    MAX_EXTENDER_PRIORITY,
+    Extender,
+    ExtenderError,
+)
+from kubesched.framework.features import FeatureGates
 from kubesched.framework.fit_error import NO_NODES_AT_ALL, Diagnosis, fit_error_message
 from kubesched.framework.interfaces import MAX_NODE_SCORE, PreFilterResult
 from kubesched.framework.node_table import IntArray, NodeTable, Rows
@@ -30,9 +40,15 @@ from kubesched.framework.runtime import Framework, PluginError
 from kubesched.framework.signature import PodSignature
 from kubesched.framework.status import Code, Status
 from kubesched.framework.types import PodInfo, QueuedPodInfo
+from kubesched.framework.waiting import WaitingPods
 from kubesched.logs import V, kv
+from kubesched.queue.nominator import Nominator
+from kubesched.queue.scheduling_queue import SchedulingQueue
+from kubesched.scheduler.batch_window import BatchWindow
 from kubesched.scheduler.binding_cycle import BindingCycle
 from kubesched.scheduler.explain import Explaining
+from kubesched.scheduler.failure import FailureHandler
+from kubesched.scheduler.listeners import SchedulingListeners
 
 log = logging.getLogger("kubesched.scheduler")
 
@@ -68,9 +84,54 @@ class ScheduleResult:
     scores: dict[str, int] = field(default_factory=dict)
 
 
-class SchedulingCycle(BindingCycle, Explaining):
-    """The Scheduler's scheduling cycle. It builds on BindingCycle because it starts
-    the binding cycle and fails attempts through handle_scheduling_failure."""
+class SchedulingCycle:
+    """The scheduling cycle of one pod: FRAMEWORKS by scheduler name (one per
+    profile), the nodes in CACHE's node table, RNG to break ties, BINDING to start
+    the binding cycle of a pod placed, FAILURE for an attempt that failed, and
+    EXPLAINING for the attempts LISTENERS want explained. BATCH: the `run
+    --batch-window` window, or None. It owns the state kept from one cycle to the
+    next: where the next filter pass starts (nextStartNodeIndex upstream), the
+    share of nodes that fitted lately, and whether this cycle's feasible nodes are
+    an extender's new NodeInfos."""
+
+    def __init__(
+        self,
+        *,
+        frameworks: dict[str, Framework],
+        queue: SchedulingQueue,
+        cache: Cache,
+        nominator: Nominator,
+        waiting_pods: WaitingPods,
+        listeners: SchedulingListeners,
+        rng: np.random.Generator,
+        gates: FeatureGates,
+        extenders: Sequence[Extender],
+        percentage_of_nodes_to_score: int,
+        batch: BatchWindow | None,
+        binding: BindingCycle,
+        failure: FailureHandler,
+        explaining: Explaining,
+    ) -> None:
+        self.frameworks = frameworks
+        self.queue = queue
+        self.cache = cache
+        self.table = cache.table
+        self.nominator = nominator
+        self.waiting_pods = waiting_pods
+        self.listeners = listeners
+        self.rng = rng
+        self.opportunistic_batching = gates.opportunistic_batching
+        self.extenders = extenders
+        self.percentage_of_nodes_to_score = percentage_of_nodes_to_score
+        self.batch = batch
+        self.start_binding = binding.start
+        self.handle_failure = failure.handle_failure
+        self.explaining = explaining
+        self.next_start_node_index = 0
+        # The share of filtered nodes that fitted lately, to size the first batch.
+        self._feasible_share = 1.0
+        # This cycle's feasible nodes are new NodeInfos from an extender's Nodes answer.
+        self.extender_new_nodes = False
 
     def schedule_one(self, qpi: QueuedPodInfo) -> None:
         """One scheduling cycle; on success the binding cycle is started as a task
@@ -90,9 +151,10 @@ class SchedulingCycle(BindingCycle, Explaining):
         # ScheduleOne samples the cycles whose plugin durations are observed
         # (state.SetRecordPluginMetrics); the framework reads it off the state, in
         # this pod's binding cycle too.
-        state.record_plugin_metrics = self.listeners.sample_plugins()
-        self.listeners.pod_attempted(pod.key, qpi.attempts)
-        if self.listeners.wants_explanation(pod.key):
+        listeners = self.listeners
+        state.record_plugin_metrics = listeners.sample_plugins()
+        listeners.pod_attempted(pod.key, qpi.attempts)
+        if listeners.wants_explanation(pod.key):
             state.explain = CycleCapture()
         qpi.tried_at_generation = self.table.generation
         node = self.scheduling_cycle(fw, state, qpi, started)
@@ -100,57 +162,63 @@ class SchedulingCycle(BindingCycle, Explaining):
             return
         # The attempt's duration is observed when its binding cycle ends, as upstream
         # does: scheduling_attempt_duration_seconds includes Permit's wait and the bind.
-        task = asyncio.get_event_loop().create_task(
-            self.binding_cycle(fw, state, qpi, node, started)
-        )
-        self.binding_tasks.add(task)
-        task.add_done_callback(self.binding_tasks.discard)
+        self.start_binding(fw, state, qpi, node, started)
 
     def scheduling_cycle(
         self, fw: Framework, state: CycleState, qpi: QueuedPodInfo, started: float
     ) -> str | None:
         """schedulingCycle in schedule_one.go: pick a node, assume the pod on it, run
-        Reserve and Permit; the node, or None if the attempt failed. Upstream hands
-        the failure back to ScheduleOne for the FailureHandler; here it is handled
-        (handle_scheduling_failure) where it happens, each with its own reason."""
+        Reserve and Permit; the node, or None if the attempt failed. Every failure
+        goes to the FailureHandler (ScheduleOne's sched.FailureHandler upstream); the
+        explanation of an attempt no node fits is built here, before the failure is
+        handled, from what the cycle captured."""
         pod = qpi.pod_info
         capture: CycleCapture | None = state.explain
         try:
             result = self.schedule_pod(fw, state, pod, self._sign(fw, qpi))
         except FitError as fit:
             nominating = self._post_filter(fw, state, qpi, fit)
+            message = str(fit)
             if capture is not None:
                 capture.post_filter_message = fit.diagnosis.post_filter_message
                 capture.post_filter_nominated = nominating
-                self._explain(fw, state, qpi, capture, "Unschedulable", str(fit))
-            self._observe_algorithm(started)
+                self.explaining.explain(fw, state, qpi, capture, "Unschedulable", message)
+            self.listeners.algorithm(started)
             # What-if runs changed the table and put it back: the attempt saw this one.
             qpi.tried_at_generation = self.table.generation
-            self.handle_scheduling_failure(
-                fw, qpi, "Unschedulable", str(fit), fit.diagnosis, nominating
+            self.handle_failure(
+                fw,
+                qpi,
+                Status(Code.UNSCHEDULABLE, [message]),
+                started,
+                diagnosis=fit.diagnosis,
+                nominated=nominating,
             )
-            self._observe("unschedulable", fw, started)
             return None
         except (NoNodesError, PluginError, ExtenderError) as exc:
             # An extender that failed (and is not ignorable) fails the attempt as an
             # error, as a plugin's error does: the pod goes to backoff.
-            self._observe_algorithm(started)
-            reason = "Unschedulable" if isinstance(exc, NoNodesError) else "SchedulerError"
+            self.listeners.algorithm(started)
+            if isinstance(exc, NoNodesError):
+                status = Status(Code.UNSCHEDULABLE, [str(exc)])
+            else:
+                status = Status.as_error(exc)
             if isinstance(exc, PluginError):
                 where = f" (raised at {exc.location})" if exc.location else ""
                 log.error("pod %s: %s%s", pod.key, exc, where)
-            qpi.unschedulable_plugins = set()
             qpi.tried_at_generation = self.table.generation
             if capture is not None:
-                self._explain(fw, state, qpi, capture, reason, str(exc))
-            self.handle_scheduling_failure(fw, qpi, reason, str(exc), None)
-            self._observe("error" if reason == "SchedulerError" else "unschedulable", fw, started)
+                reason = "SchedulerError" if status.code == Code.ERROR else "Unschedulable"
+                self.explaining.explain(fw, state, qpi, capture, reason, status.message())
+            self.handle_failure(fw, qpi, status, started)
             return None
-        self._observe_algorithm(started)
+        self.listeners.algorithm(started)
 
         node = result.node_name
         if capture is not None:  # before the assume changes the chosen node's row
-            capture.explanation = self._explanation(fw, state, qpi, capture, "Scheduled", "")
+            capture.explanation = self.explaining.explanation(
+                fw, state, qpi, capture, "Scheduled", ""
+            )
         self.cache.assume_pod(pod, node)
         self.nominator.delete(pod.key)
         status = fw.run_reserve(state, pod, node)
@@ -159,15 +227,16 @@ class SchedulingCycle(BindingCycle, Explaining):
             point = "Permit"
             status, waits = fw.run_permit(state, pod, node)
         if status.code not in (Code.SUCCESS, Code.WAIT):
-            self.fail_assumed(fw, state, qpi, node, status, started, point)
-            self._explained(capture)
+            self.handle_failure(fw, qpi, status, started, state=state, node=node, point=point)
+            self.explaining.explained(capture)
             return None
         if self.batch is not None and not waits:
             # Batch mode: held at Permit until the window closes (batch_window.py).
             waits = self.batch.hold(pod, node, fw.profile_name)
         if waits:
             self.waiting_pods.add(pod.key, node, waits)
-        self._explained(capture)
+        if capture is not None:
+            self.explaining.explained(capture)
         return node
 
     def _post_filter(

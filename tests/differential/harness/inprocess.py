@@ -177,12 +177,12 @@ def _preemption_choices(
     plugin = next((p for p in fw.post_filter if isinstance(p, DefaultPreemption)), None)
     if plugin is None:
         return [], {}
-    potential = plugin.nodes_for_status_code(diagnosis, Code.UNSCHEDULABLE)
-    candidates, _ = plugin.dry_run_preemption(
+    potential = plugin.evaluator.nodes_for_status_code(diagnosis, Code.UNSCHEDULABLE)
+    candidates, _ = plugin.evaluator.dry_run_preemption(
         cycle, info, potential, plugin.handle.pdbs, 0, len(potential)
     )
     # The extenders that preempt narrow the candidates before one is picked.
-    candidates, status = plugin.call_extenders(info, candidates)
+    candidates, status = plugin.evaluator.call_extenders(info, candidates)
     if not status.is_success():
         return [], {}
     tied = [

@@ -21,7 +21,7 @@ from kubesched.framework.interfaces import FilterPlugin, FilterScope, NodeVerdic
 from kubesched.framework.registry import register
 from kubesched.framework.status import Code, Status
 from kubesched.framework.types import PodInfo
-from kubesched.plugins.defaultpreemption import plugin as plugin_module
+from kubesched.plugins.defaultpreemption import evaluator as evaluator_module
 from kubesched.plugins.defaultpreemption.candidates import Candidate
 from kubesched.testing import make_node
 from tests.plugins.defaultpreemption.test_defaultpreemption import (
@@ -304,12 +304,12 @@ def test_batched_dry_run_and_choice_match_node_by_node(
     pdbs = env.handle.pdbs
 
     # Small batches: the nodes come in several, sized by the candidates found so far.
-    with mock.patch.object(plugin_module, "_MIN_BATCH", min_batch):
-        batched, batched_statuses = plugin.dry_run_preemption(
+    with mock.patch.object(evaluator_module, "_MIN_BATCH", min_batch):
+        batched, batched_statuses = plugin.evaluator.dry_run_preemption(
             state, incoming, potential, pdbs, offset, count
         )
     plugin.dry_run.amounts_only = lambda state, pod: False  # type: ignore[method-assign]
-    general, general_statuses = plugin.dry_run_preemption(
+    general, general_statuses = plugin.evaluator.dry_run_preemption(
         state, incoming, potential, pdbs, offset, count
     )
     assert _candidates(batched) == _candidates(general)
@@ -320,9 +320,9 @@ def test_batched_dry_run_and_choice_match_node_by_node(
     if any(c.num_pdb_violations for c in general):
         event("a candidate violates a PDB")
     if general:
-        best = plugin.select_candidate(batched)
+        best = plugin.evaluator.select_candidate(batched)
         assert best is not None
-        assert best.name == plugin.select_candidate(general).name  # type: ignore[union-attr]
+        assert best.name == plugin.evaluator.select_candidate(general).name  # type: ignore[union-attr]
 
 
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -423,7 +423,7 @@ def test_a_filter_error_leaves_the_table_and_is_reported_per_node() -> None:
     env.plugin.dry_run._amount_filters = lambda state, pod: [fit]  # type: ignore[method-assign]
     assert env.plugin.dry_run.select_victims_batch(state, incoming, env.table, rows, []) is None
     assert fingerprint(env.table) == before
-    candidates, statuses = env.plugin.dry_run_preemption(state, incoming, rows, [], 0, 3)
+    candidates, statuses = env.plugin.evaluator.dry_run_preemption(state, incoming, rows, [], 0, 3)
     assert fingerprint(env.table) == before
     assert [c.name for c in candidates] == ["n0", "n2"]
     assert statuses[rows[1]].code == Code.ERROR

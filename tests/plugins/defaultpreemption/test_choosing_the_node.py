@@ -130,9 +130,9 @@ def test_dry_run_stops_once_it_has_enough_candidates() -> None:
     )
     info = PodInfo(pod("p", priority=1))
     state, diagnosis = env.diagnose(info)
-    potential = env.plugin.nodes_for_status_code(diagnosis, Code.UNSCHEDULABLE)
+    potential = env.plugin.evaluator.nodes_for_status_code(diagnosis, Code.UNSCHEDULABLE)
     assert len(potential) == 6
-    candidates, statuses = env.plugin.dry_run_preemption(state, info, potential, [], 4, 2)
+    candidates, statuses = env.plugin.evaluator.dry_run_preemption(state, info, potential, [], 4, 2)
     names = [env.table.names[r] for r in potential]
     assert [c.name for c in candidates] == [names[4], names[5]]
     assert statuses == {}
@@ -147,8 +147,10 @@ def test_violating_candidates_come_after_the_others() -> None:
     )
     info = PodInfo(pod("p", priority=10))
     state, diagnosis = env.diagnose(info)
-    potential = env.plugin.nodes_for_status_code(diagnosis, Code.UNSCHEDULABLE)
-    candidates, _ = env.plugin.dry_run_preemption(state, info, potential, env.handle.pdbs, 0, 2)
+    potential = env.plugin.evaluator.nodes_for_status_code(diagnosis, Code.UNSCHEDULABLE)
+    candidates, _ = env.plugin.evaluator.dry_run_preemption(
+        state, info, potential, env.handle.pdbs, 0, 2
+    )
     assert [(c.name, c.num_pdb_violations) for c in candidates] == [("b", 0), ("a", 1)]
     nominated, _ = env.post_filter(pod("p", priority=10))
     assert nominated == "b"  # fewer violations, despite the higher victim priority
@@ -170,10 +172,11 @@ def test_nodes_for_status_code_with_and_without_absent_nodes_of_that_code() -> N
     def names(rows: list[int]) -> list[str]:
         return [env.table.names[r] for r in rows]
 
-    assert names(env.plugin.nodes_for_status_code(diagnosis, Code.UNSCHEDULABLE)) == ["n4", "n2"]
+    evaluator = env.plugin.evaluator
+    assert names(evaluator.nodes_for_status_code(diagnosis, Code.UNSCHEDULABLE)) == ["n4", "n2"]
     diagnosis.absent_status = Status.unschedulable("x")
     diagnosis.absent_count = 3
-    assert names(env.plugin.nodes_for_status_code(diagnosis, Code.UNSCHEDULABLE)) == [
+    assert names(evaluator.nodes_for_status_code(diagnosis, Code.UNSCHEDULABLE)) == [
         "n0",
         "n2",
         "n3",
@@ -181,5 +184,5 @@ def test_nodes_for_status_code_with_and_without_absent_nodes_of_that_code() -> N
         "n5",
     ]
     assert names(
-        env.plugin.nodes_for_status_code(diagnosis, Code.UNSCHEDULABLE_AND_UNRESOLVABLE)
+        evaluator.nodes_for_status_code(diagnosis, Code.UNSCHEDULABLE_AND_UNRESOLVABLE)
     ) == ["n1"]

@@ -118,8 +118,9 @@ class Preemption(Protocol):
 
 
 class BatchedDryRun:
-    """The batched dry run: a part of DefaultPreemption (`plugin.dry_run`), which
-    it reads through the Preemption protocol (its rules, handle and framework)."""
+    """The batched dry run: a part of DefaultPreemption (`plugin.dry_run`) that its
+    Evaluator's dry_run_preemption runs (evaluator.py); it reads the plugin through
+    the Preemption protocol (its rules, handle and framework)."""
 
     def __init__(self, preemption: Preemption) -> None:
         self.preemption = preemption
