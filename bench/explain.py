@@ -35,7 +35,7 @@ from kubesched.cluster.manifests import load_documents, pending_pods, running_po
 from kubesched.framework.explain import Explanation
 from kubesched.framework.profile import ProfileConfig
 from kubesched.scheduler import explain as explain_module
-from kubesched.simulator import simulate
+from kubesched.simulation.simulator import simulate
 
 
 def cluster_documents(nodes: int, pods: int) -> list[tuple[str, int, object]]:

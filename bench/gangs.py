@@ -22,7 +22,7 @@ import time
 from kubesched.api.objects import ObjectMeta, Pod
 from kubesched.api.pod_groups import POD_GROUP_LABEL, PodGroup, PodGroupSpec, pod_group_key
 from kubesched.framework.profile import DEFAULT_MULTI_POINT, PluginRef, PluginSet, ProfileConfig
-from kubesched.simulator import SimulationResult, simulate
+from kubesched.simulation.simulator import SimulationResult, simulate
 from kubesched.testing import make_node, make_pod
 
 GPU = "nvidia.com/gpu"

@@ -29,7 +29,7 @@ from kubesched.cli.html import simulation_page, write_page
 from kubesched.cli.workloads import explained_pods_of, node_zones
 from kubesched.cluster.manifests import load_documents, pending_pods, running_pods
 from kubesched.framework.profile import ProfileConfig
-from kubesched.simulator import simulate
+from kubesched.simulation.simulator import simulate
 from tests.browser.chromium import start_browser
 
 DEFAULT_EXPLAINED = 40  # simulate --html's --html-explain default

@@ -51,11 +51,8 @@ from bench.workloads import (
 )
 from kubesched.api.objects import Node, Pod
 from kubesched.api.scheduling import PodGroup as WorkloadPodGroup
-from kubesched.cluster.claim_writer import InMemoryClaimWriter
 from kubesched.cluster.dra_manifests import DRA_KINDS, DraObjects, build_dra, create_pod_claims
 from kubesched.cluster.generated_names import _random_chars
-from kubesched.cluster.memory import InMemoryCluster
-from kubesched.cluster.workload_pod_group_writer import InMemoryPodGroupConditionWriter
 from kubesched.config.file import parse_config
 from kubesched.framework.clock import SimClock
 from kubesched.framework.dra import DraState
@@ -64,7 +61,10 @@ from kubesched.framework.handle import Listers
 from kubesched.framework.podgroup_states import WorkloadPodGroupLister
 from kubesched.framework.registry import UnknownPluginError
 from kubesched.scheduler import Scheduler
-from kubesched.simulator import OutcomeRecorder, run_until_quiet
+from kubesched.simulation.claim_writer import InMemoryClaimWriter
+from kubesched.simulation.memory import InMemoryCluster
+from kubesched.simulation.simulator import OutcomeRecorder, run_until_quiet
+from kubesched.simulation.workload_pod_group_writer import InMemoryPodGroupConditionWriter
 
 PROFILE_NAME = "kubesched"
 

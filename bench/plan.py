@@ -37,7 +37,7 @@ from bench.machine import wait_quiet
 from kubesched.api.objects import Node, Pod, PodDisruptionBudget
 from kubesched.framework.profile import ProfileConfig
 from kubesched.plan import NodePool, plan_add_nodes, plan_remove_nodes
-from kubesched.simulator import World
+from kubesched.simulation.simulator import World
 
 # (name, cpu, memory, gpus, price): ten templates, the GPU ones tainted.
 TEMPLATES = (

@@ -20,8 +20,8 @@ import platform
 from bench.quality_traces import TRACES, Trace
 from kubesched.batch import Objective
 from kubesched.framework.profile import ProfileConfig
-from kubesched.optimize import Comparison, optimize
-from kubesched.simulator import World, simulate
+from kubesched.simulation.optimize import Comparison, optimize
+from kubesched.simulation.simulator import World, simulate
 
 
 def run_trace(trace: Trace, timeout: float, seed: int) -> tuple[int, Comparison]:

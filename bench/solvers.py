@@ -36,7 +36,7 @@ from kubesched.batch.solver import solve
 from kubesched.framework.node_table import NodeTable
 from kubesched.framework.profile import ProfileConfig
 from kubesched.framework.types import PodInfo
-from kubesched.simulator import World, simulate, start_session
+from kubesched.simulation.simulator import World, simulate, start_session
 
 
 @dataclass

@@ -44,12 +44,12 @@ from dataclasses import dataclass, field
 import msgspec
 
 from kubesched.api.objects import Node, Pod
-from kubesched.cluster.memory import InMemoryCluster
 from kubesched.framework.clock import SimClock
 from kubesched.framework.node_table import NodeTable
 from kubesched.framework.profile import ProfileConfig
 from kubesched.scheduler import Scheduler
-from kubesched.simulator import run_until_quiet
+from kubesched.simulation.memory import InMemoryCluster
+from kubesched.simulation.simulator import run_until_quiet
 from tests.chaos.checks import slope, table
 from tests.chaos.harness import vm_rss_kib
 

@@ -4,7 +4,7 @@ they say (issue #31).
 Each object the page renders (`::: kubesched...`) must carry an example: a ```python
 block in its docstring or in one of its methods'. Each example runs as a module of its
 own; its check below then runs the plugin it defines through the in-memory scheduler
-(`kubesched.simulator.simulate`) and asserts what the example promises, most often a
+(`kubesched.simulation.simulator.simulate`) and asserts what the example promises, most often a
 placement the default profile alone would not make (its control run says so).
 """
 
@@ -39,7 +39,7 @@ from kubesched.framework.profile import PluginRef, PluginSet, ProfileConfig
 from kubesched.framework.status import Status
 from kubesched.framework.types import PodInfo, Resource
 from kubesched.plugins.registry import default_registry
-from kubesched.simulator import SimulationResult, simulate
+from kubesched.simulation.simulator import SimulationResult, simulate
 from kubesched.testing import make_node, make_pod, make_table
 
 PAGE = Path(__file__).resolve().parents[2] / "docs" / "reference" / "plugin-api.md"

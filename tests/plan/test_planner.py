@@ -11,7 +11,7 @@ import msgspec
 from kubesched.api.objects import Node, Pod
 from kubesched.framework.profile import ProfileConfig
 from kubesched.plan import NodePool, PlanResult, plan_add_nodes
-from kubesched.simulator import World
+from kubesched.simulation.simulator import World
 from kubesched.testing import make_node, make_pod
 
 

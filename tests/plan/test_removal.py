@@ -13,7 +13,7 @@ import msgspec
 from kubesched.api.objects import Node, Pod, PodDisruptionBudget
 from kubesched.framework.profile import ProfileConfig
 from kubesched.plan import NodePool, RemovalResult, plan_remove_nodes
-from kubesched.simulator import World
+from kubesched.simulation.simulator import World
 from kubesched.testing import make_node
 
 

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import asyncio
 
-from kubesched.cluster.memory import InMemoryCluster
 from kubesched.framework.clock import SimClock
 from kubesched.framework.profile import ProfileConfig
 from kubesched.framework.types import ActionType, Resource
 from kubesched.scheduler import Scheduler
 from kubesched.scheduler.eventhandlers import node_update_events
-from kubesched.simulator import run_until_quiet
+from kubesched.simulation.memory import InMemoryCluster
+from kubesched.simulation.simulator import run_until_quiet
 from kubesched.testing import make_node, make_pod
 from tests.scenario.conftest import Simulate
 

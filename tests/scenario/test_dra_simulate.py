@@ -15,7 +15,7 @@ from click.testing import CliRunner
 from kubesched.cli.main import main
 from kubesched.cluster.manifests import load_documents, pending_pods, running_pods
 from kubesched.framework.profile import ProfileConfig
-from kubesched.simulator import SimulationResult, simulate
+from kubesched.simulation.simulator import SimulationResult, simulate
 
 ROOT = Path(__file__).resolve().parents[2]
 

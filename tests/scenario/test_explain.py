@@ -311,7 +311,7 @@ def test_explaining_changes_no_placement() -> None:
     from kubesched.cli.options import SIMULATED_SCHEDULER_NAMES
     from kubesched.cluster.manifests import load_paths, pending_pods, running_pods
     from kubesched.framework.profile import ProfileConfig
-    from kubesched.simulator import simulate
+    from kubesched.simulation.simulator import simulate
 
     state = load_paths([Path(__file__).resolve().parents[2] / "examples" / "cluster"])
     pods = [*running_pods(state), *pending_pods(state)]
@@ -349,7 +349,7 @@ def test_many_nodes_stay_readable_and_the_layout_follows_the_width() -> None:
     from kubesched.cli.explain_report import print_explanation
     from kubesched.cluster.manifests import load_documents, pending_pods, running_pods
     from kubesched.framework.profile import ProfileConfig
-    from kubesched.simulator import simulate
+    from kubesched.simulation.simulator import simulate
 
     state = load_documents(cluster_documents(1000, 3))
     pods = [*running_pods(state), *pending_pods(state)]

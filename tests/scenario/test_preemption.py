@@ -8,7 +8,7 @@ from typing import Any
 from kubesched.api.objects import Pod
 from kubesched.cluster.manifests import load_documents, pending_pods, running_pods
 from kubesched.framework.profile import DEFAULT_MULTI_POINT, PluginRef, PluginSet, ProfileConfig
-from kubesched.simulator import SimulationResult, simulate
+from kubesched.simulation.simulator import SimulationResult, simulate
 from kubesched.testing import make_node, make_pod
 
 PREEMPTING = ProfileConfig.default()  # DefaultPreemption is in kube-scheduler's default profile

@@ -15,8 +15,8 @@ from kubesched.batch import Objective
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.profile import ProfileConfig
 from kubesched.framework.types import PodInfo
-from kubesched.optimize import Comparison, optimize
-from kubesched.simulator import SimulationResult, World, simulate, start_session
+from kubesched.simulation.optimize import Comparison, optimize
+from kubesched.simulation.simulator import SimulationResult, World, simulate, start_session
 from kubesched.testing import make_node, make_pod
 
 GPU = "nvidia.com/gpu"

@@ -13,8 +13,8 @@ from kubesched.framework.node_table import NodeTable, Rows
 from kubesched.framework.profile import PluginRef, PluginSet, ProfileConfig
 from kubesched.framework.registry import register
 from kubesched.framework.types import PodInfo
-from kubesched.optimize import optimize
-from kubesched.simulator import World, simulate, start_session
+from kubesched.simulation.optimize import optimize
+from kubesched.simulation.simulator import World, simulate, start_session
 from kubesched.testing import make_node, make_pod
 from tests.unit.batch_helpers import filter_failures, greedy_then_engine
 

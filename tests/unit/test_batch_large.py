@@ -38,7 +38,7 @@ from kubesched.batch.solver import solve
 from kubesched.framework.node_table import NodeTable
 from kubesched.framework.profile import ProfileConfig
 from kubesched.framework.types import PodInfo
-from kubesched.simulator import World, start_session
+from kubesched.simulation.simulator import World, start_session
 from kubesched.testing import make_node, make_pod
 from tests.unit.batch_helpers import clusters, filter_failures, greedy_then_engine
 

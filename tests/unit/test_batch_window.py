@@ -15,13 +15,13 @@ from click.testing import CliRunner
 from kubesched.api.objects import Node, Pod
 from kubesched.batch.engine import PreparedBatch
 from kubesched.cli.main import main
-from kubesched.cluster.memory import InMemoryCluster
 from kubesched.framework.clock import RealClock, SimClock
 from kubesched.framework.profile import ProfileConfig
 from kubesched.metrics import SchedulerMetrics
 from kubesched.scheduler import Scheduler, batch_window
 from kubesched.scheduler.batch_window import BATCH_PLUGIN, BatchOptions
-from kubesched.simulator import run_until_quiet
+from kubesched.simulation.memory import InMemoryCluster
+from kubesched.simulation.simulator import run_until_quiet
 from kubesched.testing import make_node, make_pod
 
 

@@ -13,7 +13,6 @@ import numpy as np
 import pytest
 
 from kubesched.api.objects import Pod
-from kubesched.cluster.memory import InMemoryCluster
 from kubesched.framework.batch import MAX_BATCH_AGE, SortedNodes
 from kubesched.framework.clock import SimClock
 from kubesched.framework.cycle_state import CycleState
@@ -32,6 +31,7 @@ from kubesched.framework.types import PodInfo
 from kubesched.metrics import SchedulerMetrics
 from kubesched.plugins.registry import default_registry
 from kubesched.scheduler import Scheduler
+from kubesched.simulation.memory import InMemoryCluster
 from kubesched.testing import make_node, make_pod
 
 PROFILE = "default-scheduler"

@@ -18,11 +18,11 @@ from kubesched.api.resource import (
     ResourceClaimStatus,
     pod_consumer,
 )
-from kubesched.cluster.claim_controller import ResourceClaimController
-from kubesched.cluster.claim_writer import ClaimInvalid, InMemoryClaimWriter
-from kubesched.cluster.memory import InMemoryCluster
 from kubesched.framework.dra import ClaimConflict, DraState
 from kubesched.framework.types import ActionType, ClusterEvent
+from kubesched.simulation.claim_controller import ResourceClaimController
+from kubesched.simulation.claim_writer import ClaimInvalid, InMemoryClaimWriter
+from kubesched.simulation.memory import InMemoryCluster
 
 ALLOCATION = AllocationResult(
     devices=DeviceAllocationResult(

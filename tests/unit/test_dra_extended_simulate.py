@@ -13,7 +13,7 @@ from pathlib import Path
 from kubesched.api.resource import DELETE_PROTECTION_FINALIZER
 from kubesched.cluster.manifests import pending_pods
 from kubesched.framework.profile import ProfileConfig
-from kubesched.simulator import simulate
+from kubesched.simulation.simulator import simulate
 from tests.unit.manifests_helpers import SUFFIX, load
 
 CLUSTER = """

@@ -21,7 +21,7 @@ from kubesched.kube.extender_server import ReadOnlyCluster
 from kubesched.plugins.noderesources.args import NodeResourcesFitArgs
 from kubesched.scheduler import Scheduler
 from kubesched.scheduler.extender import build_extenders
-from kubesched.simulator import SimulationResult, simulate
+from kubesched.simulation.simulator import SimulationResult, simulate
 from kubesched.testing import make_node, make_pod
 from tests.extender_server import TestExtender, filter_answer, node_names, pod_name, serve_extender
 

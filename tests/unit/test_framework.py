@@ -8,7 +8,6 @@ from typing import Any, ClassVar
 import numpy as np
 import pytest
 
-from kubesched.cluster.memory import InMemoryCluster
 from kubesched.framework import interfaces as ifc
 from kubesched.framework.clock import SimClock
 from kubesched.framework.cycle_state import CycleState
@@ -19,7 +18,8 @@ from kubesched.framework.registry import register
 from kubesched.framework.status import Code, Status
 from kubesched.framework.types import PodInfo
 from kubesched.scheduler import Scheduler
-from kubesched.simulator import run_until_quiet, simulate
+from kubesched.simulation.memory import InMemoryCluster
+from kubesched.simulation.simulator import run_until_quiet, simulate
 from kubesched.testing import make_node, make_pod
 
 CALLS: list[str] = []

@@ -13,7 +13,6 @@ from collections.abc import Callable, Sequence
 import pytest
 
 from kubesched.api.objects import Node, Pod
-from kubesched.cluster.memory import InMemoryCluster
 from kubesched.framework import interfaces as ifc
 from kubesched.framework import runtime, timing
 from kubesched.framework.clock import SimClock
@@ -24,7 +23,8 @@ from kubesched.framework.registry import register
 from kubesched.framework.status import Status
 from kubesched.framework.types import PodInfo
 from kubesched.scheduler import Scheduler
-from kubesched.simulator import run_until_quiet
+from kubesched.simulation.memory import InMemoryCluster
+from kubesched.simulation.simulator import run_until_quiet
 from kubesched.testing import make_node, make_pod
 
 

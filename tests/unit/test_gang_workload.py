@@ -16,7 +16,7 @@ from kubesched.framework.features import (
     parse_feature_gates,
 )
 from kubesched.framework.profile import ProfileConfig
-from kubesched.simulator import SimulationResult, simulate
+from kubesched.simulation.simulator import SimulationResult, simulate
 from tests.unit.manifests_helpers import load, only_problem
 
 GATES_ON = parse_feature_gates("GenericWorkload=true,GangScheduling=true")

@@ -12,7 +12,7 @@ from kubesched.api.scheduling import POD_GROUP_SCHEDULED, find_condition
 from kubesched.cluster.manifests import ClusterState, pending_pods, running_pods
 from kubesched.framework.features import parse_feature_gates
 from kubesched.framework.profile import PluginRef, PluginSet, ProfileConfig, default_multi_point
-from kubesched.simulator import SimulationResult, simulate
+from kubesched.simulation.simulator import SimulationResult, simulate
 from tests.unit.manifests_helpers import load
 
 GATES_ON = parse_feature_gates("GenericWorkload=true,GangScheduling=true")

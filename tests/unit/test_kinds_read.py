@@ -15,7 +15,6 @@ import yaml
 
 from kubesched.api import kinds
 from kubesched.cluster.manifests import load_documents
-from kubesched.cluster.memory import InMemoryCluster
 from kubesched.framework.clock import SimClock
 from kubesched.framework.features import FeatureGates
 from kubesched.framework.handle import Listers
@@ -25,6 +24,7 @@ from kubesched.kube.config import load_connection
 from kubesched.kube.informers import scheduler_informers
 from kubesched.kube.runner import Runner, RunOptions, default_config
 from kubesched.kube.snapshot import SNAPSHOT_KINDS
+from kubesched.simulation.memory import InMemoryCluster
 
 GATES = FeatureGates({**FeatureGates().enabled, "GenericWorkload": True, "GangScheduling": True})
 

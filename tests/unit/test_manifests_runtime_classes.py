@@ -11,7 +11,7 @@ from kubesched.api.objects import Toleration
 from kubesched.cluster.manifests import ClusterState, load_paths, pending_pods
 from kubesched.cluster.runtime_classes import merge_tolerations
 from kubesched.framework.profile import ProfileConfig
-from kubesched.simulator import simulate
+from kubesched.simulation.simulator import simulate
 from tests.unit.manifests_helpers import load, only_problem, write
 
 GVISOR = """

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from kubesched.cluster.manifests import ClusterState, pending_pods, running_pods
 from kubesched.framework.profile import ProfileConfig
-from kubesched.simulator import simulate
+from kubesched.simulation.simulator import simulate
 from tests.unit.manifests_helpers import load, only_problem
 
 # Two nodes: `crowded` runs six app=web pods, `busy` one large pod of another app

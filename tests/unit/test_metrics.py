@@ -242,11 +242,11 @@ def test_attempt_duration_is_observed_after_the_bind() -> None:
     once the pod is bound, so it includes the binding."""
     import asyncio
 
-    from kubesched.cluster.memory import InMemoryCluster
     from kubesched.framework.clock import SimClock
     from kubesched.framework.profile import ProfileConfig
     from kubesched.scheduler import Scheduler
-    from kubesched.simulator import run_until_quiet
+    from kubesched.simulation.memory import InMemoryCluster
+    from kubesched.simulation.simulator import run_until_quiet
     from kubesched.testing import make_node, make_pod
 
     order: list[str] = []

@@ -9,7 +9,6 @@ from typing import Any
 import msgspec
 
 from kubesched.api.objects import Pod, PodStatus
-from kubesched.cluster.memory import InMemoryCluster
 from kubesched.framework.clock import SimClock
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.handle import Handle
@@ -23,7 +22,8 @@ from kubesched.kube.writer import StatusWriter
 from kubesched.plugins.defaultpreemption import DefaultPreemption
 from kubesched.queue.nominator import Nominator
 from kubesched.scheduler import Scheduler
-from kubesched.simulator import run_until_quiet, simulate
+from kubesched.simulation.memory import InMemoryCluster
+from kubesched.simulation.simulator import run_until_quiet, simulate
 from kubesched.testing import make_node, make_pod, make_table
 
 PREEMPTING = ProfileConfig(

@@ -8,13 +8,13 @@ import numpy as np
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from kubesched.cluster.memory import InMemoryCluster
 from kubesched.framework.clock import SimClock
 from kubesched.framework.node_table import NodeTable
 from kubesched.framework.nominated import nominated_by_row
 from kubesched.framework.profile import ProfileConfig
 from kubesched.framework.types import PodInfo
 from kubesched.scheduler import Scheduler
+from kubesched.simulation.memory import InMemoryCluster
 from kubesched.testing import make_node, make_pod, make_table
 
 NODES = [f"n{i}" for i in range(5)]

@@ -18,7 +18,7 @@ from kubesched.config.file import parse_config
 from kubesched.config.plugin_args import plugin_args_errors
 from kubesched.plugins.helpers import args as helpers_args
 from kubesched.plugins.registry import in_tree_registry
-from kubesched.simulator import simulate
+from kubesched.simulation.simulator import simulate
 from kubesched.testing import make_node, make_pod
 
 HEAD = {"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration"}

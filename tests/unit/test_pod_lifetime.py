@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 
-from kubesched.cluster.memory import InMemoryCluster
 from kubesched.framework import interfaces as ifc
 from kubesched.framework import nominated
 from kubesched.framework.clock import SimClock
@@ -16,7 +15,8 @@ from kubesched.framework.status import Status
 from kubesched.framework.types import PodInfo
 from kubesched.plugins.defaultpreemption import DefaultPreemption
 from kubesched.scheduler import Scheduler
-from kubesched.simulator import run_until_quiet
+from kubesched.simulation.memory import InMemoryCluster
+from kubesched.simulation.simulator import run_until_quiet
 from kubesched.testing import make_node, make_pod
 
 

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from kubesched.framework.profile import ProfileConfig
 from kubesched.framework.types import PodInfo
-from kubesched.simulator import simulate
+from kubesched.simulation.simulator import simulate
 from kubesched.testing import make_node, make_pod
 
 cpu = st.integers(min_value=0, max_value=4000).map(lambda m: f"{m}m")

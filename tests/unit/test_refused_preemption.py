@@ -6,10 +6,10 @@ from __future__ import annotations
 import asyncio
 
 from kubesched.api.objects import Pod
-from kubesched.cluster.memory import InMemoryCluster
 from kubesched.framework.clock import SimClock
 from kubesched.framework.profile import ProfileConfig
 from kubesched.scheduler import Scheduler
+from kubesched.simulation.memory import InMemoryCluster
 from kubesched.testing import make_node, make_pod
 
 

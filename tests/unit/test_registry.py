@@ -8,13 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from kubesched.cluster.memory import InMemoryCluster
 from kubesched.framework import registry
 from kubesched.framework.interfaces import FilterPlugin, Plugin
 from kubesched.framework.profile import PluginRef, ProfileConfig
 from kubesched.plugins.nodeports import NodePorts
 from kubesched.plugins.registry import default_registry, in_tree_registry
 from kubesched.scheduler import Scheduler
+from kubesched.simulation.memory import InMemoryCluster
 
 
 def test_builtins_are_found_by_name() -> None:

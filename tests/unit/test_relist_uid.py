@@ -11,7 +11,6 @@ from collections.abc import Mapping
 import msgspec
 
 from kubesched.api.objects import Node, Pod
-from kubesched.cluster.memory import InMemoryCluster
 from kubesched.framework.clock import SimClock
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.profile import PluginRef, PluginSet, ProfileConfig
@@ -19,7 +18,8 @@ from kubesched.framework.status import Status
 from kubesched.kube.client import ListMeta, ObjectList
 from kubesched.kube.informer import Handlers, Informer
 from kubesched.scheduler import Scheduler
-from kubesched.simulator import run_until_quiet
+from kubesched.simulation.memory import InMemoryCluster
+from kubesched.simulation.simulator import run_until_quiet
 from kubesched.testing import make_node, make_pod
 
 

@@ -13,7 +13,6 @@ from typing import Any
 import msgspec
 
 from kubesched.api.objects import Pod, PodCondition, PodResourceClaimStatus
-from kubesched.cluster.memory import InMemoryCluster
 from kubesched.framework.clock import SimClock
 from kubesched.framework.interfaces import ClusterEventWithHint
 from kubesched.framework.profile import ProfileConfig
@@ -29,7 +28,8 @@ from kubesched.plugins.prioritysort import PrioritySort
 from kubesched.queue.pod_events import pod_scheduling_properties_change
 from kubesched.queue.scheduling_queue import QueueProfile, SchedulingQueue
 from kubesched.scheduler import Scheduler
-from kubesched.simulator import run_until_quiet
+from kubesched.simulation.memory import InMemoryCluster
+from kubesched.simulation.simulator import run_until_quiet
 from kubesched.testing import make_node, make_pod
 
 ZONE = "topology.kubernetes.io/zone"

@@ -10,7 +10,6 @@ import asyncio
 from collections.abc import Sequence
 
 from kubesched.api.objects import Node, Pod
-from kubesched.cluster.memory import InMemoryCluster
 from kubesched.framework.clock import SimClock
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.handle import Listers
@@ -21,7 +20,8 @@ from kubesched.framework.status import Status
 from kubesched.framework.types import PodInfo
 from kubesched.kube.runner import Runner, RunOptions, default_config
 from kubesched.scheduler import Scheduler
-from kubesched.simulator import run_until_quiet
+from kubesched.simulation.memory import InMemoryCluster
+from kubesched.simulation.simulator import run_until_quiet
 from kubesched.testing import make_node, make_pod
 
 PROFILE = "kubesched"

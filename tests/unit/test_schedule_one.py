@@ -7,11 +7,11 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from kubesched.cluster.memory import InMemoryCluster
 from kubesched.framework.clock import SimClock
 from kubesched.framework.profile import ProfileConfig
 from kubesched.scheduler import Scheduler
-from kubesched.simulator import run_until_quiet
+from kubesched.simulation.memory import InMemoryCluster
+from kubesched.simulation.simulator import run_until_quiet
 from kubesched.testing import make_node, make_pod
 
 

@@ -15,12 +15,12 @@ from kubesched.api.volumes import (
     zones_of,
 )
 from kubesched.cluster.manifests import ClusterState, load_paths, pending_pods, running_pods
-from kubesched.cluster.volume_writer import InMemoryVolumeWriter
 from kubesched.framework.profile import PluginRef, ProfileConfig
 from kubesched.framework.storage import StorageState
 from kubesched.framework.types import PodInfo
 from kubesched.plugins.volumebinding import plugin as volumebinding_plugin
-from kubesched.simulator import simulate
+from kubesched.simulation.simulator import simulate
+from kubesched.simulation.volume_writer import InMemoryVolumeWriter
 from kubesched.testing import (
     claim_volume,
     make_csi_node,

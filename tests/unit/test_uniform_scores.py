@@ -10,7 +10,6 @@ from typing import Any
 import numpy as np
 import pytest
 
-from kubesched.cluster.memory import InMemoryCluster
 from kubesched.config.file import parse_config
 from kubesched.framework import interfaces as ifc
 from kubesched.framework.clock import SimClock
@@ -22,7 +21,8 @@ from kubesched.framework.registry import register
 from kubesched.framework.runtime import Framework
 from kubesched.framework.types import PodInfo
 from kubesched.scheduler import Scheduler
-from kubesched.simulator import simulate
+from kubesched.simulation.memory import InMemoryCluster
+from kubesched.simulation.simulator import simulate
 from kubesched.testing import make_node, make_pod
 
 KIND = "KubeSchedulerConfiguration"

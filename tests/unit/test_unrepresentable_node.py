@@ -9,11 +9,11 @@ import logging
 
 import pytest
 
-from kubesched.cluster.memory import InMemoryCluster
 from kubesched.framework.clock import SimClock
 from kubesched.framework.profile import PluginRef, PluginSet, ProfileConfig
 from kubesched.scheduler import Scheduler
-from kubesched.simulator import run_until_quiet
+from kubesched.simulation.memory import InMemoryCluster
+from kubesched.simulation.simulator import run_until_quiet
 from kubesched.testing import make_node, make_pod
 
 HUGE = str(2**63 - 1)

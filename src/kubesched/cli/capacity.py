@@ -14,7 +14,6 @@ from rich.table import Table
 from rich.text import Text
 
 from kubesched.api.objects import Pod
-from kubesched.capacity import CapacityResult, capacity
 from kubesched.cli.html import capacity_page, write_page
 from kubesched.cli.options import (
     ManifestInput,
@@ -30,6 +29,7 @@ from kubesched.cli.report import profile_line
 from kubesched.cli.workloads import node_zones
 from kubesched.cluster.admission import builtin_priority_classes
 from kubesched.cluster.manifests import ClusterState, load_paths, pending_pods, running_pods
+from kubesched.simulation.capacity import CapacityResult, capacity
 
 
 @click.command("capacity")

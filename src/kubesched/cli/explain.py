@@ -32,7 +32,7 @@ from kubesched.cli.report import profile_line
 from kubesched.cli.workloads import node_zones, workload_of
 from kubesched.cluster.manifests import pending_pods, running_pods
 from kubesched.framework.explain import Explanation
-from kubesched.simulator import SimulationResult, simulate_world
+from kubesched.simulation.simulator import SimulationResult, simulate_world
 
 # kubectl's namespace for a name given without one (no kubeconfig context is read:
 # the pods are the manifests').

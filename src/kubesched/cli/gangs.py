@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from kubesched.api.pod_groups import pod_group_key
 from kubesched.framework.features import FeatureGates
-from kubesched.simulator import SimulationResult
+from kubesched.simulation.simulator import SimulationResult
 
 PLACED = "placed"
 WAITING = "waiting"

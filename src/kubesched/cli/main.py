@@ -44,7 +44,7 @@ from kubesched.cli.report import as_document, print_report
 from kubesched.cli.sweep import sweep_command
 from kubesched.cli.workloads import explained_pods_of, node_zones
 from kubesched.cluster.manifests import pending_pods, running_pods
-from kubesched.simulator import simulate_world
+from kubesched.simulation.simulator import simulate_world
 
 if TYPE_CHECKING:
     from kubesched.batch import Objective
@@ -156,7 +156,7 @@ def simulate_command(
 
     comparison = None
     if optimize:
-        from kubesched.optimize import optimize as optimize_batch
+        from kubesched.simulation.optimize import optimize as optimize_batch
 
         world = world_of(state, setup, pods=pods)
         comparison = optimize_batch(

@@ -12,7 +12,7 @@ from rich.text import Text
 from kubesched.api.durations import DurationError, parse_go_duration
 
 if TYPE_CHECKING:
-    from kubesched.optimize import Comparison
+    from kubesched.simulation.optimize import Comparison
 
 
 def parse_timeout(text: str) -> float:

@@ -30,7 +30,7 @@ from kubesched.framework.profile import PluginRef, ProfileConfig, resolve
 from kubesched.framework.registry import Registry, load_plugin_path
 from kubesched.logs import configure_logging
 from kubesched.plugins.registry import default_registry
-from kubesched.simulator import World
+from kubesched.simulation.simulator import World
 
 # Without --config, pods for the default scheduler and for kubesched by name are both
 # simulated, each by a default profile.

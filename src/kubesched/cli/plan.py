@@ -45,7 +45,7 @@ from kubesched.plan.planner import Answer
 if TYPE_CHECKING:
     import jinja2
 
-    from kubesched.simulator import World
+    from kubesched.simulation.simulator import World
 
 
 @click.command("plan")

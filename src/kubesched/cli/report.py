@@ -15,7 +15,7 @@ from kubesched.api.quantity import format_amount
 from kubesched.cli.gangs import gang_outcomes, gangs_scheduled
 from kubesched.cli.workloads import new_and_running, placements_by_workload, reason_groups
 from kubesched.framework.explain import ProfilePlugins
-from kubesched.simulator import SimulationResult
+from kubesched.simulation.simulator import SimulationResult
 
 # What "simulated" means in the summary line, said once under it.
 SIMULATED_TIME_NOTE = (

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 from kubesched.api.objects import Node, Pod
 from kubesched.framework.node_table import ZONE_LABELS
-from kubesched.simulator import SimulationResult
+from kubesched.simulation.simulator import SimulationResult
 
 # Kinds whose pods are listed under their owner; a pod owned by anything else (or by
 # nothing) is its own line, as kubectl lists it.

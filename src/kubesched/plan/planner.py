@@ -33,7 +33,7 @@ from kubesched.plan.demand import Demands, find_demands
 from kubesched.plan.ffd import Fit, Packing, estimate
 from kubesched.plan.packing import Solved, solve
 from kubesched.plan.pools import NodePool
-from kubesched.simulator import (
+from kubesched.simulation.simulator import (
     SimulationResult,
     World,
     close_extenders,

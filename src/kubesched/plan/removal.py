@@ -58,7 +58,7 @@ from kubesched.framework.types import PodInfo
 from kubesched.plan.drain import Drain, PdbTracker, pods_to_move, scale_down_disabled
 from kubesched.plan.pools import NodePool
 from kubesched.scheduler.schedule_one import pre_filter_candidates
-from kubesched.simulator import (
+from kubesched.simulation.simulator import (
     World,
     close_extenders,
     run_until_quiet,

@@ -3,7 +3,7 @@ addAllEventHandlers and the handlers it installs).
 
 The EventHandlers object holds them; the Scheduler hands them out as its on_*
 methods, which the informers (kube/runner.py) or the in-memory cluster
-(cluster/memory.py) call. Assigned pods and nodes go to the cache; pending pods
+(simulation/memory.py) call. Assigned pods and nodes go to the cache; pending pods
 of our profiles go to the queue and the nominator; every change that may let a
 rejected pod fit is handed to the queue as a cluster event.
 """

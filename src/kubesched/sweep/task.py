@@ -18,14 +18,14 @@ from decimal import Decimal
 import msgspec
 
 from kubesched.api.objects import Node, Pod
-from kubesched.capacity import make_copy
 from kubesched.cluster.manifests import ClusterState, pending_pods, running_pods
 from kubesched.framework.extender import ExtenderConfig
 from kubesched.framework.features import FeatureGates
 from kubesched.framework.profile import ProfileConfig
 from kubesched.framework.registry import Registry
 from kubesched.plan.pools import NodePool
-from kubesched.simulator import SimulationResult, World, simulate_world
+from kubesched.simulation.capacity import make_copy
+from kubesched.simulation.simulator import SimulationResult, World, simulate_world
 from kubesched.sweep.spec import Variation
 
 

@@ -20,7 +20,6 @@ from kubesched.api.objects import LabelSelector, PersistentVolume, PersistentVol
 from kubesched.api.resource import DeviceClass, ResourceClaim, ResourceClaimTemplate, ResourceSlice
 from kubesched.api.workloads import ReplicaSet, ReplicationController, Service, StatefulSet
 from kubesched.cluster.manifests import load_documents
-from kubesched.cluster.memory import InMemoryCluster
 from kubesched.config.file import parse_config
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.dra import DraState
@@ -36,7 +35,8 @@ from kubesched.plugins.defaultpreemption.plugin import DefaultPreemption
 from kubesched.scheduler import Scheduler
 from kubesched.scheduler.extender import build_extenders
 from kubesched.scheduler.schedule_one import FitError, as_new_nodes
-from kubesched.simulator import simulate as run_simulation
+from kubesched.simulation.memory import InMemoryCluster
+from kubesched.simulation.simulator import simulate as run_simulation
 from tests.differential import generator as gen
 from tests.differential.harness.records import (
     SCHEDULER_NAME,

@@ -19,7 +19,7 @@ from typing import Any
 
 from kubesched.cluster.manifests import load_documents
 from kubesched.config.file import parse_config
-from kubesched.simulator import World, run_until_quiet, start_session
+from kubesched.simulation.simulator import World, run_until_quiet, start_session
 from tests.differential import generator as gen
 from tests.differential.harness.records import (
     KUBE,

@@ -8,12 +8,12 @@ from collections.abc import Sequence
 
 from kubesched.api.objects import Node, ObjectMeta, Pod
 from kubesched.api.pod_groups import POD_GROUP_LABEL, PodGroup, PodGroupSpec
-from kubesched.cluster.memory import InMemoryCluster
 from kubesched.framework.clock import SimClock
 from kubesched.framework.handle import Listers
 from kubesched.framework.profile import DEFAULT_MULTI_POINT, PluginRef, PluginSet, ProfileConfig
 from kubesched.scheduler import Scheduler
-from kubesched.simulator import run_until_quiet
+from kubesched.simulation.memory import InMemoryCluster
+from kubesched.simulation.simulator import run_until_quiet
 from kubesched.testing import make_node, make_pod
 
 GPU = "nvidia.com/gpu"

@@ -15,7 +15,6 @@ import numpy as np
 import pytest
 
 from kubesched.api.objects import Pod, PodCondition, PodDisruptionBudget
-from kubesched.cluster.memory import InMemoryCluster
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.fit_error import Diagnosis
 from kubesched.framework.handle import Handle, Listers
@@ -34,6 +33,7 @@ from kubesched.framework.status import Code, Status
 from kubesched.framework.types import PodInfo
 from kubesched.plugins.defaultpreemption import ArgsError, DefaultPreemption, DefaultPreemptionArgs
 from kubesched.plugins.registry import default_registry
+from kubesched.simulation.memory import InMemoryCluster
 from kubesched.testing import make_node, make_pod, make_table
 
 # --- a PreFilter plugin with per-cycle state, to see PreFilterExtensions at work ----------

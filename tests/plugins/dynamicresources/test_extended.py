@@ -14,8 +14,6 @@ import numpy as np
 
 from kubesched.api.objects import Pod
 from kubesched.api.resource import AllocationResult, DeviceClass, ResourceClaim
-from kubesched.cluster.claim_writer import InMemoryClaimWriter
-from kubesched.cluster.memory import InMemoryCluster
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.dra import DraState, extended_resource_classes
 from kubesched.framework.fit_error import Diagnosis
@@ -27,6 +25,8 @@ from kubesched.plugins.dynamicresources import DynamicResources
 from kubesched.plugins.dynamicresources.extended import requests_and_mappings
 from kubesched.plugins.dynamicresources.state import read_state
 from kubesched.plugins.noderesources import NodeResourcesFit
+from kubesched.simulation.claim_writer import InMemoryClaimWriter
+from kubesched.simulation.memory import InMemoryCluster
 from kubesched.testing import make_node, make_pod, make_table
 
 ER = "example.com/gpu"

@@ -19,7 +19,6 @@ from kubesched.api.objects import (
     PersistentVolumeClaim,
     StorageClass,
 )
-from kubesched.cluster.volume_writer import InMemoryVolumeWriter
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.handle import Handle
 from kubesched.framework.node_table import NodeTable
@@ -27,6 +26,7 @@ from kubesched.framework.status import Code
 from kubesched.framework.storage import StorageState
 from kubesched.framework.types import PodInfo
 from kubesched.plugins.volumebinding import VolumeBinding
+from kubesched.simulation.volume_writer import InMemoryVolumeWriter
 from kubesched.testing import (
     claim_volume,
     make_csi_node,

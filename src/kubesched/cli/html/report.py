@@ -18,7 +18,6 @@ from typing import TYPE_CHECKING, Any
 
 from kubesched.api.objects import Node
 from kubesched.api.quantity import format_amount
-from kubesched.capacity import CapacityResult
 from kubesched.cli.explain_report import node_list, score_cell, shortfall_line
 from kubesched.cli.report import SIMULATED_TIME_NOTE, evictions, profile_line
 from kubesched.cli.workloads import (
@@ -32,7 +31,8 @@ from kubesched.cli.workloads import (
 )
 from kubesched.framework.dra import DraState
 from kubesched.framework.explain import Explanation
-from kubesched.simulator import SimulationResult
+from kubesched.simulation.capacity import CapacityResult
+from kubesched.simulation.simulator import SimulationResult
 
 if TYPE_CHECKING:
     import jinja2

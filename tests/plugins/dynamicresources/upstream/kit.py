@@ -24,7 +24,6 @@ import numpy as np
 
 from kubesched.api.objects import Node, Pod
 from kubesched.api.resource import DeviceClass, ResourceClaim, ResourceSlice
-from kubesched.cluster.claim_writer import InMemoryClaimWriter
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.dra import DraState
 from kubesched.framework.handle import Handle, Listers
@@ -32,6 +31,7 @@ from kubesched.framework.nodeinfo import NodeInfo
 from kubesched.framework.status import Code, Status
 from kubesched.framework.types import PodInfo
 from kubesched.plugins.dynamicresources import DynamicResources
+from kubesched.simulation.claim_writer import InMemoryClaimWriter
 from kubesched.testing import make_node, make_pod, make_table
 
 NODE, NODE_2, NODE_3 = "worker", "worker-2", "worker-3"

@@ -31,7 +31,7 @@ import msgspec
 from kubesched.api.objects import Pod
 from kubesched.cluster.dra_manifests import create_pod_claims
 from kubesched.framework.explain import ProfilePlugins
-from kubesched.simulator import (
+from kubesched.simulation.simulator import (
     Session,
     World,
     run_until_quiet,

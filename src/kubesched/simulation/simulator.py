@@ -20,12 +20,7 @@ from kubesched.api.pod_groups import PodGroup
 from kubesched.api.resource import ResourceClaim
 from kubesched.api.scheduling import PodGroup as WorkloadPodGroup
 from kubesched.api.workloads import DaemonSet
-from kubesched.cluster.claim_controller import ResourceClaimController
-from kubesched.cluster.claim_writer import InMemoryClaimWriter
 from kubesched.cluster.manifests import ClusterState
-from kubesched.cluster.memory import InMemoryCluster, RecordedEvent
-from kubesched.cluster.volume_writer import InMemoryVolumeWriter
-from kubesched.cluster.workload_pod_group_writer import InMemoryPodGroupConditionWriter
 from kubesched.framework.clock import SimClock
 from kubesched.framework.dra import DraState
 from kubesched.framework.explain import Explanation, ProfilePlugins
@@ -41,6 +36,11 @@ from kubesched.scheduler import Scheduler
 from kubesched.scheduler.explain import profile_plugins
 from kubesched.scheduler.extender import build_extenders
 from kubesched.scheduler.scheduler import freeze_after_sync
+from kubesched.simulation.claim_controller import ResourceClaimController
+from kubesched.simulation.claim_writer import InMemoryClaimWriter
+from kubesched.simulation.memory import InMemoryCluster, RecordedEvent
+from kubesched.simulation.volume_writer import InMemoryVolumeWriter
+from kubesched.simulation.workload_pod_group_writer import InMemoryPodGroupConditionWriter
 
 # Simulated runs yield to binding tasks this often, as a real scheduler would
 # between cycles, so that bind events reach the queue in a realistic order.

@@ -32,7 +32,7 @@ from kubesched.api.resource import (
     POD_CONSUMER_RESOURCE,
     ResourceClaim,
 )
-from kubesched.cluster.claim_writer import InMemoryClaimWriter
+from kubesched.simulation.claim_writer import InMemoryClaimWriter
 
 _TERMINAL = ("Succeeded", "Failed")
 

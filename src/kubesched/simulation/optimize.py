@@ -19,7 +19,7 @@ import msgspec
 from kubesched.api.objects import Pod
 from kubesched.batch import BatchPlacement, Objective, place_batch
 from kubesched.framework.types import PodInfo
-from kubesched.simulator import SimulationResult, World, start_session
+from kubesched.simulation.simulator import SimulationResult, World, start_session
 
 
 @dataclass(slots=True)
