@@ -10,6 +10,7 @@ graceful stop the lease is released so another replica takes over at once.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 import socket
@@ -79,12 +80,15 @@ class LeaderElector:
         self._observed: Lease | None = None
         self._told_holder = False
         self._observed_at = 0.0
+        # The task of run(), once it started (release stops it first).
+        self._task: asyncio.Task[None] | None = None
         self._path = (
             f"/apis/coordination.k8s.io/v1/namespaces/{config.namespace}/leases/{config.name}"
         )
 
     async def run(self) -> None:
         """Acquire, then renew until the lease is lost (sets `lost`) or we are cancelled."""
+        self._task = asyncio.current_task()
         cfg = self.config
         while True:
             sent = time.monotonic()
@@ -191,20 +195,40 @@ class LeaderElector:
         self._observed_at = time.monotonic()
 
     async def release(self) -> None:
-        """Give the lease up (graceful stop), so another replica need not wait it out."""
-        if not self.is_leader.is_set():
-            return
+        """Give the lease up (graceful stop), so another replica need not wait it out.
+
+        The election is stopped first, and the lease read back: an acquire (or a
+        renewal) cut short by the stop may still have reached the API server after
+        this replica stopped counting itself the leader, and the lease would then
+        stay ours for its whole duration (ReleaseOnCancel in client-go releases
+        only after the election loop has returned, for the same reason). A
+        release that meets a write of that acquire (409) reads the lease again."""
+        task = self._task
+        if task is None:
+            return  # never ran: no request of ours can hold the lease
+        if not task.done():
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
         self.is_leader.clear()
-        try:
-            current = await self.client.get(self._path, Lease)
-            if current.spec.holder_identity != self.config.identity:
+        for attempt in range(2):
+            try:
+                current = await self.client.get(self._path, Lease)
+                if current.spec.holder_identity != self.config.identity:
+                    return
+                now = micro_time()
+                released = Lease(
+                    current.metadata,
+                    LeaseSpec("", 1, now, now, current.spec.lease_transitions),
+                )
+                await self.client.put(self._path, released)
+            except ApiError as exc:
+                if exc.status == 409 and not attempt:
+                    continue
+                log.warning("lease not released: %s", exc)
                 return
-            now = micro_time()
-            released = Lease(
-                current.metadata,
-                LeaseSpec("", 1, now, now, current.spec.lease_transitions),
-            )
-            await self.client.put(self._path, released)
+            except Exception as exc:
+                log.warning("lease not released: %s", exc)
+                return
             log.info("released lease %s/%s", self.config.namespace, self.config.name)
-        except Exception as exc:
-            log.warning("lease not released: %s", exc)
+            return
