@@ -35,9 +35,9 @@ import numpy as np
 from kubesched.framework.clock import Clock
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.metrics_recorder import MetricsRecorder, records
-from kubesched.framework.node_table import IntArray, NodeTable
-from kubesched.framework.signature import PodSignature
-from kubesched.framework.types import PodInfo
+from kubesched.framework.node_table import IntArray, NodeTable, Rows
+from kubesched.framework.signature import PodSignature, PodSigner
+from kubesched.framework.types import PodInfo, QueuedPodInfo
 
 log = logging.getLogger("kubesched.batch")
 
@@ -114,17 +114,44 @@ class OpportunisticBatch:
     """One profile's batch state (OpportunisticBatch in batch.go)."""
 
     def __init__(
-        self, profile: str, table: NodeTable, clock: Clock, metrics: MetricsRecorder
+        self,
+        profile: str,
+        table: NodeTable,
+        clock: Clock,
+        metrics: MetricsRecorder,
+        signer: PodSigner,
+        rng: np.random.Generator,
     ) -> None:
         self.profile = profile
         self.table = table
         self.clock = clock
         self.metrics = metrics
+        self.signer = signer
+        self.rng = rng  # the scheduler's: a ranking's ties are broken from it
         self.recording = records(metrics)
         self.state: _BatchState | None = None
         self.last_cycle = _LastCycle()
         # The pods placed on a hint (batchedPods upstream, for tests).
         self.batched_pods = 0
+
+    def sign(self, qpi: QueuedPodInfo) -> PodSignature | None:
+        """The pod's signature: worked out once per version of the pod, as upstream's
+        queue signs a pod when it comes in or is updated (signPod), and kept on the
+        queued pod. The Sign extension point is timed as SignPod times it, also for
+        a profile that signs nothing, always with "Success" (its deferred function
+        reads a status never set)."""
+        pod = qpi.pod_info
+        if qpi.signed is pod:
+            return qpi.signature
+        if not self.recording:
+            signature = self.signer.sign(pod)
+        else:
+            started = perf_counter()
+            signature = self.signer.sign(pod)
+            seconds = perf_counter() - started
+            self.metrics.observe_extension_point("Sign", "Success", self.profile, seconds)
+        qpi.signature, qpi.signed = signature, pod
+        return signature
 
     def get_node_hint(
         self,
@@ -147,6 +174,32 @@ class OpportunisticBatch:
             hinted = "hint" if hint else "no_hint"
             self.metrics.observe_node_hint(hinted, self.profile, perf_counter() - started)
         return hint
+
+    def store_pass(
+        self,
+        signature: PodSignature | None,
+        hinted_node: str,
+        feasible: Rows,
+        totals: IntArray | None,
+        chosen: int,
+        cycle: int,
+    ) -> None:
+        """StoreScheduleResults for a pass that chose `feasible[chosen]`, with the
+        others ranked by their `totals` (None: the pass found one node, so no
+        scores and no list). Only a pod with a signature has its list's names kept;
+        for another one only how many nodes are left counts (the flush's reason),
+        so nothing is copied."""
+        names = self.table.names
+        ranking: SortedNodes | None = None
+        if totals is not None:
+            if signature is None:
+                ranking = SortedNodes(None, totals[1:], self.rng)
+            else:
+                others = np.delete(feasible, chosen)
+                kept = [names[r] for r in others.tolist()]
+                ranking = SortedNodes(kept, np.delete(totals, chosen), self.rng)
+        chosen_node = names[int(feasible[chosen])]
+        self.store_schedule_results(signature, hinted_node, chosen_node, ranking, cycle)
 
     def store_schedule_results(
         self,

@@ -206,7 +206,7 @@ class Framework:
             has_extenders=bool(handle.extenders),
         )
         self.batch = OpportunisticBatch(
-            self.profile_name, handle.nodes, handle.clock, handle.metrics
+            self.profile_name, handle.nodes, handle.clock, handle.metrics, self.signer, handle.rng
         )
 
     def _evaluation_counters(

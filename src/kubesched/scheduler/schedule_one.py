@@ -23,7 +23,6 @@ import numpy as np
 
 from kubesched.api.objects import Node
 from kubesched.cache.cache import Cache
-from kubesched.framework.batch import SortedNodes
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.explain import CycleCapture, ScoreCapture
 from kubesched.framework.extender import (
@@ -254,25 +253,9 @@ class SchedulingCycle:
         return None if result is None else result.nominated_node_name
 
     def _sign(self, fw: Framework, qpi: QueuedPodInfo) -> PodSignature | None:
-        """The pod's signature when OpportunisticBatching is on: worked out once per
-        version of the pod, as upstream's queue signs a pod when it comes in or is
-        updated (signPod), and kept on the queued pod. The Sign extension point is
-        timed as SignPod times it, also for a profile that signs nothing, always
-        with "Success" (its deferred function reads a status never set)."""
-        if not self.opportunistic_batching:
-            return None
-        pod = qpi.pod_info
-        if qpi.signed is pod:
-            return qpi.signature
-        if not self.listeners.times_extension_points:
-            signature = fw.signer.sign(pod)
-        else:
-            started = time.perf_counter()
-            signature = fw.signer.sign(pod)
-            seconds = time.perf_counter() - started
-            self.listeners.extension_point("Sign", "Success", fw.profile_name, seconds)
-        qpi.signature, qpi.signed = signature, pod
-        return signature
+        """The pod's signature when OpportunisticBatching is on (the batch keeps it
+        on the queued pod, OpportunisticBatch.sign)."""
+        return fw.batch.sign(qpi) if self.opportunistic_batching else None
 
     def schedule_pod(
         self,
@@ -303,22 +286,13 @@ class SchedulingCycle:
                 capture.chosen_row = row
             name = self.table.names[row]
             if self.opportunistic_batching:
-                fw.batch.store_schedule_results(signature, hint, name, None, cycle)
+                fw.batch.store_pass(signature, hint, feasible, None, 0, cycle)
             return ScheduleResult(name, row, evaluated, 1)
         totals = self.prioritize_nodes(fw, state, pod, feasible)
         chosen = select_host(totals, self.rng)
         row = int(feasible[chosen])
         if self.opportunistic_batching:
-            # The others, best first. Only a pod with a signature has its list
-            # kept (StoreScheduleResults upstream); for another one only how many
-            # nodes are left counts (the flush's reason), so nothing is copied.
-            if signature is None:
-                ranking = SortedNodes(None, totals[1:], self.rng)
-            else:
-                others = np.delete(feasible, chosen)
-                names = [self.table.names[r] for r in others.tolist()]
-                ranking = SortedNodes(names, np.delete(totals, chosen), self.rng)
-            fw.batch.store_schedule_results(signature, hint, self.table.names[row], ranking, cycle)
+            fw.batch.store_pass(signature, hint, feasible, totals, chosen, cycle)
         if capture is not None:
             capture.totals, capture.chosen_row = totals, row
             capture.tied_rows = [int(r) for r in feasible[totals == totals.max()]]
