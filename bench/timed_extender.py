@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from kubesched.cli.main import main as kubesched_main
-from kubesched.metrics import SchedulerMetrics
+from kubesched.server.metrics import SchedulerMetrics
 
 
 def main(argv: Sequence[str]) -> None:

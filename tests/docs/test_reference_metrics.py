@@ -1,9 +1,9 @@
 """docs/reference/metrics.md is the page tests/docs/reference_metrics.py generates from
-kubesched.metrics, and that generator sees every metric `/metrics` can serve."""
+kubesched.server.metrics, and that generator sees every metric `/metrics` can serve."""
 
 from __future__ import annotations
 
-from kubesched.metrics import SchedulerMetrics
+from kubesched.server.metrics import SchedulerMetrics
 from tests.docs.reference_metrics import PAGE, metric_docs, render
 
 

@@ -17,9 +17,9 @@ from kubesched.batch.engine import PreparedBatch
 from kubesched.cli.main import main
 from kubesched.framework.clock import RealClock, SimClock
 from kubesched.framework.profile import ProfileConfig
-from kubesched.metrics import SchedulerMetrics
 from kubesched.scheduler import Scheduler, batch_window
 from kubesched.scheduler.batch_window import BATCH_PLUGIN, BatchOptions
+from kubesched.server.metrics import SchedulerMetrics
 from kubesched.simulation.memory import InMemoryCluster
 from kubesched.simulation.simulator import run_until_quiet
 from kubesched.testing import make_node, make_pod

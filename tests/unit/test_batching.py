@@ -28,9 +28,9 @@ from kubesched.framework.registry import Registry
 from kubesched.framework.signature import SignFragment, SignPlugin
 from kubesched.framework.status import Status
 from kubesched.framework.types import PodInfo
-from kubesched.metrics import SchedulerMetrics
 from kubesched.plugins.registry import default_registry
 from kubesched.scheduler import Scheduler
+from kubesched.server.metrics import SchedulerMetrics
 from kubesched.simulation.memory import InMemoryCluster
 from kubesched.testing import make_node, make_pod
 

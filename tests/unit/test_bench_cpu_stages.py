@@ -11,7 +11,7 @@ import time
 from bench.cpu_stages import describe, ms_per_pod, stage_seconds
 from bench.machine import process_cpu_seconds, thread_schedstat
 from kubesched.kube.cpu_budget import CpuBudget
-from kubesched.metrics import SchedulerMetrics
+from kubesched.server.metrics import SchedulerMetrics
 
 
 def _scrape(seconds: dict[str, float]) -> str:

@@ -26,9 +26,9 @@ from kubesched.kube.extender_verbs import (
     max_total,
     to_extender_priority,
 )
-from kubesched.metrics import SchedulerMetrics
 from kubesched.scheduler import Scheduler
 from kubesched.server.auth import RequestGuard
+from kubesched.server.metrics import SchedulerMetrics
 from kubesched.testing import make_node, make_pod
 
 

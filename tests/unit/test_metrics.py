@@ -8,7 +8,7 @@ from prometheus_client import REGISTRY
 from prometheus_client.parser import text_string_to_metric_families
 
 from kubesched.framework.status import code_name
-from kubesched.metrics import (
+from kubesched.server.metrics import (
     PLUGIN_METRICS_SAMPLE_PERCENT,
     SchedulerMetrics,
     exponential_buckets,

@@ -12,8 +12,8 @@ import aiohttp
 from kubesched.framework.clock import SimClock
 from kubesched.framework.handle import Listers
 from kubesched.kube.runner import Runner, RunOptions, default_config
-from kubesched.metrics import SchedulerMetrics
 from kubesched.server.health import HealthServer
+from kubesched.server.metrics import SchedulerMetrics
 from kubesched.simulation.memory import InMemoryCluster
 from kubesched.simulation.simulator import run_until_quiet
 from kubesched.testing import make_node, make_pod

@@ -7,8 +7,8 @@ from collections.abc import Awaitable, Callable
 
 import aiohttp
 
-from kubesched.metrics import SchedulerMetrics
 from kubesched.server.health import HealthServer
+from kubesched.server.metrics import SchedulerMetrics
 
 Get = Callable[[str], Awaitable[tuple[int, str, str]]]
 

@@ -10,7 +10,6 @@ from collections.abc import Awaitable, Callable
 import aiohttp
 import pytest
 
-from kubesched.metrics import SchedulerMetrics
 from kubesched.server.auth import (
     AuthorizationDecision,
     CachedPathAuthorizer,
@@ -20,6 +19,7 @@ from kubesched.server.auth import (
     always_allow_path_matcher,
 )
 from kubesched.server.health import HealthServer
+from kubesched.server.metrics import SchedulerMetrics
 from kubesched.server.tls import self_signed_serving_certificate, server_ssl_context
 
 READER = UserInfo("system:serviceaccount:monitoring:prometheus", groups=("system:authenticated",))

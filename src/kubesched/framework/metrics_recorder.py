@@ -9,7 +9,7 @@ PreemptionAttempts and observes PreemptionVictims, and the OpportunisticBatch
 counts BatchAttemptStats and BatchCacheFlushed and times GetNodeHint and
 StoreScheduleResults. Here the framework and the
 plugins see only this Protocol, on the Handle (`Handle.metrics`); the
-scheduler's Observer (kubesched.metrics.SchedulerMetrics in `kubesched run`)
+scheduler's Observer (kubesched.server.metrics.SchedulerMetrics in `kubesched run`)
 implements it. Without one, the Handle holds NO_METRICS, and the framework
 times nothing.
 """

@@ -51,9 +51,9 @@ from kubesched.kube.informers import needed_kinds, scheduler_informers
 from kubesched.kube.runner import Runner, RunOptions, scheduler_config
 from kubesched.kube.startup_checks import StartupError, listen_error, require_served
 from kubesched.logs import V, kv
-from kubesched.metrics import SchedulerMetrics
 from kubesched.server.auth import ALWAYS_ALLOW_PATHS, RequestGuard
 from kubesched.server.health import Handler, HealthServer
+from kubesched.server.metrics import SchedulerMetrics
 
 log = logging.getLogger("kubesched.extender")
 

@@ -45,7 +45,6 @@ from kubesched.kube.leader import LeaderElectionConfig, LeaderElector
 from kubesched.kube.startup_checks import StartupError, listen_error, require_served
 from kubesched.kube.storage import KubeVolumeWriter
 from kubesched.kube.writer import EventWriter, StatusWriter
-from kubesched.metrics import SchedulerMetrics
 from kubesched.plugins.registry import default_registry
 from kubesched.scheduler import Scheduler
 from kubesched.scheduler.batch_window import BatchOptions
@@ -58,6 +57,7 @@ from kubesched.server.auth import (
     RequestGuard,
 )
 from kubesched.server.health import CheckFailed, HealthServer
+from kubesched.server.metrics import SchedulerMetrics
 from kubesched.server.tls import self_signed_serving_certificate, server_ssl_context
 
 log = logging.getLogger("kubesched.run")

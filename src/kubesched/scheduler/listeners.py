@@ -3,7 +3,7 @@ of three optional observers checked at every call site.
 
 Three kinds of listener, each optional:
 
-- metrics (Observer: kubesched.metrics.SchedulerMetrics in `run`): the attempt,
+- metrics (Observer: kubesched.server.metrics.SchedulerMetrics in `run`): the attempt,
   algorithm and pod-scheduled metrics of ScheduleOne, the Sign extension point's
   duration, and the pod group metrics when the recorder has them;
 - outcomes (OutcomeObserver: the simulator's OutcomeRecorder): what becomes of each
@@ -27,7 +27,7 @@ from kubesched.framework.metrics_recorder import MetricsRecorder
 
 
 class Observer(MetricsRecorder, Protocol):
-    """What the scheduler reports to metrics (kubesched.metrics.SchedulerMetrics):
+    """What the scheduler reports to metrics (kubesched.server.metrics.SchedulerMetrics):
     what its own loop observes, and, through the Handle it builds, what the
     framework and the plugins do (MetricsRecorder)."""
 

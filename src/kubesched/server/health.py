@@ -30,8 +30,8 @@ from collections.abc import Awaitable, Callable, Iterable
 from aiohttp import web
 
 from kubesched.logs import V, kv
-from kubesched.metrics import SchedulerMetrics
 from kubesched.server.auth import RequestGuard
+from kubesched.server.metrics import SchedulerMetrics
 
 __all__ = ["Check", "CheckFailed", "Handler", "HealthServer"]
 
