@@ -13,7 +13,6 @@ import numpy as np
 import pytest
 
 from kubesched.api.objects import Pod
-from kubesched.framework.batch import MAX_BATCH_AGE, SortedNodes
 from kubesched.framework.clock import SimClock
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.features import (
@@ -25,6 +24,7 @@ from kubesched.framework.interfaces import FilterPlugin, NodeVerdicts
 from kubesched.framework.node_table import NodeTable, Rows
 from kubesched.framework.profile import PluginRef, ProfileConfig
 from kubesched.framework.registry import Registry
+from kubesched.framework.runtime.batch import MAX_BATCH_AGE, SortedNodes
 from kubesched.framework.signature import SignFragment, SignPlugin
 from kubesched.framework.status import Status
 from kubesched.framework.types import PodInfo

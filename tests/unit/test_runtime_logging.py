@@ -12,7 +12,7 @@ from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.handle import Handle
 from kubesched.framework.profile import PluginRef, PluginSet, ProfileConfig
 from kubesched.framework.registry import register
-from kubesched.framework.runtime import Framework
+from kubesched.framework.runtime.framework import Framework
 from kubesched.framework.status import Status
 from kubesched.framework.types import PodInfo
 from kubesched.logs import JSONFormatter, TextFormatter
@@ -70,7 +70,7 @@ def framework() -> Framework:
 
 
 def errors(caplog: pytest.LogCaptureFixture) -> list[logging.LogRecord]:
-    return [r for r in caplog.records if r.name == "kubesched.framework.runtime"]
+    return [r for r in caplog.records if r.name == "kubesched.framework.runtime.framework"]
 
 
 def test_a_failing_unreserve_is_logged_and_the_others_still_run(
@@ -79,7 +79,7 @@ def test_a_failing_unreserve_is_logged_and_the_others_still_run(
     fw = framework()
     assert [p.name for p in fw.reserve] == [UndoesFine.name, Breaks.name]
     called.clear()
-    with caplog.at_level(logging.ERROR, logger="kubesched.framework.runtime"):
+    with caplog.at_level(logging.ERROR, logger="kubesched.framework.runtime.framework"):
         fw.run_unreserve(CycleState(), PodInfo(make_pod("p")), "n1")
     assert called == [f"unreserve {UndoesFine.name}"]
     (record,) = errors(caplog)
@@ -99,7 +99,7 @@ def test_a_failing_post_bind_is_logged_and_the_others_still_run(
     fw = framework()
     assert [p.name for p in fw.post_bind] == [Breaks.name, UndoesFine.name]
     called.clear()
-    with caplog.at_level(logging.ERROR, logger="kubesched.framework.runtime"):
+    with caplog.at_level(logging.ERROR, logger="kubesched.framework.runtime.framework"):
         fw.run_post_bind(CycleState(), PodInfo(make_pod("p", namespace="shop")), "n1")
     assert called == [f"post_bind {UndoesFine.name}"]
     (record,) = errors(caplog)

@@ -18,7 +18,7 @@ from kubesched.framework.explain import CycleCapture
 from kubesched.framework.node_table import IntArray, NodeTable
 from kubesched.framework.profile import PluginRef, PluginSet, ProfileConfig
 from kubesched.framework.registry import register
-from kubesched.framework.runtime import Framework
+from kubesched.framework.runtime.framework import Framework
 from kubesched.framework.types import PodInfo
 from kubesched.scheduler import Scheduler
 from kubesched.simulation.memory import InMemoryCluster

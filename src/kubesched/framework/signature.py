@@ -3,7 +3,7 @@
 A SignPlugin contributes fragments, (key, value) pairs, to a pod's signature;
 two pods with equal signatures get the same feasibility and the same scores on
 every node in the same cluster state, so the second may reuse the first one's
-ranking (framework/batch.py). A plugin may refuse to sign a pod (its SignPod
+ranking (framework/runtime/batch.py). A plugin may refuse to sign a pod (its SignPod
 returns Unschedulable upstream): the pod then has no signature and is never
 batched. A profile with a PreFilter, Filter, PreScore or Score plugin that is
 not a SignPlugin signs no pod at all (computeBatchablePlugins upstream).

@@ -27,7 +27,7 @@ from kubesched.batch.problem import HELD_GATED, HELD_MATCHED, AntiAffinity, buil
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.fit_error import Diagnosis, fit_error_message
 from kubesched.framework.node_table import NodeTable
-from kubesched.framework.runtime import Framework, PluginError
+from kubesched.framework.runtime.framework import Framework, PluginError
 from kubesched.framework.types import PodInfo
 
 HOSTNAME = "kubernetes.io/hostname"

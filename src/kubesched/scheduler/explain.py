@@ -30,7 +30,7 @@ from kubesched.framework.explain import (
     TieBreak,
 )
 from kubesched.framework.node_table import NodeTable, Rows
-from kubesched.framework.runtime import Framework
+from kubesched.framework.runtime.framework import Framework
 from kubesched.framework.status import CODE_NAMES, Code, Status
 from kubesched.framework.types import PodInfo, QueuedPodInfo
 from kubesched.scheduler.listeners import SchedulingListeners

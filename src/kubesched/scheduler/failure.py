@@ -24,7 +24,7 @@ from kubesched.cache.cache import Cache
 from kubesched.framework.client import BindConflict, ClusterClient
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.fit_error import Diagnosis
-from kubesched.framework.runtime import Framework
+from kubesched.framework.runtime.framework import Framework
 from kubesched.framework.status import Code, Status
 from kubesched.framework.types import PodInfo, QueuedPodInfo
 from kubesched.logs import V, kv

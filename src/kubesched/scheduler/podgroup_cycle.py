@@ -36,7 +36,7 @@ from kubesched.api.scheduling import (
 )
 from kubesched.cache.cache import Cache
 from kubesched.framework.handle import Handle
-from kubesched.framework.runtime import Framework
+from kubesched.framework.runtime.framework import Framework
 from kubesched.framework.status import Code, Status
 from kubesched.framework.types import QueuedPodInfo
 from kubesched.framework.waiting import WaitingPods

@@ -46,7 +46,7 @@ from kubesched.framework.metrics_recorder import NO_METRICS
 from kubesched.framework.node_table import IntArray, Rows
 from kubesched.framework.profile import ProfileConfig
 from kubesched.framework.registry import Registry
-from kubesched.framework.runtime import Framework
+from kubesched.framework.runtime.framework import Framework
 from kubesched.framework.signature import PodSignature
 from kubesched.framework.status import Status
 from kubesched.framework.types import (

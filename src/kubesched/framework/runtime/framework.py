@@ -30,8 +30,6 @@ import numpy as np
 import numpy.typing as npt
 
 from kubesched.framework import interfaces as ifc
-from kubesched.framework import timing
-from kubesched.framework.batch import OpportunisticBatch
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.explain import CycleCapture, ScoreCapture
 from kubesched.framework.fit_error import Diagnosis
@@ -41,9 +39,11 @@ from kubesched.framework.node_table import IntArray, NodeTable, Rows
 from kubesched.framework.nominated import NominatedRows, nominated_by_row
 from kubesched.framework.profile import ProfileConfig, resolve
 from kubesched.framework.registry import Registry
+from kubesched.framework.runtime import timing
+from kubesched.framework.runtime.batch import OpportunisticBatch
+from kubesched.framework.runtime.timing import TimedBlock, async_extension_point, extension_point
 from kubesched.framework.signature import PodSigner
 from kubesched.framework.status import CODE_NAMES, Code, Status
-from kubesched.framework.timing import TimedBlock, async_extension_point, extension_point
 from kubesched.framework.types import PodInfo, QueuedPodInfo
 
 P = TypeVar("P", bound=ifc.Plugin)
