@@ -55,11 +55,11 @@ from kubesched.cluster.dra_manifests import DRA_KINDS, DraObjects, build_dra, cr
 from kubesched.cluster.generated_names import _random_chars
 from kubesched.config.file import parse_config
 from kubesched.framework.clock import SimClock
-from kubesched.framework.dra import DraState
 from kubesched.framework.features import parse_feature_gates
 from kubesched.framework.handle import Listers
-from kubesched.framework.podgroup_states import WorkloadPodGroupLister
 from kubesched.framework.registry import UnknownPluginError
+from kubesched.framework.state.dra import DraState
+from kubesched.framework.state.podgroup_states import WorkloadPodGroupLister
 from kubesched.scheduler import Scheduler
 from kubesched.simulation.claim_writer import InMemoryClaimWriter
 from kubesched.simulation.memory import InMemoryCluster

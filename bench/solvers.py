@@ -33,8 +33,8 @@ from bench.quality_traces import TRACES, Trace
 from kubesched.batch.engine import _counts as greedy_counts
 from kubesched.batch.problem import Problem, build_problem
 from kubesched.batch.solver import solve
-from kubesched.framework.node_table import NodeTable
 from kubesched.framework.profile import ProfileConfig
+from kubesched.framework.state.node_table import NodeTable
 from kubesched.framework.types import PodInfo
 from kubesched.simulation.simulator import World, simulate, start_session
 

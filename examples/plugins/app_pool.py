@@ -17,7 +17,7 @@ from kubesched.framework.interfaces import (
     FilterScope,
     NodeVerdicts,
 )
-from kubesched.framework.node_table import NodeTable, Rows
+from kubesched.framework.state.node_table import NodeTable, Rows
 from kubesched.framework.status import Code
 from kubesched.framework.types import ActionType, ClusterEvent, PodInfo, Resource
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.interfaces import MAX_NODE_SCORE, NodeScorePlugin
-from kubesched.framework.node_table import IntArray
 from kubesched.framework.nodeinfo import NodeInfo
+from kubesched.framework.state.node_table import IntArray
 from kubesched.framework.types import PodInfo
 
 COST_LABEL = "example.com/hourly-cost"

@@ -15,7 +15,7 @@ from kubesched.api.objects import (
     Pod,
     StorageClass,
 )
-from kubesched.framework.node_table import NodeTable
+from kubesched.framework.state.node_table import NodeTable
 from kubesched.framework.types import PodInfo
 
 

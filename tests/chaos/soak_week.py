@@ -45,8 +45,8 @@ import msgspec
 
 from kubesched.api.objects import Node, Pod
 from kubesched.framework.clock import SimClock
-from kubesched.framework.node_table import NodeTable
 from kubesched.framework.profile import ProfileConfig
+from kubesched.framework.state.node_table import NodeTable
 from kubesched.scheduler import Scheduler
 from kubesched.simulation.memory import InMemoryCluster
 from kubesched.simulation.simulator import run_until_quiet

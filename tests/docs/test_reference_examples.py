@@ -479,7 +479,7 @@ CHECKS: dict[str, Callable[[Namespace_, Calls], None]] = {
     "kubesched.framework.interfaces.PostBindPlugin": check_post_bind,
     "kubesched.framework.types.PodInfo": check_pod_info,
     "kubesched.framework.nodeinfo.NodeInfo": check_node_info,
-    "kubesched.framework.node_table.NodeTable": check_node_table,
+    "kubesched.framework.state.node_table.NodeTable": check_node_table,
     "kubesched.framework.status.Status": check_status,
     "kubesched.framework.status.Code": check_code,
     "kubesched.framework.cycle_state.CycleState": check_cycle_state,

@@ -22,7 +22,7 @@ from kubesched.api.resource import (
     ResourceClaimConsumerReference,
     ResourceClaimStatus,
 )
-from kubesched.framework.dra import ClaimConflict, DraState
+from kubesched.framework.state.dra import ClaimConflict, DraState
 from kubesched.framework.types import ClusterEvent
 from kubesched.kube.claims import KubeClaimWriter, dra_informers
 from kubesched.kube.client import KubeClient

@@ -198,7 +198,7 @@ def test_preemptor_waits_until_its_victims_are_deleted() -> None:
 
 def test_pre_enqueue_holds_a_preemptor_until_its_last_victim_is_gone() -> None:
     from kubesched.framework.handle import Handle
-    from kubesched.framework.node_table import NodeTable
+    from kubesched.framework.state.node_table import NodeTable
     from kubesched.framework.types import PodInfo
     from kubesched.plugins.defaultpreemption.plugin import (
         WAITING_FOR_PREEMPTION,

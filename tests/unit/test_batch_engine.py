@@ -9,9 +9,9 @@ from kubesched.batch.engine import replay
 from kubesched.batch.problem import HELD_ERROR, HELD_GANG, HELD_GATED, HELD_MATCHED, HELD_SPREAD
 from kubesched.framework import interfaces as ifc
 from kubesched.framework.cycle_state import CycleState
-from kubesched.framework.node_table import NodeTable, Rows
 from kubesched.framework.profile import PluginRef, PluginSet, ProfileConfig
 from kubesched.framework.registry import register
+from kubesched.framework.state.node_table import NodeTable, Rows
 from kubesched.framework.types import PodInfo
 from kubesched.simulation.optimize import optimize
 from kubesched.simulation.simulator import World, simulate, start_session

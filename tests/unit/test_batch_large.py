@@ -35,8 +35,8 @@ from kubesched.batch.neighbourhood import improve, supported
 from kubesched.batch.problem import Problem, build_problem
 from kubesched.batch.repair import make_room
 from kubesched.batch.solver import solve
-from kubesched.framework.node_table import NodeTable
 from kubesched.framework.profile import ProfileConfig
+from kubesched.framework.state.node_table import NodeTable
 from kubesched.framework.types import PodInfo
 from kubesched.simulation.simulator import World, start_session
 from kubesched.testing import make_node, make_pod

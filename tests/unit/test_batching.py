@@ -21,11 +21,11 @@ from kubesched.framework.features import (
     parse_feature_gates,
 )
 from kubesched.framework.interfaces import FilterPlugin, NodeVerdicts
-from kubesched.framework.node_table import NodeTable, Rows
 from kubesched.framework.profile import PluginRef, ProfileConfig
 from kubesched.framework.registry import Registry
 from kubesched.framework.runtime.batch import MAX_BATCH_AGE, SortedNodes
 from kubesched.framework.signature import SignFragment, SignPlugin
+from kubesched.framework.state.node_table import NodeTable, Rows
 from kubesched.framework.status import Status
 from kubesched.framework.types import PodInfo
 from kubesched.plugins.registry import default_registry

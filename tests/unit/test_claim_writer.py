@@ -18,7 +18,7 @@ from kubesched.api.resource import (
     ResourceClaimStatus,
     pod_consumer,
 )
-from kubesched.framework.dra import ClaimConflict, DraState
+from kubesched.framework.state.dra import ClaimConflict, DraState
 from kubesched.framework.types import ActionType, ClusterEvent
 from kubesched.simulation.claim_controller import ResourceClaimController
 from kubesched.simulation.claim_writer import ClaimInvalid, InMemoryClaimWriter

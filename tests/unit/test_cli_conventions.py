@@ -18,9 +18,9 @@ from click.testing import CliRunner
 
 from kubesched.api import kinds
 from kubesched.cli.main import main
-from kubesched.framework.dra import DraState
 from kubesched.framework.interfaces import EXTENSION_POINTS
 from kubesched.framework.profile import resolve
+from kubesched.framework.state.dra import DraState
 from kubesched.kube import runner as runner_module
 from kubesched.kube.claims import DRA_KINDS, dra_informers
 from kubesched.kube.client import KubeClient

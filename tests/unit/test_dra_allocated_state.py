@@ -18,7 +18,7 @@ from kubesched.api.resource import (
     ResourceClaim,
     ResourceClaimStatus,
 )
-from kubesched.framework.dra import AllocatedState, DraState
+from kubesched.framework.state.dra import AllocatedState, DraState
 
 KEYS = [f"ns/claim-{i}" for i in range(6)]
 DEVICES = [("drv", "pool", f"dev-{i}") for i in range(5)]

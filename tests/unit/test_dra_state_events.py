@@ -8,7 +8,7 @@ import msgspec
 
 from kubesched.api.objects import ObjectMeta
 from kubesched.api.resource import AllocationResult, ResourceClaim, ResourceClaimStatus
-from kubesched.framework.dra import DraState
+from kubesched.framework.state.dra import DraState
 
 
 def _claim(version: str, allocated: bool) -> ResourceClaim:

@@ -12,9 +12,9 @@ from kubesched.framework import interfaces as ifc
 from kubesched.framework.clock import SimClock
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.fit_error import Diagnosis, fit_error_message
-from kubesched.framework.node_table import IntArray, NodeTable, Rows
 from kubesched.framework.profile import PluginRef, PluginSet, ProfileConfig
 from kubesched.framework.registry import register
+from kubesched.framework.state.node_table import IntArray, NodeTable, Rows
 from kubesched.framework.status import Code, Status
 from kubesched.framework.types import PodInfo
 from kubesched.scheduler import Scheduler

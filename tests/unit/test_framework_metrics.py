@@ -16,11 +16,11 @@ from kubesched.api.objects import Node, Pod
 from kubesched.framework import interfaces as ifc
 from kubesched.framework.clock import SimClock
 from kubesched.framework.cycle_state import CycleState
-from kubesched.framework.node_table import NodeTable, Rows
 from kubesched.framework.profile import PluginRef, ProfileConfig
 from kubesched.framework.registry import register
 from kubesched.framework.runtime import framework as runtime
 from kubesched.framework.runtime import timing
+from kubesched.framework.state.node_table import NodeTable, Rows
 from kubesched.framework.status import Status
 from kubesched.framework.types import PodInfo
 from kubesched.scheduler import Scheduler

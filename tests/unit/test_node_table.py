@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from kubesched.cache.cache import Cache
-from kubesched.framework.node_table import CPU, MEMORY, PODS, NodeTable, normalized_image_name
+from kubesched.framework.state.node_table import CPU, MEMORY, PODS, NodeTable, normalized_image_name
 from kubesched.framework.types import PodInfo
 from kubesched.testing import make_node, make_pod
 

@@ -1,4 +1,4 @@
-"""The nominated pods by row (kubesched/framework/nominated.py): built once per version
+"""The nominated pods by row (kubesched/framework/state/nominated.py): built once per version
 of the nominations, they give each pod what building them afresh gives, and the
 scheduler's version changes whenever its answers may."""
 
@@ -9,9 +9,9 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from kubesched.framework.clock import SimClock
-from kubesched.framework.node_table import NodeTable
-from kubesched.framework.nominated import nominated_by_row
 from kubesched.framework.profile import ProfileConfig
+from kubesched.framework.state.node_table import NodeTable
+from kubesched.framework.state.nominated import nominated_by_row
 from kubesched.framework.types import PodInfo
 from kubesched.scheduler import Scheduler
 from kubesched.simulation.memory import InMemoryCluster

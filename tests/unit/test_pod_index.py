@@ -13,7 +13,12 @@ from hypothesis import strategies as st
 
 from kubesched.api.labels import EVERYTHING, NOTHING, SelectorError, label_selector_as_selector
 from kubesched.api.objects import LabelSelector, PodAffinityTerm
-from kubesched.framework.pod_index import AffinityTerm, RowCounts, affinity_term, sparse_counts
+from kubesched.framework.state.pod_index import (
+    AffinityTerm,
+    RowCounts,
+    affinity_term,
+    sparse_counts,
+)
 from kubesched.framework.types import PodInfo
 from kubesched.testing import make_node, make_pod, make_table
 

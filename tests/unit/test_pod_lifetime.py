@@ -6,11 +6,11 @@ from __future__ import annotations
 import asyncio
 
 from kubesched.framework import interfaces as ifc
-from kubesched.framework import nominated
 from kubesched.framework.clock import SimClock
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.profile import PluginRef, PluginSet, ProfileConfig
 from kubesched.framework.registry import register
+from kubesched.framework.state import nominated
 from kubesched.framework.status import Status
 from kubesched.framework.types import PodInfo
 from kubesched.plugins.defaultpreemption import DefaultPreemption

@@ -16,7 +16,7 @@ from kubesched.api.volumes import (
 )
 from kubesched.cluster.manifests import ClusterState, load_paths, pending_pods, running_pods
 from kubesched.framework.profile import PluginRef, ProfileConfig
-from kubesched.framework.storage import StorageState
+from kubesched.framework.state.storage import StorageState
 from kubesched.framework.types import PodInfo
 from kubesched.plugins.volumebinding import plugin as volumebinding_plugin
 from kubesched.simulation.simulator import simulate

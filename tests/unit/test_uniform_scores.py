@@ -15,10 +15,10 @@ from kubesched.framework import interfaces as ifc
 from kubesched.framework.clock import SimClock
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.explain import CycleCapture
-from kubesched.framework.node_table import IntArray, NodeTable
 from kubesched.framework.profile import PluginRef, PluginSet, ProfileConfig
 from kubesched.framework.registry import register
 from kubesched.framework.runtime.framework import Framework
+from kubesched.framework.state.node_table import IntArray, NodeTable
 from kubesched.framework.types import PodInfo
 from kubesched.scheduler import Scheduler
 from kubesched.simulation.memory import InMemoryCluster

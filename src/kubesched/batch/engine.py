@@ -27,8 +27,8 @@ from kubesched.batch.neighbourhood import improve, supported
 from kubesched.batch.problem import Problem, build_problem
 from kubesched.batch.solver import Objective, Solution, load_cp_model, solve
 from kubesched.framework.cycle_state import CycleState
-from kubesched.framework.node_table import NodeTable, SavedRow
 from kubesched.framework.runtime.framework import Framework, PluginError
+from kubesched.framework.state.node_table import NodeTable, SavedRow
 from kubesched.framework.types import PodInfo
 
 __all__ = [

@@ -10,8 +10,8 @@ from __future__ import annotations
 import logging
 
 from kubesched.api.objects import Node, same_pod
-from kubesched.framework.node_table import NodeTable, UnrepresentableNode
-from kubesched.framework.podgroup_states import PodGroupStates
+from kubesched.framework.state.node_table import NodeTable, UnrepresentableNode
+from kubesched.framework.state.podgroup_states import PodGroupStates
 from kubesched.framework.types import PodInfo
 
 log = logging.getLogger("kubesched.cache")

@@ -9,7 +9,7 @@ from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 
 from kubesched.api.objects import Node, Pod
-from kubesched.framework.node_table import ZONE_LABELS
+from kubesched.framework.state.node_table import ZONE_LABELS
 from kubesched.simulation.simulator import SimulationResult
 
 # Kinds whose pods are listed under their owner; a pod owned by anything else (or by

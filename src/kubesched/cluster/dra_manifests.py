@@ -44,7 +44,7 @@ from kubesched.api.resource import (
 from kubesched.cluster import dra_validation
 from kubesched.cluster.generated_names import _uid
 from kubesched.cluster.load_problems import duplicate_problem
-from kubesched.framework.dra import DraState
+from kubesched.framework.state.dra import DraState
 
 DraObject = ResourceClaim | ResourceClaimTemplate | DeviceClass | ResourceSlice
 

@@ -94,8 +94,8 @@ from kubesched.cluster.manifest_reader import _read_path
 from kubesched.cluster.runtime_classes import admit_runtime_class
 from kubesched.cluster.volume_manifests import build_storage
 from kubesched.cluster.workload_controllers import _Expander, _is_live
-from kubesched.framework.dra import DraState
-from kubesched.framework.storage import StorageState
+from kubesched.framework.state.dra import DraState
+from kubesched.framework.state.storage import StorageState
 
 __all__ = [
     "DEFAULT_MAX_PODS",

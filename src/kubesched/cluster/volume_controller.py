@@ -56,7 +56,7 @@ from kubesched.api.volumes import (
     find_matching_volume_any_node,
     is_volume_bound_to_claim,
 )
-from kubesched.framework.storage import StorageState
+from kubesched.framework.state.storage import StorageState
 
 
 def sync_volume_phases(state: StorageState) -> None:

@@ -51,7 +51,7 @@ from kubesched.api.workloads import PersistentVolumeClaimTemplate
 from kubesched.cluster.generated_names import _uid
 from kubesched.cluster.load_problems import duplicate_problem
 from kubesched.cluster.volume_controller import sync_claims, sync_volume_phases
-from kubesched.framework.storage import StorageState
+from kubesched.framework.state.storage import StorageState
 
 StorageObject = (
     PersistentVolume

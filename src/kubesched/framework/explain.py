@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Protocol, runtime_checkable
 import msgspec
 
 from kubesched.framework.fit_error import Diagnosis
-from kubesched.framework.node_table import IntArray, NodeTable, Rows
+from kubesched.framework.state.node_table import IntArray, NodeTable, Rows
 
 if TYPE_CHECKING:
     from kubesched.framework.cycle_state import CycleState

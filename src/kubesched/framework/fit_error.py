@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
-from kubesched.framework.node_table import Rows
+from kubesched.framework.state.node_table import Rows
 from kubesched.framework.status import Code, Status
 
 _NO_ROWS: Rows = np.empty(0, np.intp)

@@ -22,7 +22,7 @@ import numpy as np
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.fit_error import fit_error_message
 from kubesched.framework.interfaces import FrameworkRunner
-from kubesched.framework.node_table import NodeTable, SavedRow
+from kubesched.framework.state.node_table import NodeTable, SavedRow
 from kubesched.framework.types import PodInfo
 
 

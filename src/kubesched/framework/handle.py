@@ -16,14 +16,14 @@ from kubesched.api.objects import (
 )
 from kubesched.framework.client import ClusterClient
 from kubesched.framework.clock import Clock, SimClock
-from kubesched.framework.dra import DraState
 from kubesched.framework.extender import Extender
 from kubesched.framework.metrics_recorder import NO_METRICS, MetricsRecorder
-from kubesched.framework.node_table import NodeTable
-from kubesched.framework.nominated import NominatedPods, NoNominations
 from kubesched.framework.pod_groups import PodGroupState
-from kubesched.framework.podgroup_states import PodGroupStates, WorkloadPodGroupLister
-from kubesched.framework.storage import StorageState
+from kubesched.framework.state.dra import DraState
+from kubesched.framework.state.node_table import NodeTable
+from kubesched.framework.state.nominated import NominatedPods, NoNominations
+from kubesched.framework.state.podgroup_states import PodGroupStates, WorkloadPodGroupLister
+from kubesched.framework.state.storage import StorageState
 from kubesched.framework.types import PodInfo
 from kubesched.framework.waiting import WaitingPods
 

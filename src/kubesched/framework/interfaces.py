@@ -18,8 +18,8 @@ import numpy.typing as npt
 
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.fit_error import Diagnosis
-from kubesched.framework.node_table import BoolArray, IntArray, NodeTable, Rows
 from kubesched.framework.nodeinfo import NodeInfo
+from kubesched.framework.state.node_table import BoolArray, IntArray, NodeTable, Rows
 from kubesched.framework.status import Code, Status
 from kubesched.framework.types import ClusterEvent, PodInfo, QueuedPodInfo
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from kubesched.api.objects import Node
-from kubesched.framework.node_table import NodeTable
+from kubesched.framework.state.node_table import NodeTable
 from kubesched.framework.types import PodInfo
 
 

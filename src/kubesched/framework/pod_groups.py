@@ -15,7 +15,7 @@ from typing import Protocol
 
 from kubesched.api.objects import Pod
 from kubesched.api.pod_groups import PodGroup, PodGroupStatus, controller_status, pod_group_key
-from kubesched.framework.event_source import EventSource
+from kubesched.framework.state.event_source import EventSource
 from kubesched.framework.types import ActionType, Resource
 
 log = logging.getLogger("kubesched.podgroups")

@@ -32,7 +32,7 @@ import msgspec
 from kubesched.api import kinds
 from kubesched.api.kinds import Kind
 from kubesched.api.resource import DeviceClass, ResourceClaim, ResourceClaimStatus, ResourceSlice
-from kubesched.framework.dra import ClaimConflict, DraState
+from kubesched.framework.state.dra import ClaimConflict, DraState
 from kubesched.kube.client import ApiError, KubeClient
 from kubesched.kube.informer import Handlers, Informer
 

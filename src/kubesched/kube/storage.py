@@ -31,7 +31,7 @@ from kubesched.api.objects import (
     VolumeAttachment,
 )
 from kubesched.api.volumes import ANN_BOUND_BY_CONTROLLER, ANN_SELECTED_NODE
-from kubesched.framework.storage import StorageState
+from kubesched.framework.state.storage import StorageState
 from kubesched.kube.client import KubeClient
 from kubesched.kube.informer import Handlers, Informer
 

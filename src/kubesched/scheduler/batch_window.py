@@ -56,8 +56,8 @@ from kubesched.cache.cache import Cache
 from kubesched.framework.client import ClusterClient
 from kubesched.framework.clock import Clock
 from kubesched.framework.handle import Listers
-from kubesched.framework.node_table import SavedRow
 from kubesched.framework.runtime.framework import Framework
+from kubesched.framework.state.node_table import SavedRow
 from kubesched.framework.types import PodInfo, QueuedPodInfo
 from kubesched.framework.waiting import WaitingPods
 from kubesched.logs import kv

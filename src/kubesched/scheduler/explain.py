@@ -29,8 +29,8 @@ from kubesched.framework.explain import (
     Shortfall,
     TieBreak,
 )
-from kubesched.framework.node_table import NodeTable, Rows
 from kubesched.framework.runtime.framework import Framework
+from kubesched.framework.state.node_table import NodeTable, Rows
 from kubesched.framework.status import CODE_NAMES, Code, Status
 from kubesched.framework.types import PodInfo, QueuedPodInfo
 from kubesched.scheduler.listeners import SchedulingListeners

@@ -34,9 +34,9 @@ from kubesched.framework.extender import (
 from kubesched.framework.features import FeatureGates
 from kubesched.framework.fit_error import NO_NODES_AT_ALL, Diagnosis, fit_error_message
 from kubesched.framework.interfaces import MAX_NODE_SCORE, PreFilterResult
-from kubesched.framework.node_table import IntArray, NodeTable, Rows
 from kubesched.framework.runtime.framework import Framework, PluginError
 from kubesched.framework.signature import PodSignature
+from kubesched.framework.state.node_table import IntArray, NodeTable, Rows
 from kubesched.framework.status import Code, Status
 from kubesched.framework.types import PodInfo, QueuedPodInfo
 from kubesched.framework.waiting import WaitingPods

@@ -43,11 +43,11 @@ from kubesched.framework.fit_error import Diagnosis
 from kubesched.framework.handle import Handle, Listers
 from kubesched.framework.interfaces import ClusterEventWithHint
 from kubesched.framework.metrics_recorder import NO_METRICS
-from kubesched.framework.node_table import IntArray, Rows
 from kubesched.framework.profile import ProfileConfig
 from kubesched.framework.registry import Registry
 from kubesched.framework.runtime.framework import Framework
 from kubesched.framework.signature import PodSignature
+from kubesched.framework.state.node_table import IntArray, Rows
 from kubesched.framework.status import Status
 from kubesched.framework.types import (
     ActionType,

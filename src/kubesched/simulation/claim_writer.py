@@ -33,7 +33,7 @@ import msgspec
 
 from kubesched.api.resource import ResourceClaim, ResourceClaimStatus
 from kubesched.cluster.generated_names import _MAX_GENERATE_NAME_BASE, _random_chars, _uid
-from kubesched.framework.dra import ClaimConflict, DraState
+from kubesched.framework.state.dra import ClaimConflict, DraState
 
 
 class ClaimNotFound(Exception):

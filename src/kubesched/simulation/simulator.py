@@ -22,16 +22,16 @@ from kubesched.api.scheduling import PodGroup as WorkloadPodGroup
 from kubesched.api.workloads import DaemonSet
 from kubesched.cluster.manifests import ClusterState
 from kubesched.framework.clock import SimClock
-from kubesched.framework.dra import DraState
 from kubesched.framework.explain import Explanation, ProfilePlugins
 from kubesched.framework.extender import ExtenderConfig
 from kubesched.framework.features import DEFAULT_GATES, FeatureGates
 from kubesched.framework.fit_error import Diagnosis
 from kubesched.framework.handle import Listers
-from kubesched.framework.podgroup_states import WorkloadPodGroupLister
 from kubesched.framework.profile import ProfileConfig
 from kubesched.framework.registry import Registry
-from kubesched.framework.storage import StorageState
+from kubesched.framework.state.dra import DraState
+from kubesched.framework.state.podgroup_states import WorkloadPodGroupLister
+from kubesched.framework.state.storage import StorageState
 from kubesched.scheduler import Scheduler
 from kubesched.scheduler.explain import profile_plugins
 from kubesched.scheduler.extender import build_extenders

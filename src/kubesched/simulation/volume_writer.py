@@ -19,7 +19,7 @@ import msgspec
 from kubesched.api.objects import Node, PersistentVolume, PersistentVolumeClaim
 from kubesched.api.volumes import ANN_SELECTED_NODE, claim_class
 from kubesched.cluster import volume_controller
-from kubesched.framework.storage import StorageState
+from kubesched.framework.state.storage import StorageState
 
 
 class InMemoryVolumeWriter:

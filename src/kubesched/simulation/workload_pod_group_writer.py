@@ -7,7 +7,7 @@ from __future__ import annotations
 import msgspec
 
 from kubesched.api.scheduling import Condition, PodGroup, PodGroupStatus, set_condition
-from kubesched.framework.podgroup_states import WorkloadPodGroupLister
+from kubesched.framework.state.podgroup_states import WorkloadPodGroupLister
 
 
 class InMemoryPodGroupConditionWriter:

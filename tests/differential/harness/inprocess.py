@@ -22,11 +22,11 @@ from kubesched.api.workloads import ReplicaSet, ReplicationController, Service, 
 from kubesched.cluster.manifests import load_documents
 from kubesched.config.file import parse_config
 from kubesched.framework.cycle_state import CycleState
-from kubesched.framework.dra import DraState
 from kubesched.framework.extender import ExtenderError
 from kubesched.framework.handle import Listers
+from kubesched.framework.state.dra import DraState
+from kubesched.framework.state.storage import StorageState
 from kubesched.framework.status import Code
-from kubesched.framework.storage import StorageState
 from kubesched.framework.types import PodInfo, QueuedPodInfo
 from kubesched.kube.workload_selectors import WorkloadSelectors
 from kubesched.kube.workload_selectors import _keep as keep_selector

@@ -25,10 +25,10 @@ from kubesched.framework.interfaces import (
     PreFilterPlugin,
     PreFilterResult,
 )
-from kubesched.framework.node_table import NodeTable
 from kubesched.framework.profile import PluginRef, PluginSet, ProfileConfig
 from kubesched.framework.registry import register
 from kubesched.framework.runtime.framework import Framework
+from kubesched.framework.state.node_table import NodeTable
 from kubesched.framework.status import Code, Status
 from kubesched.framework.types import PodInfo
 from kubesched.plugins.defaultpreemption import ArgsError, DefaultPreemption, DefaultPreemptionArgs

@@ -21,10 +21,10 @@ from kubesched.api.resource import (
     ResourceClaim,
 )
 from kubesched.framework.cycle_state import CycleState
-from kubesched.framework.dra import ClaimConflict, DraState
 from kubesched.framework.fit_error import Diagnosis
 from kubesched.framework.handle import Handle, Listers
 from kubesched.framework.nodeinfo import NodeInfo
+from kubesched.framework.state.dra import ClaimConflict, DraState
 from kubesched.framework.status import Code
 from kubesched.framework.types import PodInfo
 from kubesched.plugins.dynamicresources import DynamicResources

@@ -15,10 +15,10 @@ import numpy as np
 from kubesched.api.objects import Pod
 from kubesched.api.resource import AllocationResult, DeviceClass, ResourceClaim
 from kubesched.framework.cycle_state import CycleState
-from kubesched.framework.dra import DraState, extended_resource_classes
 from kubesched.framework.fit_error import Diagnosis
 from kubesched.framework.handle import Handle, Listers
 from kubesched.framework.nodeinfo import NodeInfo
+from kubesched.framework.state.dra import DraState, extended_resource_classes
 from kubesched.framework.status import Code
 from kubesched.framework.types import PodInfo
 from kubesched.plugins.dynamicresources import DynamicResources

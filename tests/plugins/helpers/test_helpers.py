@@ -18,7 +18,7 @@ from kubesched.api.objects import (
     Toleration,
 )
 from kubesched.api.taints import do_not_schedule_taints
-from kubesched.framework.node_table import NodeTable, Rows
+from kubesched.framework.state.node_table import NodeTable, Rows
 from kubesched.plugins.helpers import (
     default_normalize_score,
     find_matching_untolerated_taint,

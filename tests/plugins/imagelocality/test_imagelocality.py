@@ -14,7 +14,7 @@ import numpy as np
 
 from kubesched.api.objects import Node, Pod
 from kubesched.framework.cycle_state import CycleState
-from kubesched.framework.node_table import NodeTable
+from kubesched.framework.state.node_table import NodeTable
 from kubesched.framework.types import PodInfo
 from kubesched.plugins.imagelocality import ImageLocality
 from kubesched.plugins.imagelocality.plugin import (

@@ -11,7 +11,7 @@ import numpy as np
 from kubesched.api.objects import Namespace, Pod
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.handle import Handle, Listers
-from kubesched.framework.node_table import NodeTable
+from kubesched.framework.state.node_table import NodeTable
 from kubesched.framework.status import Code
 from kubesched.framework.types import ActionType, PodInfo, Resource
 from kubesched.plugins.interpodaffinity import InterPodAffinity

@@ -18,8 +18,8 @@ import pytest
 from kubesched.api.objects import Namespace, Pod
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.handle import Handle, Listers
-from kubesched.framework.node_table import NodeTable
-from kubesched.framework.pod_index import pod_affinity_terms
+from kubesched.framework.state.node_table import NodeTable
+from kubesched.framework.state.pod_index import pod_affinity_terms
 from kubesched.framework.status import Code
 from kubesched.framework.types import PodInfo
 from kubesched.plugins.interpodaffinity import InterPodAffinity

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from kubesched.framework.cycle_state import CycleState
-from kubesched.framework.node_table import NodeTable
+from kubesched.framework.state.node_table import NodeTable
 from kubesched.framework.status import Code
 from kubesched.framework.types import ActionType, PodInfo, Resource
 from kubesched.plugins.nodeaffinity import NodeAffinity

@@ -9,7 +9,7 @@ import pytest
 
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.interfaces import FilterScope
-from kubesched.framework.node_table import NodeTable
+from kubesched.framework.state.node_table import NodeTable
 from kubesched.framework.status import Code
 from kubesched.framework.types import ActionType, PodInfo, Resource
 from kubesched.plugins.nodedeclaredfeatures import NodeDeclaredFeatures

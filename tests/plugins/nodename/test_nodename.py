@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from kubesched.framework.cycle_state import CycleState
-from kubesched.framework.node_table import NodeTable
+from kubesched.framework.state.node_table import NodeTable
 from kubesched.framework.status import Code
 from kubesched.framework.types import ActionType, PodInfo, Resource
 from kubesched.plugins.nodename import NodeName

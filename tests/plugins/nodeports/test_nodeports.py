@@ -7,7 +7,7 @@ import pytest
 
 from kubesched.api.objects import Container, ContainerPort, ObjectMeta, Pod, PodSpec, PodStatus
 from kubesched.framework.cycle_state import CycleState
-from kubesched.framework.node_table import NodeTable
+from kubesched.framework.state.node_table import NodeTable
 from kubesched.framework.status import Code
 from kubesched.framework.types import ActionType, HostPort, PodInfo, Resource
 from kubesched.plugins.nodeports import NodePorts

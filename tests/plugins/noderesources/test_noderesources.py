@@ -12,7 +12,7 @@ import numpy as np
 from kubesched.api.objects import Node, Pod
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.interfaces import NodeVerdicts
-from kubesched.framework.node_table import NodeTable
+from kubesched.framework.state.node_table import NodeTable
 from kubesched.framework.types import PodInfo
 from kubesched.plugins.noderesources import NodeResourcesFit
 from kubesched.plugins.noderesources.resources import (

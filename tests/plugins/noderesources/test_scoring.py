@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from kubesched.framework.node_table import NodeTable
+from kubesched.framework.state.node_table import NodeTable
 from kubesched.plugins.noderesources import NodeResourcesFit
 from kubesched.plugins.noderesources.resource_allocation import ShapePoint, broken_linear, go_div
 from kubesched.testing import make_node, make_pod

@@ -9,7 +9,7 @@ import pytest
 
 from kubesched.cache.cache import Cache
 from kubesched.framework.cycle_state import CycleState
-from kubesched.framework.node_table import CPU, MEMORY, NodeTable
+from kubesched.framework.state.node_table import CPU, MEMORY, NodeTable
 from kubesched.framework.types import PodInfo
 from kubesched.plugins.noderesources import NodeResourcesBalancedAllocation, NodeResourcesFit
 from kubesched.plugins.noderesources.args import DEFAULT_RESOURCES, ResourceSpec

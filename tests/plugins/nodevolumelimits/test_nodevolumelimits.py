@@ -7,7 +7,7 @@ import msgspec
 from kubesched.api.objects import CSINode, Pod, VolumeAttachment
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.handle import Handle
-from kubesched.framework.node_table import NodeTable
+from kubesched.framework.state.node_table import NodeTable
 from kubesched.framework.status import Code
 from kubesched.framework.types import PodInfo
 from kubesched.plugins.nodevolumelimits import NodeVolumeLimits

@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from kubesched.framework.cycle_state import CycleState
-from kubesched.framework.node_table import NodeTable
+from kubesched.framework.state.node_table import NodeTable
 from kubesched.framework.types import PodInfo
 from kubesched.plugins.podtopologyspread import PodTopologySpread
 from kubesched.plugins.podtopologyspread.plugin import PRE_FILTER_STATE_KEY, _PreFilterState

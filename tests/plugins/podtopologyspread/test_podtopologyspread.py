@@ -18,7 +18,7 @@ import pytest
 from kubesched.api.objects import LabelSelector, Pod
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.handle import Handle, Listers
-from kubesched.framework.node_table import NodeTable
+from kubesched.framework.state.node_table import NodeTable
 from kubesched.framework.status import Code
 from kubesched.framework.types import ActionType, PodInfo, Resource
 from kubesched.plugins.podtopologyspread import PodTopologySpread

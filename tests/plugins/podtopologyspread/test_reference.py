@@ -18,7 +18,7 @@ import pytest
 from kubesched.api.node_affinity import required_node_affinity
 from kubesched.api.objects import OwnerReference, Pod
 from kubesched.framework.cycle_state import CycleState
-from kubesched.framework.node_table import NodeTable
+from kubesched.framework.state.node_table import NodeTable
 from kubesched.framework.status import Code
 from kubesched.framework.types import PodInfo
 from kubesched.plugins.podtopologyspread import PodTopologySpread

@@ -13,8 +13,8 @@ import pytest
 from kubesched.api.objects import PersistentVolume, PersistentVolumeClaim
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.handle import Handle
+from kubesched.framework.state.storage import StorageState
 from kubesched.framework.status import Code
-from kubesched.framework.storage import StorageState
 from kubesched.plugins.volumebinding import VolumeBinding
 from kubesched.plugins.volumebinding import plugin as vb
 from kubesched.testing import make_csi_node, make_pv, make_pvc, make_storage_class

@@ -21,9 +21,9 @@ from kubesched.api.objects import (
 )
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.handle import Handle
-from kubesched.framework.node_table import NodeTable
+from kubesched.framework.state.node_table import NodeTable
+from kubesched.framework.state.storage import StorageState
 from kubesched.framework.status import Code
-from kubesched.framework.storage import StorageState
 from kubesched.framework.types import PodInfo
 from kubesched.plugins.volumebinding import VolumeBinding
 from kubesched.simulation.volume_writer import InMemoryVolumeWriter

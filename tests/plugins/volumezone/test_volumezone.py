@@ -7,7 +7,7 @@ from typing import Any
 from kubesched.api.objects import PersistentVolume, PersistentVolumeClaim, StorageClass
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.handle import Handle
-from kubesched.framework.node_table import NodeTable
+from kubesched.framework.state.node_table import NodeTable
 from kubesched.framework.status import Code, Status
 from kubesched.framework.types import PodInfo
 from kubesched.plugins.volumezone import VolumeZone

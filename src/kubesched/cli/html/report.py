@@ -29,8 +29,8 @@ from kubesched.cli.workloads import (
     reason_groups,
     workload_of,
 )
-from kubesched.framework.dra import DraState
 from kubesched.framework.explain import Explanation
+from kubesched.framework.state.dra import DraState
 from kubesched.simulation.capacity import CapacityResult
 from kubesched.simulation.simulator import SimulationResult
 

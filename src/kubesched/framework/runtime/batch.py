@@ -35,8 +35,8 @@ import numpy as np
 from kubesched.framework.clock import Clock
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.metrics_recorder import MetricsRecorder, records
-from kubesched.framework.node_table import IntArray, NodeTable, Rows
 from kubesched.framework.signature import PodSignature, PodSigner
+from kubesched.framework.state.node_table import IntArray, NodeTable, Rows
 from kubesched.framework.types import PodInfo, QueuedPodInfo
 
 log = logging.getLogger("kubesched.batch")

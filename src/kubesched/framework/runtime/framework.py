@@ -35,14 +35,14 @@ from kubesched.framework.explain import CycleCapture, ScoreCapture
 from kubesched.framework.fit_error import Diagnosis
 from kubesched.framework.handle import Handle
 from kubesched.framework.metrics_recorder import records
-from kubesched.framework.node_table import IntArray, NodeTable, Rows
-from kubesched.framework.nominated import NominatedRows, nominated_by_row
 from kubesched.framework.profile import ProfileConfig, resolve
 from kubesched.framework.registry import Registry
 from kubesched.framework.runtime import timing
 from kubesched.framework.runtime.batch import OpportunisticBatch
 from kubesched.framework.runtime.timing import TimedBlock, async_extension_point, extension_point
 from kubesched.framework.signature import PodSigner
+from kubesched.framework.state.node_table import IntArray, NodeTable, Rows
+from kubesched.framework.state.nominated import NominatedRows, nominated_by_row
 from kubesched.framework.status import CODE_NAMES, Code, Status
 from kubesched.framework.types import PodInfo, QueuedPodInfo
 

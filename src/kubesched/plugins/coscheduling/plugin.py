@@ -44,7 +44,7 @@ from kubesched.framework.interfaces import (
     QueueSortPlugin,
     ReservePlugin,
 )
-from kubesched.framework.node_table import NodeTable
+from kubesched.framework.state.node_table import NodeTable
 from kubesched.framework.status import Status
 from kubesched.framework.types import ActionType, ClusterEvent, PodInfo, QueuedPodInfo, Resource
 from kubesched.plugins.coscheduling.args import CoschedulingArgs, coscheduling_args

@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from kubesched.api.pod_groups import pod_group_key
 from kubesched.framework.group_placement import GroupPlacement, place_group
 from kubesched.framework.interfaces import FrameworkRunner
-from kubesched.framework.node_table import NodeTable, SavedRow
 from kubesched.framework.pod_groups import PodGroupState
+from kubesched.framework.state.node_table import NodeTable, SavedRow
 from kubesched.framework.types import PodInfo
 
 

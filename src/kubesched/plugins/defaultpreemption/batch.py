@@ -20,8 +20,8 @@ from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.fit_error import Diagnosis
 from kubesched.framework.handle import Handle
 from kubesched.framework.interfaces import FilterPlugin, FilterScope, FrameworkRunner
-from kubesched.framework.node_table import IntArray, NodeRow, NodeTable, Rows
-from kubesched.framework.nominated import NominatedRows, nominated_by_row
+from kubesched.framework.state.node_table import IntArray, NodeRow, NodeTable, Rows
+from kubesched.framework.state.nominated import NominatedRows, nominated_by_row
 from kubesched.framework.status import Code, Status
 from kubesched.framework.types import PodInfo
 from kubesched.plugins.defaultpreemption.candidates import (

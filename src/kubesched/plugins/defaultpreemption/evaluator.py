@@ -44,8 +44,8 @@ from kubesched.framework.extender import ExtenderError, Victims
 from kubesched.framework.fit_error import Diagnosis, fit_error_message
 from kubesched.framework.handle import Handle
 from kubesched.framework.interfaces import PostFilterResult
-from kubesched.framework.node_table import NodeTable
-from kubesched.framework.nominated import nominated_by_row
+from kubesched.framework.state.node_table import NodeTable
+from kubesched.framework.state.nominated import nominated_by_row
 from kubesched.framework.status import Code, Status
 from kubesched.framework.types import PodInfo
 from kubesched.logs import V, kv

@@ -30,7 +30,7 @@ from kubesched.framework.interfaces import (
     PostFilterResult,
     PreEnqueuePlugin,
 )
-from kubesched.framework.node_table import NodeTable
+from kubesched.framework.state.node_table import NodeTable
 from kubesched.framework.status import Code, Status
 from kubesched.framework.types import ActionType, ClusterEvent, PodInfo, Resource
 from kubesched.plugins.defaultpreemption.args import (

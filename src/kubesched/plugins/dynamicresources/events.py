@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from kubesched.api.objects import Pod, namespaced_name
 from kubesched.api.resource import ClaimNameError, ResourceClaim, claim_name
-from kubesched.framework.dra import DraState
 from kubesched.framework.interfaces import ClusterEventWithHint, HintIndex, QueueingHint
+from kubesched.framework.state.dra import DraState
 from kubesched.framework.types import ActionType, ClusterEvent, PodInfo, Resource
 from kubesched.plugins.dynamicresources.lookup import ClaimProblem, pod_claims
 

@@ -33,7 +33,7 @@ from kubesched.api.resource import (
     ResourceClaim,
     ResourceClaimSpec,
 )
-from kubesched.framework.dra import DEVICE_CLASS_PREFIX
+from kubesched.framework.state.dra import DEVICE_CLASS_PREFIX
 from kubesched.framework.status import Status
 from kubesched.plugins.dynamicresources.state import (
     EXTENDED_RESOURCE_CLAIM_ANNOTATION,

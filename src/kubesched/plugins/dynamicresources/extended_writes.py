@@ -24,7 +24,7 @@ from kubesched.api.objects import ContainerExtendedResourceRequest, Pod
 from kubesched.api.objects import PodExtendedResourceClaimStatus as ClaimStatus
 from kubesched.api.resource import DELETE_PROTECTION_FINALIZER, ResourceClaim
 from kubesched.framework.clock import Clock
-from kubesched.framework.dra import ClaimConflict, ClaimWriter, DraState
+from kubesched.framework.state.dra import ClaimConflict, ClaimWriter, DraState
 from kubesched.plugins.dynamicresources.state import SPECIAL_CLAIM_NAME, DraCycleState
 
 if TYPE_CHECKING:

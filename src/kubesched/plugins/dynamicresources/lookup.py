@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from kubesched.api.objects import Pod
 from kubesched.api.resource import ClaimNameError, ResourceClaim, claim_name, is_for_pod
-from kubesched.framework.dra import DraState
+from kubesched.framework.state.dra import DraState
 from kubesched.plugins.helpers.args import go_quote
 
 

@@ -32,7 +32,6 @@ from kubesched.api.resource import (
     is_reserved_for_pod,
 )
 from kubesched.framework.cycle_state import CycleState
-from kubesched.framework.dra import AllocatedState, DraState
 from kubesched.framework.fit_error import Diagnosis
 from kubesched.framework.interfaces import (
     ClusterEventWithHint,
@@ -51,9 +50,10 @@ from kubesched.framework.interfaces import (
     Uniform,
     verdicts_per_node,
 )
-from kubesched.framework.node_table import IntArray, NodeTable, Rows
 from kubesched.framework.nodeinfo import NodeInfo
 from kubesched.framework.signature import SignFragment, SignPlugin, not_signable
+from kubesched.framework.state.dra import AllocatedState, DraState
+from kubesched.framework.state.node_table import IntArray, NodeTable, Rows
 from kubesched.framework.status import Status
 from kubesched.framework.types import ActionType, ClusterEvent, PodInfo
 from kubesched.plugins.dynamicresources import extended, postfilter, prebind

@@ -22,8 +22,8 @@ import msgspec
 
 from kubesched.api.resource import ResourceClaim, ResourceClaimStatus
 from kubesched.framework.cycle_state import CycleState
-from kubesched.framework.dra import ClaimWriter
 from kubesched.framework.interfaces import PostFilterResult
+from kubesched.framework.state.dra import ClaimWriter
 from kubesched.framework.status import Status
 from kubesched.framework.types import PodInfo
 from kubesched.plugins.dynamicresources import extended_writes

@@ -28,7 +28,7 @@ from kubesched.api.resource import (
     pod_consumer,
 )
 from kubesched.framework.cycle_state import CycleState
-from kubesched.framework.dra import ClaimConflict, ClaimWriter
+from kubesched.framework.state.dra import ClaimConflict, ClaimWriter
 from kubesched.framework.status import Status
 from kubesched.framework.types import PodInfo
 from kubesched.plugins.dynamicresources import extended_writes

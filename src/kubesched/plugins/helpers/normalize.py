@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from kubesched.framework.node_table import IntArray
+from kubesched.framework.state.node_table import IntArray
 
 
 def default_normalize_score(max_priority: int, reverse: bool, scores: IntArray) -> None:

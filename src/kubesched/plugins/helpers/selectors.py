@@ -28,7 +28,7 @@ from kubesched.api.node_affinity import (
     parse_terms,
 )
 from kubesched.api.objects import NodeSelectorTerm
-from kubesched.framework.node_table import BoolArray, IntArray, LabelColumn, NodeTable, Rows
+from kubesched.framework.state.node_table import BoolArray, IntArray, LabelColumn, NodeTable, Rows
 
 # --- column-wise matching --------------------------------------------------------------
 

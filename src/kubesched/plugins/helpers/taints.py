@@ -13,7 +13,7 @@ import numpy as np
 import numpy.typing as npt
 
 from kubesched.api.objects import Taint
-from kubesched.framework.node_table import NodeTable, Rows
+from kubesched.framework.state.node_table import NodeTable, Rows
 
 # Up to this many distinct taint sets, per_taint_set asks about each of them
 # rather than first finding which ones the rows have.

@@ -37,7 +37,7 @@ from kubesched.api.objects import (
     PersistentVolume,
     TopologySelectorTerm,
 )
-from kubesched.framework.node_table import BoolArray, NodeTable, Rows
+from kubesched.framework.state.node_table import BoolArray, NodeTable, Rows
 from kubesched.plugins.helpers.selectors import match_label_requirement
 
 _CACHE_SIZE = 4096

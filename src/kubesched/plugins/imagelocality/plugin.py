@@ -19,8 +19,8 @@ import numpy as np
 
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.interfaces import MAX_NODE_SCORE, ScorePlugin, Uniform
-from kubesched.framework.node_table import IntArray, NodeTable, Rows, normalized_image_name
 from kubesched.framework.signature import IMAGE_NAMES_SIGNER, SignFragment, SignPlugin
+from kubesched.framework.state.node_table import IntArray, NodeTable, Rows, normalized_image_name
 from kubesched.framework.status import Status
 from kubesched.framework.types import PodInfo
 

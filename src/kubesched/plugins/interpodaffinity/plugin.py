@@ -35,15 +35,15 @@ from kubesched.framework.interfaces import (
     PreScorePlugin,
     ScorePlugin,
 )
-from kubesched.framework.node_table import IntArray, NodeTable, Rows
-from kubesched.framework.pod_index import (
+from kubesched.framework.signature import LABELS_SIGNER, SignFragment, SignPlugin, not_signable
+from kubesched.framework.state.node_table import IntArray, NodeTable, Rows
+from kubesched.framework.state.pod_index import (
     AffinityTerm,
     PodAffinityTerms,
     WeightedAffinityTerm,
     pod_affinity_terms,
     sparse_counts,
 )
-from kubesched.framework.signature import LABELS_SIGNER, SignFragment, SignPlugin, not_signable
 from kubesched.framework.status import Code, Status
 from kubesched.framework.types import ActionType, ClusterEvent, PodInfo, Resource
 from kubesched.plugins.helpers.args import raw_args

@@ -33,7 +33,6 @@ from kubesched.framework.interfaces import (
     PreScorePlugin,
     ScorePlugin,
 )
-from kubesched.framework.node_table import IntArray, NodeTable, Rows
 from kubesched.framework.signature import (
     NODE_AFFINITY_SIGNER,
     NODE_SELECTOR_SIGNER,
@@ -41,6 +40,7 @@ from kubesched.framework.signature import (
     SignPlugin,
     node_affinity_signer,
 )
+from kubesched.framework.state.node_table import IntArray, NodeTable, Rows
 from kubesched.framework.status import Code, Status
 from kubesched.framework.types import ActionType, ClusterEvent, PodInfo, Resource
 from kubesched.plugins.helpers.args import raw_args

@@ -23,8 +23,8 @@ from kubesched.framework.interfaces import (
     PreFilterPlugin,
     PreFilterResult,
 )
-from kubesched.framework.node_table import NodeTable, Rows
 from kubesched.framework.signature import FEATURES_SIGNER, SignFragment, SignPlugin
+from kubesched.framework.state.node_table import NodeTable, Rows
 from kubesched.framework.status import Code, Status
 from kubesched.framework.types import ActionType, ClusterEvent, PodInfo, Resource
 from kubesched.plugins.helpers.hints import as_node, as_pod, same_pod

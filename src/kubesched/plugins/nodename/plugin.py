@@ -14,8 +14,8 @@ from kubesched.framework.interfaces import (
     FilterScope,
     NodeVerdicts,
 )
-from kubesched.framework.node_table import NodeTable, Rows
 from kubesched.framework.signature import NODE_NAME_SIGNER, SignFragment, SignPlugin
+from kubesched.framework.state.node_table import NodeTable, Rows
 from kubesched.framework.status import Code, Status
 from kubesched.framework.types import ActionType, ClusterEvent, PodInfo, Resource
 

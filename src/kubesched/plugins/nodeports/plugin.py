@@ -18,13 +18,13 @@ from kubesched.framework.interfaces import (
     PreFilterPlugin,
     PreFilterResult,
 )
-from kubesched.framework.node_table import NodeTable, Rows
 from kubesched.framework.signature import (
     HOST_PORTS_SIGNER,
     SignFragment,
     SignPlugin,
     host_ports_signer,
 )
+from kubesched.framework.state.node_table import NodeTable, Rows
 from kubesched.framework.status import Code, Status
 from kubesched.framework.types import ActionType, ClusterEvent, HostPort, PodInfo, Resource
 from kubesched.plugins.helpers.hints import as_pod

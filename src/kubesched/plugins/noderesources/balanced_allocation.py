@@ -19,8 +19,8 @@ import numpy as np
 
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.interfaces import PreScorePlugin, ScorePlugin
-from kubesched.framework.node_table import IntArray, NodeTable, Rows
 from kubesched.framework.signature import SignFragment, SignPlugin
+from kubesched.framework.state.node_table import IntArray, NodeTable, Rows
 from kubesched.framework.status import Status
 from kubesched.framework.types import PodInfo
 from kubesched.plugins.helpers.args import raw_args

@@ -29,7 +29,6 @@ from kubesched.api.objects import Node, Pod
 from kubesched.api.requests import Amounts, amounts, pod_requests
 from kubesched.api.resource import DeviceClass
 from kubesched.framework.cycle_state import CycleState
-from kubesched.framework.dra import DEVICE_CLASS_PREFIX
 from kubesched.framework.explain import NodeAmount, Shortfall
 from kubesched.framework.interfaces import (
     MAX_NODE_SCORE,
@@ -43,8 +42,9 @@ from kubesched.framework.interfaces import (
     PreScorePlugin,
     ScorePlugin,
 )
-from kubesched.framework.node_table import PODS, BoolArray, IntArray, NodeTable, Rows
 from kubesched.framework.signature import RESOURCES_SIGNER, SignFragment, SignPlugin, not_signable
+from kubesched.framework.state.dra import DEVICE_CLASS_PREFIX
+from kubesched.framework.state.node_table import PODS, BoolArray, IntArray, NodeTable, Rows
 from kubesched.framework.status import Code, Status
 from kubesched.framework.types import ActionType, ClusterEvent, PodInfo, Resource
 from kubesched.plugins.helpers.args import raw_args

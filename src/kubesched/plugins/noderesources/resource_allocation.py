@@ -20,7 +20,14 @@ import numpy.typing as npt
 from kubesched.api.requests import non_zero_requests
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.interfaces import MAX_NODE_SCORE
-from kubesched.framework.node_table import CPU, EPHEMERAL_STORAGE, MEMORY, IntArray, NodeTable, Rows
+from kubesched.framework.state.node_table import (
+    CPU,
+    EPHEMERAL_STORAGE,
+    MEMORY,
+    IntArray,
+    NodeTable,
+    Rows,
+)
 from kubesched.framework.types import PodInfo
 from kubesched.plugins.noderesources.args import MAX_UTILIZATION, ResourceSpec
 from kubesched.plugins.noderesources.resources import is_scalar_resource_name

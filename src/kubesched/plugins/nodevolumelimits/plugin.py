@@ -33,15 +33,15 @@ from kubesched.framework.interfaces import (
     PreFilterPlugin,
     PreFilterResult,
 )
-from kubesched.framework.node_table import NodeTable, Rows
 from kubesched.framework.signature import VOLUMES_SIGNER, SignFragment, SignPlugin, volumes_signer
+from kubesched.framework.state.node_table import NodeTable, Rows
 from kubesched.framework.status import Code, Status
 from kubesched.framework.types import ActionType, ClusterEvent, PodInfo, Resource
 from kubesched.plugins.helpers.hints import as_pod
 
 if TYPE_CHECKING:
     from kubesched.framework.handle import Handle
-    from kubesched.framework.storage import StorageState
+    from kubesched.framework.state.storage import StorageState
 
 NAME = "NodeVolumeLimits"
 ERR_REASON_MAX_VOLUME_COUNT_EXCEEDED = "node(s) exceed max volume count"

@@ -14,7 +14,7 @@ from kubesched.api.node_affinity import RequiredNodeAffinity
 from kubesched.api.objects import LabelSelector, Node, Pod, TopologySpreadConstraint
 from kubesched.api.taints import do_not_schedule_taints, find_matching_untolerated_taint
 from kubesched.api.workloads import stand_in_selector
-from kubesched.framework.node_table import BoolArray, NodeTable, Rows
+from kubesched.framework.state.node_table import BoolArray, NodeTable, Rows
 from kubesched.plugins.helpers.selectors import required_affinity_rows
 from kubesched.plugins.helpers.taints import per_taint_set
 from kubesched.plugins.podtopologyspread.args import SYSTEM_DEFAULTING, PodTopologySpreadArgs

@@ -36,9 +36,9 @@ from kubesched.framework.interfaces import (
     PreScorePlugin,
     ScorePlugin,
 )
-from kubesched.framework.node_table import BoolArray, IntArray, LabelColumn, NodeTable, Rows
-from kubesched.framework.pod_index import sparse_counts
 from kubesched.framework.signature import SignFragment, SignPlugin, not_signable
+from kubesched.framework.state.node_table import BoolArray, IntArray, LabelColumn, NodeTable, Rows
+from kubesched.framework.state.pod_index import sparse_counts
 from kubesched.framework.status import Code, Status
 from kubesched.framework.types import ActionType, ClusterEvent, PodInfo, Resource
 from kubesched.plugins.helpers.args import raw_args

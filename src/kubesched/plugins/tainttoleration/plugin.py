@@ -26,13 +26,13 @@ from kubesched.framework.interfaces import (
     ScorePlugin,
     Uniform,
 )
-from kubesched.framework.node_table import IntArray, NodeTable, Rows
 from kubesched.framework.signature import (
     TOLERATIONS_SIGNER,
     SignFragment,
     SignPlugin,
     tolerations_signer,
 )
+from kubesched.framework.state.node_table import IntArray, NodeTable, Rows
 from kubesched.framework.status import Code, Status
 from kubesched.framework.types import ActionType, ClusterEvent, PodInfo, Resource
 from kubesched.plugins.helpers.hints import as_node, as_pod, same_pod

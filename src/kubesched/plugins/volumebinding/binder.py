@@ -38,8 +38,8 @@ from kubesched.api.volumes import (
     volume_class,
     volume_is_for_pod,
 )
-from kubesched.framework.node_table import BoolArray, NodeTable, Rows
-from kubesched.framework.storage import StorageState
+from kubesched.framework.state.node_table import BoolArray, NodeTable, Rows
+from kubesched.framework.state.storage import StorageState
 from kubesched.plugins.helpers.volumes import (
     match_label_selector,
     match_pv_node_affinity,

@@ -58,8 +58,8 @@ from kubesched.framework.interfaces import (
     ReservePlugin,
     ScorePlugin,
 )
-from kubesched.framework.node_table import BoolArray, IntArray, NodeTable, Rows
 from kubesched.framework.signature import VOLUMES_SIGNER, SignFragment, SignPlugin, volumes_signer
+from kubesched.framework.state.node_table import BoolArray, IntArray, NodeTable, Rows
 from kubesched.framework.status import Code, Status
 from kubesched.framework.types import ActionType, ClusterEvent, PodInfo, Resource
 from kubesched.plugins.helpers.args import raw_args
@@ -82,7 +82,7 @@ from kubesched.plugins.volumebinding.binder import (
 
 if TYPE_CHECKING:
     from kubesched.framework.handle import Handle
-    from kubesched.framework.storage import StorageState, VolumeWriter
+    from kubesched.framework.state.storage import StorageState, VolumeWriter
 
 NAME = "VolumeBinding"
 STATE_KEY = NAME

@@ -36,8 +36,8 @@ from kubesched.framework.interfaces import (
     PreFilterPlugin,
     PreFilterResult,
 )
-from kubesched.framework.node_table import BoolArray, NodeTable, Rows
 from kubesched.framework.signature import VOLUMES_SIGNER, SignFragment, SignPlugin, volumes_signer
+from kubesched.framework.state.node_table import BoolArray, NodeTable, Rows
 from kubesched.framework.status import Code, Status
 from kubesched.framework.types import ActionType, ClusterEvent, PodInfo, Resource
 

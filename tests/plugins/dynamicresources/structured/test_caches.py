@@ -13,7 +13,7 @@ from kubesched.api.resource import (
     CapacityRequirements,
     DeviceCapacity,
 )
-from kubesched.framework.dra import AllocatedState
+from kubesched.framework.state.dra import AllocatedState
 from kubesched.plugins.dynamicresources.structured import search as search_module
 from kubesched.plugins.dynamicresources.structured.allocator import AllocationError
 from kubesched.plugins.dynamicresources.structured.capacity import (

@@ -17,7 +17,7 @@ import pytest
 from kubesched.api.objects import Node
 from kubesched.api.quantity import parse_quantity
 from kubesched.api.resource import AllocationResult, DeviceClass, ResourceClaim, ResourceSlice
-from kubesched.framework.dra import AllocatedState, DraState, device_id
+from kubesched.framework.state.dra import AllocatedState, DraState, device_id
 from kubesched.plugins.dynamicresources.structured import search as search_module
 from kubesched.plugins.dynamicresources.structured.allocator import (
     AllocationError,

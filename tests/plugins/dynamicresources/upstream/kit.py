@@ -25,9 +25,9 @@ import numpy as np
 from kubesched.api.objects import Node, Pod
 from kubesched.api.resource import DeviceClass, ResourceClaim, ResourceSlice
 from kubesched.framework.cycle_state import CycleState
-from kubesched.framework.dra import DraState
 from kubesched.framework.handle import Handle, Listers
 from kubesched.framework.nodeinfo import NodeInfo
+from kubesched.framework.state.dra import DraState
 from kubesched.framework.status import Code, Status
 from kubesched.framework.types import PodInfo
 from kubesched.plugins.dynamicresources import DynamicResources

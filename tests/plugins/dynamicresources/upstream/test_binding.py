@@ -17,7 +17,7 @@ from kubesched.api.resource import (
     AllocationResult,
     ResourceClaim,
 )
-from kubesched.framework.dra import ClaimConflict
+from kubesched.framework.state.dra import ClaimConflict
 from kubesched.plugins.dynamicresources import prebind
 from tests.plugins.dynamicresources.upstream.kit import (
     CLAIM,

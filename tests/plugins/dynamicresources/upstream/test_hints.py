@@ -10,8 +10,8 @@ import pytest
 
 from kubesched.api.objects import Pod
 from kubesched.api.resource import ResourceClaim
-from kubesched.framework.dra import DraState
 from kubesched.framework.interfaces import HintIndex, QueueingHint
+from kubesched.framework.state.dra import DraState
 from kubesched.framework.types import ActionType, PodInfo, Resource
 from kubesched.plugins.dynamicresources.events import (
     events_to_register,

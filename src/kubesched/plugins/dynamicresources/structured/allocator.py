@@ -29,7 +29,7 @@ from kubesched.api.resource import (
     ResourceClaim,
     ResourceSlice,
 )
-from kubesched.framework.dra import AllocatedState, DeviceID
+from kubesched.framework.state.dra import AllocatedState, DeviceID
 from kubesched.plugins.dynamicresources.structured.base import (
     DEFAULT_FEATURES,
     AllocationError,

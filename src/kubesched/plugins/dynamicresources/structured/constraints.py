@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Protocol
 
 from kubesched.api.resource import Device, DeviceAttribute
-from kubesched.framework.dra import DeviceID
+from kubesched.framework.state.dra import DeviceID
 
 
 class Constraint(Protocol):

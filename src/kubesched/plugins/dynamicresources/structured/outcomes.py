@@ -29,7 +29,7 @@ from dataclasses import dataclass
 
 from kubesched.api.objects import Node
 from kubesched.api.resource import AllocationResult, DeviceClass, ResourceClaimSpec
-from kubesched.framework.dra import AllocatedState, DeviceID
+from kubesched.framework.state.dra import AllocatedState, DeviceID
 from kubesched.plugins.dynamicresources.structured.base import Features
 from kubesched.plugins.dynamicresources.structured.pools import Pool
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from kubesched.api.node_affinity import ParsedTerm, node_matches_terms, parse_node_selector
 from kubesched.api.objects import Node, NodeSelector
 from kubesched.api.resource import CounterSet, ResourceSlice
-from kubesched.framework.dra import DeviceID, device_id
+from kubesched.framework.state.dra import DeviceID, device_id
 
 PoolID = tuple[str, str]  # (driver, pool)
 

@@ -24,7 +24,7 @@ from kubesched.api.resource import (
     ResourceClaim,
     ResourceSlice,
 )
-from kubesched.framework.dra import DeviceID
+from kubesched.framework.state.dra import DeviceID
 from kubesched.plugins.dynamicresources.structured.base import (
     AllocationError,
     AllocationTimeout,

@@ -58,7 +58,7 @@ from kubesched.api.resource import (
     ResourceSlice,
     ResourceSliceSpec,
 )
-from kubesched.framework.dra import AllocatedState
+from kubesched.framework.state.dra import AllocatedState
 from kubesched.plugins.dynamicresources.structured.allocator import (
     AllocationError,
     Allocator,

@@ -33,7 +33,7 @@ from kubesched.api.resource import (
     ResourceClaimTemplate,
     ResourceSlice,
 )
-from kubesched.framework.event_source import EventSource
+from kubesched.framework.state.event_source import EventSource
 from kubesched.framework.types import ActionType, Resource
 
 # (driver, pool, device): a device's identity across slices (structured.DeviceID).

@@ -21,7 +21,7 @@ import numpy.typing as npt
 from kubesched.api.declared_features import try_map
 from kubesched.api.objects import Node, Taint
 from kubesched.api.requests import amounts
-from kubesched.framework.pod_index import PodIndex
+from kubesched.framework.state.pod_index import PodIndex
 from kubesched.framework.types import HostPort, PodInfo
 
 IntArray = npt.NDArray[np.int64]

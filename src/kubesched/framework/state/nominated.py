@@ -21,7 +21,7 @@ from typing import Protocol
 
 import numpy as np
 
-from kubesched.framework.node_table import IntArray, NodeTable, Rows
+from kubesched.framework.state.node_table import IntArray, NodeTable, Rows
 from kubesched.framework.types import PodInfo
 
 

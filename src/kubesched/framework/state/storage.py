@@ -39,7 +39,7 @@ from kubesched.api.objects import (
     namespaced_name,
 )
 from kubesched.api.volumes import volume_class
-from kubesched.framework.event_source import EventSource
+from kubesched.framework.state.event_source import EventSource
 from kubesched.framework.types import ActionType, Resource
 
 
