@@ -69,9 +69,7 @@ class Pattern:
 @dataclass(slots=True)
 class PatternBound:
     bound: int | None  # a lower bound on the price, in price units (None: none found)
-    value: float | None  # the last linear program's value
     patterns: list[Pattern]
-    iterations: int
     converged: bool  # no pattern lowers the program's value
     per_node: bool  # every constraint of the packing is a per-node one
 
@@ -165,7 +163,7 @@ def generate(
     classes = [c for c in fit.packed if any(per_node(fit, c, t) for t in range(len(counts)))]
     per_node_only = all(rule.topology_key == HOSTNAME for rule in demands.rules)
     if not classes:
-        return PatternBound(0, 0.0, [], 0, True, per_node_only)
+        return PatternBound(0, [], True, per_node_only)
     known: dict[Pattern, None] = {}
     for node in start.nodes:
         known[pattern_of(node.pool, node.pods)] = None
@@ -174,18 +172,16 @@ def generate(
         for knapsack in pricing:
             if knapsack is not None and (alone := knapsack.best({c: 1})[1]) is not None:
                 known[alone] = None
+    wanted = {c: len(demands.classes[c].pods) for c in classes}
     best_bound: int | None = None
-    value: float | None = None
-    iterations = 0
     converged = False
     while True:
-        iterations += 1
-        solved = _master(list(known), classes, demands_of(fit, classes), counts, cost, left)
+        solved = _master(list(known), classes, wanted, counts, cost, left)
         if solved is None:
             break
-        value, duals, limit_duals = solved
+        duals, limit_duals = solved
         scaled = {c: max(math.floor(duals[c] * SCALE + 1e-9), 0) for c in classes}
-        total = sum(scaled[c] * len(demands.classes[c].pods) for c in classes)
+        total = sum(scaled[c] * wanted[c] for c in classes)
         total -= left * max(scaled.values(), default=0)
         added = 0
         exact = True
@@ -209,11 +205,7 @@ def generate(
             break
         if time.perf_counter() >= deadline:
             break
-    return PatternBound(best_bound, value, list(known), iterations, converged, per_node_only)
-
-
-def demands_of(fit: Fit, classes: list[int]) -> dict[int, int]:
-    return {c: len(fit.demands.classes[c].pods) for c in classes}
+    return PatternBound(best_bound, list(known), converged, per_node_only)
 
 
 def _master(
@@ -223,9 +215,9 @@ def _master(
     counts: list[int],
     cost: list[int],
     left: int,
-) -> tuple[float, dict[int, float], dict[int, float]] | None:
-    """The linear program over `patterns`: its value, the cover rows' duals (>= 0)
-    and the pool rows' (<= 0); None when GLOP does not solve it."""
+) -> tuple[dict[int, float], dict[int, float]] | None:
+    """The linear program over `patterns`: the cover rows' duals (>= 0) and the pool
+    rows' (<= 0); None when GLOP does not solve it."""
     mb = load_model_builder()
     model = mb.Model()
     n = [model.new_num_var(0.0, float(counts[p.pool]), f"n{i}") for i, p in enumerate(patterns)]
@@ -247,7 +239,7 @@ def _master(
     limit_duals = {t: 0.0 for t in range(len(counts))}
     for t, row in pools.items():
         limit_duals[t] = min(solver.dual_value(row), 0.0)
-    return solver.objective_value, duals, limit_duals
+    return duals, limit_duals
 
 
 def integer_answer(
