@@ -27,7 +27,8 @@ from kubesched.batch.neighbourhood import improve, supported
 from kubesched.batch.problem import Problem, build_problem
 from kubesched.batch.solver import Objective, Solution, load_cp_model, solve
 from kubesched.framework.cycle_state import CycleState
-from kubesched.framework.runtime.framework import Framework, PluginError
+from kubesched.framework.runtime.errors import PluginError
+from kubesched.framework.runtime.framework import Framework
 from kubesched.framework.state.node_table import NodeTable, SavedRow
 from kubesched.framework.types import PodInfo
 

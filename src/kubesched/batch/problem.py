@@ -24,7 +24,8 @@ from kubesched.api.labels import selects
 from kubesched.api.objects import Pod
 from kubesched.api.pod_groups import pod_group_name
 from kubesched.framework.cycle_state import CycleState
-from kubesched.framework.runtime.framework import Framework, PluginError
+from kubesched.framework.runtime.errors import PluginError
+from kubesched.framework.runtime.framework import Framework
 from kubesched.framework.state.node_table import PODS, IntArray, NodeTable, Rows
 from kubesched.framework.state.pod_index import AffinityTerm, pod_affinity_terms
 from kubesched.framework.types import PodInfo

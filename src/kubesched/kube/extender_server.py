@@ -38,7 +38,7 @@ from kubesched.api.objects import Pod, PodExtendedResourceClaimStatus
 from kubesched.config import SchedulerConfig
 from kubesched.framework.clock import RealClock
 from kubesched.framework.handle import Listers
-from kubesched.framework.runtime.framework import PluginError
+from kubesched.framework.runtime.errors import PluginError
 from kubesched.kube.client import KubeClient
 from kubesched.kube.config import load_connection
 from kubesched.kube.extender_verbs import (

@@ -44,7 +44,8 @@ from kubesched.api.objects import Node, Pod
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.extender import MAX_EXTENDER_PRIORITY
 from kubesched.framework.interfaces import MAX_NODE_SCORE
-from kubesched.framework.runtime.framework import Framework, PluginError
+from kubesched.framework.runtime.errors import PluginError
+from kubesched.framework.runtime.framework import Framework
 from kubesched.framework.status import Code
 from kubesched.framework.types import PodInfo
 from kubesched.scheduler import Scheduler

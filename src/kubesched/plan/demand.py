@@ -26,7 +26,8 @@ from kubesched.api.objects import Node, Pod
 from kubesched.batch.problem import HELD_GATED, HELD_MATCHED, AntiAffinity, build_problem
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.fit_error import Diagnosis, fit_error_message
-from kubesched.framework.runtime.framework import Framework, PluginError
+from kubesched.framework.runtime.errors import PluginError
+from kubesched.framework.runtime.framework import Framework
 from kubesched.framework.state.node_table import NodeTable
 from kubesched.framework.types import PodInfo
 

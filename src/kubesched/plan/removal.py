@@ -52,7 +52,8 @@ import numpy as np
 from kubesched.api.objects import Node, Pod, PodDisruptionBudget
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.fit_error import Diagnosis, fit_error_message
-from kubesched.framework.runtime.framework import Framework, PluginError
+from kubesched.framework.runtime.errors import PluginError
+from kubesched.framework.runtime.framework import Framework
 from kubesched.framework.state.node_table import NodeTable, SavedRow
 from kubesched.framework.types import PodInfo
 from kubesched.plan.drain import Drain, PdbTracker, pods_to_move, scale_down_disabled

@@ -25,7 +25,8 @@ from dataclasses import dataclass, field
 from kubesched.cache.cache import Cache
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.fit_error import Diagnosis
-from kubesched.framework.runtime.framework import Framework, PluginError
+from kubesched.framework.runtime.errors import PluginError
+from kubesched.framework.runtime.framework import Framework
 from kubesched.framework.status import Code, Status
 from kubesched.framework.types import QueuedPodInfo
 from kubesched.queue.nominator import Nominator

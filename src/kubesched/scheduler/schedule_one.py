@@ -34,7 +34,8 @@ from kubesched.framework.extender import (
 from kubesched.framework.features import FeatureGates
 from kubesched.framework.fit_error import NO_NODES_AT_ALL, Diagnosis, fit_error_message
 from kubesched.framework.interfaces import MAX_NODE_SCORE, PreFilterResult
-from kubesched.framework.runtime.framework import Framework, PluginError
+from kubesched.framework.runtime.errors import PluginError
+from kubesched.framework.runtime.framework import Framework
 from kubesched.framework.signature import PodSignature
 from kubesched.framework.state.node_table import IntArray, NodeTable, Rows
 from kubesched.framework.status import Code, Status
@@ -379,8 +380,7 @@ class SchedulingCycle:
         """The filters on the pod's nominated node alone (evaluateNominatedNode in
         schedule_one.go): the row if it fits, and that node's verdict."""
         one = np.array([row], dtype=np.intp)
-        with fw.timed_filter_pass():  # findNodesThatPassFilters records Filter upstream
-            fits, diagnosis = fw.run_filters_with_nominated_pods(state, pod, self.table, one)
+        fits, diagnosis, _ = fw.run_filter_pass(state, pod, self.table, one)
         if self.extenders and len(fits):
             fits = self.find_nodes_that_pass_extenders(state, pod, fits, diagnosis)
         return fits, diagnosis
@@ -399,30 +399,15 @@ class SchedulingCycle:
         if not fw.score and not self.extenders_filter_or_score:
             num_to_find = 1  # with nothing to compare, the first feasible node will do
         # Upstream stops once it has found more than num_to_find feasible nodes.
-        # Filter a prefix of the rotated order sized from how many nodes fitted
-        # lately; only if it holds enough feasible nodes is it the answer (the
+        # The runtime filters a prefix of the rotated order sized from how many nodes
+        # fitted lately; only if it holds enough feasible nodes is it the answer (the
         # nodes after the cut are dropped below either way), else all nodes are
         # filtered in one go, so the diagnosis of a failure is the same as ever.
-        # Both make one pass for the Filter extension point's duration.
         chunk = self._filter_chunk_size(num_to_find, num_candidates)
-        found: tuple[Rows, Diagnosis] | None = None
-        with fw.timed_filter_pass():
-            if chunk < num_candidates:
-                end = start + chunk
-                if end <= num_candidates:
-                    rotated = candidates[start:end]
-                else:
-                    tail = candidates[: end - num_candidates]
-                    rotated = np.concatenate([candidates[start:], tail])
-                found = fw.run_filters_with_nominated_pods(state, pod, table, rotated)
-                self._note_feasible(len(found[0]), chunk)
-                if len(found[0]) <= num_to_find:
-                    found = None
-            if found is None:
-                rotated = np.concatenate([candidates[start:], candidates[:start]])
-                found = fw.run_filters_with_nominated_pods(state, pod, table, rotated)
-                self._note_feasible(len(found[0]), num_candidates)
-        feasible, diagnosis = found
+        feasible, diagnosis, rotated = fw.run_filter_pass(
+            state, pod, table, candidates, start, chunk, num_to_find
+        )
+        self._note_feasible(len(feasible), len(rotated))
         return stop_at_enough(feasible, diagnosis, rotated, num_to_find, table.capacity)
 
     def num_feasible_nodes_to_find(self, fw: Framework, num_all_nodes: int) -> int:

@@ -19,6 +19,7 @@ from kubesched.api.pod_groups import POD_GROUP_LABEL, PodGroup, PodGroupSpec
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.interfaces import FilterPlugin, FilterScope, NodeVerdicts
 from kubesched.framework.registry import register
+from kubesched.framework.state.table_copy import TableCopy
 from kubesched.framework.status import Code, Status
 from kubesched.framework.types import PodInfo
 from kubesched.plugins.defaultpreemption import evaluator as evaluator_module
@@ -502,7 +503,7 @@ def test_nominated_rows_at_once_match_one_by_one(
         fw._widest_scope = lambda state, pod, w=widest: w  # type: ignore[method-assign,misc]
         state = _pre_filtered(env, info)
         with mock.patch.object(
-            env.table, "shift_requested", wraps=env.table.shift_requested
+            TableCopy, "shift_requested", autospec=True, side_effect=TableCopy.shift_requested
         ) as shifted:
             feasible, diagnosis = fw.run_filters_with_nominated_pods(state, info, env.table, rows)
         if shifted.called:

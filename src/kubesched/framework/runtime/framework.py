@@ -11,7 +11,7 @@ it fails), each plugin's duration in the cycles sampled for it
 (metricsRecorder.ObservePluginDurationAsync when state.ShouldRecordPluginMetrics),
 and PreFilter, Filter, PreScore and Score count the plugins' evaluations (the
 instrumented plugins of setInstrumentedPlugins). Filter's duration is the one
-taken outside a run_X upstream: see timed_filter_pass. Without a recorder
+taken outside a run_X upstream: see run_filter_pass. Without a recorder
 (Handle.metrics is NO_METRICS) nothing is timed: one flag is checked per run.
 """
 
@@ -21,8 +21,7 @@ import contextlib
 import dataclasses
 import functools
 import logging
-import traceback
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from time import perf_counter
 from typing import Any, TypeVar, cast
 
@@ -39,84 +38,22 @@ from kubesched.framework.profile import ProfileConfig, resolve
 from kubesched.framework.registry import Registry
 from kubesched.framework.runtime import timing
 from kubesched.framework.runtime.batch import OpportunisticBatch
+from kubesched.framework.runtime.errors import (
+    PluginError,
+    score_range_error,
+    wrapped_error,
+)
 from kubesched.framework.runtime.timing import TimedBlock, async_extension_point, extension_point
 from kubesched.framework.signature import PodSigner
 from kubesched.framework.state.node_table import IntArray, NodeTable, Rows
 from kubesched.framework.state.nominated import NominatedRows, nominated_by_row
+from kubesched.framework.state.table_copy import TableCopy
 from kubesched.framework.status import CODE_NAMES, Code, Status
 from kubesched.framework.types import PodInfo, QueuedPodInfo
 
 P = TypeVar("P", bound=ifc.Plugin)
 C = TypeVar("C", bound=Callable[..., Any])  # a plugin's method
 R = TypeVar("R")
-
-
-# How upstream's runtime wraps a plugin's error, by extension point (framework.go:
-# RunPreFilterPlugins, RunFilterPlugins, RunPreFilterExtension*, RunPreScorePlugins,
-# RunScorePlugins, RunReservePluginsReserve, RunPermitPlugins, RunPreBindPlugins,
-# RunBindPlugins); the text reaches the pod's FailedScheduling message.
-_ERROR_TEXTS = {
-    "PreFilter": 'running PreFilter plugin "{plugin}": {cause}',
-    "Filter": 'running "{plugin}" filter plugin: {cause}',
-    "PreFilterExtension AddPod": 'running AddPod on PreFilter plugin "{plugin}": {cause}',
-    "PreFilterExtension RemovePod": 'running RemovePod on PreFilter plugin "{plugin}": {cause}',
-    "PreScore": 'running PreScore plugin "{plugin}": {cause}',
-    "Score": 'running Score plugins: plugin "{plugin}" failed with: {cause}',
-    "Reserve": 'running Reserve plugin "{plugin}": {cause}',
-    "Permit": 'running Permit plugin "{plugin}": {cause}',
-    "PreBind": 'running PreBind plugin "{plugin}": {cause}',
-    "Bind": 'running Bind plugin "{plugin}": {cause}',
-}
-
-
-def plugin_error_text(plugin: str, point: str, cause: BaseException | str) -> str:
-    """The error text upstream's runtime gives a plugin's error at `point`."""
-    template = _ERROR_TEXTS.get(point, 'running "{plugin}" {point} plugin: {cause}')
-    return template.format(plugin=plugin, point=point, cause=cause)
-
-
-class PluginError(Exception):
-    """A plugin raised or returned Error: the attempt fails and the pod backs off."""
-
-    def __init__(self, plugin: str, point: str, cause: BaseException | str):
-        self.plugin = plugin
-        self.point = point
-        self.cause = cause
-        super().__init__(plugin_error_text(plugin, point, cause))
-
-    @property
-    def location(self) -> str:
-        """Where the plugin raised, "file:line" ("" for an Error status): the message
-        is upstream's text, which names no place; the log line adds this."""
-        if not isinstance(self.cause, BaseException):
-            return ""
-        frames = traceback.extract_tb(self.cause.__traceback__)
-        return f"{frames[-1].filename}:{frames[-1].lineno}" if frames else ""
-
-
-def _wrapped_error(status: Status, plugin: str, point: str) -> Status:
-    """An Error status as the runtime returns it: its text wrapped as upstream wraps it
-    (the cause kept, for the binding cycle's checks); other statuses as they are."""
-    if status.code != Code.ERROR:
-        return status.with_plugin(plugin)
-    wrapped = Status.as_error(plugin_error_text(plugin, point, status.message()), plugin)
-    if status.error is not None:
-        wrapped.error = status.error  # e.g. BindConflict: nothing to retry
-    return wrapped
-
-
-class ScoreRangeError(PluginError):
-    pass
-
-
-def _score_range_error(plugin: str, bad: int) -> ScoreRangeError:
-    """RunScorePlugins' error for a score out of [MinNodeScore, MaxNodeScore]."""
-    return ScoreRangeError(
-        plugin,
-        "Score",
-        f"plugin {plugin!r} returns an invalid score {bad}, it should be in "
-        f"the range of [{ifc.MIN_NODE_SCORE}, {ifc.MAX_NODE_SCORE}] after normalizing",
-    )
 
 
 _SUCCESS = int(Code.SUCCESS)
@@ -282,19 +219,45 @@ class Framework:
         seconds = perf_counter() - started
         self.metrics.observe_plugin(plugin, point, CODE_NAMES[code], seconds)
 
-    def timed_filter_pass(self) -> contextlib.AbstractContextManager[None]:
-        """Times the Filter extension point over one filter pass of the scheduling
-        cycle: the block it guards. Upstream records Filter's duration in the
-        scheduler's findNodesThatPassFilters, "instead of in framework.go because
-        framework.RunFilterPlugins function is called for each node, whereas we want
-        to have an overall latency for all nodes per scheduling cycle": the pass
-        (which may filter a first batch of nodes, then all) is the scheduler's, and
-        only it knows where it begins and ends; what is recorded, and for which
-        profile, is this framework's. Error if the block raises (a plugin failed),
-        else Success; nothing without Filter plugins (upstream returns before)."""
-        if not self.recording or not self.filter:
-            return _UNTIMED
-        return TimedBlock(self, "Filter")
+    def run_filter_pass(
+        self,
+        state: CycleState,
+        pod: PodInfo,
+        nodes: NodeTable,
+        candidates: Rows,
+        start: int = 0,
+        first: int | None = None,
+        enough: int = 0,
+    ) -> tuple[Rows, Diagnosis, Rows]:
+        """The Filter plugins with nominated pods over the candidates in the order
+        findNodesThatPassFilters tries them (from `start`, round to the beginning):
+        only the FIRST nodes of that order when more than ENOUGH of them fit, else all
+        of them (the same feasible nodes up to the ENOUGH-th, the same verdicts).
+        Returns the feasible rows, the diagnosis, and the nodes filtered in order.
+
+        Upstream records Filter's duration in the scheduler's findNodesThatPassFilters,
+        "instead of in framework.go because framework.RunFilterPlugins function is
+        called for each node, whereas we want to have an overall latency for all
+        nodes per scheduling cycle": here the pass is one call, timed once. Error if
+        a plugin failed (PluginError), else Success; nothing without Filter plugins
+        (upstream returns before)."""
+        timed = _UNTIMED if not self.recording or not self.filter else TimedBlock(self, "Filter")
+        total = len(candidates)
+        with timed:
+            if first is not None and first < total:
+                end = start + first
+                if end <= total:
+                    tried = candidates[start:end]
+                else:
+                    tried = np.concatenate([candidates[start:], candidates[: end - total]])
+                feasible, diagnosis = self.run_filters_with_nominated_pods(state, pod, nodes, tried)
+                if len(feasible) > enough:
+                    return feasible, diagnosis, tried
+            tried = (
+                np.concatenate([candidates[start:], candidates[:start]]) if start else candidates
+            )
+            feasible, diagnosis = self.run_filters_with_nominated_pods(state, pod, nodes, tried)
+            return feasible, diagnosis, tried
 
     # --- queueing ----------------------------------------------------------------
 
@@ -447,32 +410,46 @@ class Framework:
     ) -> None:
         """Tell the PreFilter plugins that `to_add` was added to the row (the table
         has it already); raises PluginError if one fails."""
-        sample = self.recording and state.record_plugin_metrics
-        for plugin, call in self._add_pod_calls[sample]:
-            if plugin.name in state.skip_filter_plugins:
-                continue
-            try:
-                status = call(state, pod, to_add, nodes, row)
-            except Exception as exc:
-                raise PluginError(plugin.name, "PreFilterExtension AddPod", exc) from exc
-            if not status.is_success():
-                raise PluginError(plugin.name, "PreFilterExtension AddPod", status.message())
+        self._run_pre_filter_extension(
+            "PreFilterExtension AddPod", self._add_pod_calls, state, pod, to_add, nodes, row
+        )
 
     def run_pre_filter_extension_remove_pod(
         self, state: CycleState, pod: PodInfo, to_remove: PodInfo, nodes: NodeTable, row: int
     ) -> None:
         """Tell the PreFilter plugins that `to_remove` left the row (the table no
         longer has it); raises PluginError if one fails."""
+        self._run_pre_filter_extension(
+            "PreFilterExtension RemovePod",
+            self._remove_pod_calls,
+            state,
+            pod,
+            to_remove,
+            nodes,
+            row,
+        )
+
+    def _run_pre_filter_extension(
+        self,
+        point: str,
+        calls: Sequence[Sequence[tuple[ifc.Plugin, Callable[..., Status]]]],
+        state: CycleState,
+        pod: PodInfo,
+        other: PodInfo,
+        nodes: NodeTable,
+        row: int,
+    ) -> None:
+        # RunPreFilterExtensionAddPod and RunPreFilterExtensionRemovePod upstream.
         sample = self.recording and state.record_plugin_metrics
-        for plugin, call in self._remove_pod_calls[sample]:
+        for plugin, call in calls[sample]:
             if plugin.name in state.skip_filter_plugins:
                 continue
             try:
-                status = call(state, pod, to_remove, nodes, row)
+                status = call(state, pod, other, nodes, row)
             except Exception as exc:
-                raise PluginError(plugin.name, "PreFilterExtension RemovePod", exc) from exc
+                raise PluginError(plugin.name, point, exc) from exc
             if not status.is_success():
-                raise PluginError(plugin.name, "PreFilterExtension RemovePod", status.message())
+                raise PluginError(plugin.name, point, status.message())
 
     def filter_scopes(
         self, state: CycleState, pod: PodInfo
@@ -512,44 +489,38 @@ class Framework:
         feasible, diagnosis = self.run_filters(state, pod, nodes, rows[~np.isin(rows, special)])
         passed = [feasible]
         widest = self._widest_scope(state, pod) if len(nominated) > 1 else ifc.FilterScope.CLUSTER
+        # The nominated pods go onto a copy of the table, as addGENominatedPods adds
+        # them to a clone of the NodeInfo: the cycle's snapshot stays as it is, with
+        # nothing to put back, whatever a filter does.
+        copy = TableCopy.of(nodes)
         if widest <= ifc.FilterScope.ROW:
             # Every row with its nominated pods at once, then those that fit without.
             # Filters that read the pods only through their amounts see them added as
-            # amounts alone (NodeTable.shift_requested): no pod moves and only amounts
-            # to undo (the rows' save and restore were most of PreemptionBasic's time).
+            # amounts alone (NodeTable.shift_requested): no pod is copied (copying the
+            # rows' pods was most of PreemptionBasic's time).
             added = nominated.amounts(nodes) if widest <= ifc.FilterScope.AMOUNTS else None
             if added is not None:
-                nodes.shift_requested(special, added)
-                try:
-                    fits, failed = self.run_filters(state.clone(), pod, nodes, special)
-                finally:
-                    nodes.shift_requested(special, -added)
+                copy.shift_requested(special, added)
             else:
-                saved_rows = [nodes.save_row(row) for row in nominated]
-                try:
-                    for row, pods in nominated.items():
-                        for other in pods:
-                            nodes.add_pod(other, row)
-                    fits, failed = self.run_filters(state.clone(), pod, nodes, special)
-                finally:
-                    for kept in reversed(saved_rows):
-                        nodes.restore_row(kept)
+                for row, pods in nominated.items():
+                    for other in pods:
+                        copy.add_pod(other, row)
+            fits, failed = self.run_filters(state.clone(), pod, copy, special)
             diagnosis.extend(failed)
             fits, failed = self.run_filters(state, pod, nodes, fits)
             diagnosis.extend(failed)
             passed.append(fits)
             nominated = NominatedRows({})
         for row, pods in nominated.items():
+            # One row at a time: a filter that reads other nodes must not see their
+            # nominated pods (upstream clones one NodeInfo).
             one = np.array([row], dtype=np.intp)
-            saved = nodes.save_row(row)
             state_out = state.clone()
-            try:
-                for other in pods:
-                    nodes.add_pod(other, row)
-                    self.run_pre_filter_extension_add_pod(state_out, pod, other, nodes, row)
-                fits, failed = self.run_filters(state_out, pod, nodes, one)
-            finally:
-                nodes.restore_row(saved)
+            for other in pods:
+                copy.add_pod(other, row)
+                self.run_pre_filter_extension_add_pod(state_out, pod, other, copy, row)
+            fits, failed = self.run_filters(state_out, pod, copy, one)
+            copy.undo()
             if len(fits):
                 fits, failed = self.run_filters(state, pod, nodes, one)
             if len(fits):
@@ -651,7 +622,7 @@ class Framework:
             if uniform is not None:
                 value = uniform[1]
                 if not ifc.MIN_NODE_SCORE <= value <= ifc.MAX_NODE_SCORE and n:
-                    raise _score_range_error(plugin.name, value)
+                    raise score_range_error(plugin.name, value)
                 uniform_total += value * weight
                 if per_plugin:
                     by_plugin[plugin.name] = np.full(n, value * weight, dtype=np.int64)
@@ -663,7 +634,7 @@ class Framework:
             # is huge (MIN_NODE_SCORE is 0).
             if n and _MAX_U64(scores.view(np.uint64)) > ifc.MAX_NODE_SCORE:
                 bad = int(scores[(scores < 0) | (scores > ifc.MAX_NODE_SCORE)][0])
-                raise _score_range_error(plugin.name, bad)
+                raise score_range_error(plugin.name, bad)
             if capture is not None:
                 capture.scores.append(ScoreCapture(plugin.name, weight, raw, scores))
             weighted = scores * weight if weight != 1 else scores
@@ -683,7 +654,7 @@ class Framework:
             except Exception as exc:
                 status = Status.as_error(exc, plugin.name)
             if not status.is_success():
-                return _wrapped_error(status, plugin.name, "Reserve")
+                return wrapped_error(status, plugin.name, "Reserve")
         return Status()
 
     @extension_point("Unreserve")
@@ -723,7 +694,7 @@ class Framework:
                 waits[plugin.name] = min(timeout, 15 * 60.0)  # upstream caps at 15 min
                 wait_status = status
             elif not status.is_success():
-                return _wrapped_error(status, plugin.name, "Permit"), {}
+                return wrapped_error(status, plugin.name, "Permit"), {}
         if waits:
             # The last waiting plugin's status, with upstream's appended reason (the
             # pod group cycle reports its message when the group cannot be placed).
@@ -747,7 +718,7 @@ class Framework:
             if status.is_skip():
                 continue
             if not status.is_success():
-                return _wrapped_error(status, plugin.name, "PreBind")
+                return wrapped_error(status, plugin.name, "PreBind")
         return Status()
 
     @async_extension_point("Bind")
@@ -761,7 +732,7 @@ class Framework:
                 status = Status.as_error(exc, plugin.name)
             if status.is_skip():
                 continue
-            return _wrapped_error(status, plugin.name, "Bind")
+            return wrapped_error(status, plugin.name, "Bind")
         return Status.as_error("no bind plugin bound the pod")
 
     @extension_point("PostBind")
@@ -784,5 +755,5 @@ class Framework:
         return self.instances[name].args
 
 
-# What timed_filter_pass gives when nothing is recorded: it times nothing.
+# What run_filter_pass times with when nothing is recorded: nothing.
 _UNTIMED: contextlib.AbstractContextManager[None] = contextlib.nullcontext()

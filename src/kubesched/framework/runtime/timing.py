@@ -6,7 +6,7 @@ the status it returns, so once per run and also when it fails. Here that is
 the `extension_point` decorator on Framework's run methods (`async_extension_point`
 for PreBind and Bind); a run method that raises (PluginError) is recorded as an
 Error. Filter's duration, which upstream takes in the scheduler around a whole
-filter pass, is `TimedBlock` (Framework.timed_filter_pass).
+filter pass, is `TimedBlock` (Framework.run_filter_pass).
 
 When the framework records nothing (`recording` false: no MetricsRecorder), the
 decorated method costs one more call and one check, nothing else.

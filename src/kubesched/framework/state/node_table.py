@@ -558,8 +558,12 @@ class NodeTable:
                 users.pop(row, None)
         if pod.pod.spec.volumes:
             self._account_volumes(pod, row, node_row, sign)
-        self.pod_index.account(pod, row, sign)
+        self._index_pod(pod, row, sign)
         self.generation += 1
+
+    def _index_pod(self, pod: PodInfo, row: int, sign: int) -> None:
+        # The cluster-wide lists of pods (with affinity, by labels) follow the rows.
+        self.pod_index.account(pod, row, sign)
 
     def _account_volumes(self, pod: PodInfo, row: int, node_row: NodeRow, sign: int) -> None:
         counted = False
