@@ -121,6 +121,14 @@ def test_shifted_amounts_stay_in_the_copy_until_undone() -> None:
     assert copy.free[row, CPU] == live.free[row, CPU] - 1500
     assert copy.generation != live.generation
     assert _everything(live) == before
+    # Then a pod onto another row: the copy takes its own rows and scoring amounts.
+    other = live.row_of("n1")
+    assert other is not None
+    copy.add_pod(_pod("more", (1, "250m", 80, "data", False)), other)
+    assert copy.non_zero_requested[other, 0] == live.non_zero_requested[other, 0] + 250
+    assert copy.rows[other] is not live.rows[other]
+    assert _everything(live) == before
     copy.undo()
+    assert _rows_seen_by_filters(copy) == _rows_seen_by_filters(live)
     assert copy.requested.tolist() == live.requested.tolist()
     assert copy.free.tolist() == live.free.tolist()
