@@ -21,7 +21,7 @@ import contextlib
 import dataclasses
 import functools
 import logging
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from time import perf_counter
 from typing import Any, TypeVar, cast
 
@@ -662,16 +662,29 @@ class Framework:
         """RunReservePluginsUnreserve: recorded as a Success, as upstream (it cannot fail)."""
         sample = self.recording and state.record_plugin_metrics
         # In reverse order, as upstream: undo what the later plugins did first.
-        for plugin, call in reversed(self._unreserve_calls[sample]):
+        calls = reversed(self._unreserve_calls[sample])
+        self._run_unfailing("Unreserve", calls, state, pod, node_name)
+
+    def _run_unfailing(
+        self,
+        point: str,
+        calls: Iterable[tuple[ifc.Plugin, Callable[[CycleState, PodInfo, str], None]]],
+        state: CycleState,
+        pod: PodInfo,
+        node_name: str,
+    ) -> None:
+        """Unreserve and PostBind return nothing upstream: they cannot fail (PostBind
+        is informational: the pod is bound whatever a plugin does). One of ours that
+        raises must not stop the others nor the cycle, nor go unseen: logged as
+        upstream logs an error it cannot hand back (utilruntime.HandleErrorWithContext,
+        with the pod and the plugin). A Success if sampled, as runReservePluginUnreserve
+        and runPostBindPlugin."""
+        for plugin, call in calls:
             try:
-                call(state, pod, node_name)  # a Success if sampled, as runReservePluginUnreserve
+                call(state, pod, node_name)
             except Exception as exc:
-                # Upstream's Unreserve returns nothing: it cannot fail. One of ours that
-                # raises must not stop the others nor the failure handling, nor go
-                # unseen: logged as upstream logs an error it cannot hand back
-                # (utilruntime.HandleErrorWithContext, with the pod and the plugin).
                 logging.getLogger(__name__).error(
-                    "Unexpected error running Unreserve plugin",
+                    f"Unexpected error running {point} plugin",
                     exc_info=exc,
                     extra={"kv": {"pod": pod.key, "plugin": plugin.name, "node": node_name}},
                 )
@@ -739,17 +752,7 @@ class Framework:
     def run_post_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> None:
         """RunPostBindPlugins: recorded as a Success, as upstream (it cannot fail)."""
         sample = self.recording and state.record_plugin_metrics
-        for plugin, call in self._post_bind_calls[sample]:
-            try:
-                call(state, pod, node_name)  # a Success if sampled, as runPostBindPlugin
-            except Exception as exc:
-                # PostBind is informational and returns nothing upstream: the pod is
-                # bound whatever a plugin does here. Logged as run_unreserve does.
-                logging.getLogger(__name__).error(
-                    "Unexpected error running PostBind plugin",
-                    exc_info=exc,
-                    extra={"kv": {"pod": pod.key, "plugin": plugin.name, "node": node_name}},
-                )
+        self._run_unfailing("PostBind", self._post_bind_calls[sample], state, pod, node_name)
 
     def plugin_args(self, name: str) -> Mapping[str, Any]:
         return self.instances[name].args

@@ -22,7 +22,8 @@ from kubesched.framework.types import PodInfo
 class TableCopy(NodeTable):
     """The live table as it is, with pods added to some rows (`add_pod`, `remove_pod`)
     or amounts shifted (`shift_requested`) in the copy alone; `undo` makes it the
-    live table again, for trying one row after another on one copy."""
+    live table again, for trying one row after another on one copy. Nodes, and
+    `save_row`/`restore_row`, are the live table's to change: a copy shares them."""
 
     _live: NodeTable
     _owned_rows: set[int]  # rows whose NodeRow is the copy's own
